@@ -1,0 +1,50 @@
+"""Engines: a provider and, optionally, a model of it (SPEC A8, A9)."""
+
+from __future__ import annotations
+
+import re
+
+import attrs
+
+#: The provider CLIs autodev knows (SPEC A; Antigravity's binary is `agy`).
+PROVIDERS: tuple[str, ...] = ("claude", "codex", "agy")
+
+_MODEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-\[\]/@]*$")
+
+
+def _check_provider(_instance: object, _attribute: object, value: str) -> None:
+    if value not in PROVIDERS:
+        raise ValueError(f"unknown provider {value!r} (known: {', '.join(PROVIDERS)})")
+
+
+def _check_model(_instance: object, _attribute: object, value: str | None) -> None:
+    if value is not None and not _MODEL_RE.match(value):
+        raise ValueError(f"malformed model name {value!r}")
+
+
+@attrs.frozen(order=True)
+class Engine:
+    """Who owns a limit (A8): `claude` and `claude:sonnet` are two engines (A9)."""
+
+    provider: str = attrs.field(validator=_check_provider)
+    model: str | None = attrs.field(default=None, validator=_check_model)
+
+    @classmethod
+    def parse(cls, text: str) -> Engine:
+        """`Engine.parse("claude:sonnet") == Engine("claude", "sonnet")`; raises ValueError."""
+        if not isinstance(text, str):
+            raise ValueError(f"an engine is written as a string 'provider[:model]', not {text!r}")
+        raw = text.strip()
+        provider, sep, model = raw.partition(":")
+        provider = provider.strip()
+        if sep and not model.strip():
+            raise ValueError(f"engine {text!r} has an empty model after ':'")
+        return cls(provider=provider, model=model.strip() if sep else None)
+
+    def __str__(self) -> str:
+        return self.provider if self.model is None else f"{self.provider}:{self.model}"
+
+    @property
+    def primary(self) -> Engine:
+        """The provider alone: the engine of a participant's primary entry (A9)."""
+        return Engine(self.provider) if self.model is not None else self

@@ -1,0 +1,108 @@
+"""One cattrs converter per format: JSON for disk, YAML for people (SPEC 0.3).
+
+Every state, event and effect of the core round-trips losslessly through both. Aware datetimes
+are written as ISO 8601 with their offset (naive ones are refused), durations as seconds, and the
+members of a union (events, effects) carry a `type` tag so persisted JSON names its own type.
+Only text is produced or read here: writing it anywhere is the shell's job.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+from typing import Any, TypeVar
+
+import cattrs
+import yaml
+from cattrs.preconf.json import make_converter as _make_json
+from cattrs.preconf.pyyaml import make_converter as _make_yaml
+from cattrs.strategies import configure_tagged_union
+
+from .engine import Engine
+
+T = TypeVar("T")
+
+TAG = "type"
+
+
+def _unstructure_datetime(value: datetime) -> str:
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError(f"naive datetime {value!r}: autodev only stores aware datetimes")
+    return value.isoformat()
+
+
+def _structure_datetime(value: Any, _cls: type) -> datetime:
+    if isinstance(value, datetime):
+        parsed = value
+    elif isinstance(value, str):
+        parsed = datetime.fromisoformat(value)
+    else:
+        raise ValueError(f"expected an ISO 8601 date-time, not {value!r}")
+    if parsed.tzinfo is None:
+        raise ValueError(f"date-time {value!r} has no UTC offset")
+    return parsed
+
+
+def _unstructure_timedelta(value: timedelta) -> float:
+    return value.total_seconds()
+
+
+def _structure_timedelta(value: Any, _cls: type) -> timedelta:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"expected a duration in seconds, not {value!r}")
+    return timedelta(seconds=value)
+
+
+def _structure_engine(value: Any, _cls: type) -> Engine:
+    if not isinstance(value, str):
+        raise ValueError(f"an engine is written 'provider[:model]', not {value!r}")
+    return Engine.parse(value)
+
+
+def _configure(converter: cattrs.Converter) -> cattrs.Converter:
+    converter.register_unstructure_hook(datetime, _unstructure_datetime)
+    converter.register_structure_hook(datetime, _structure_datetime)
+    converter.register_unstructure_hook(timedelta, _unstructure_timedelta)
+    converter.register_structure_hook(timedelta, _structure_timedelta)
+    # An engine is written as people write it in participant files: "claude:sonnet" (A9).
+    converter.register_unstructure_hook(Engine, str)
+    converter.register_structure_hook(Engine, _structure_engine)
+    return converter
+
+
+json_converter: cattrs.Converter = _configure(_make_json())
+yaml_converter: cattrs.Converter = _configure(_make_yaml())
+CONVERTERS: tuple[cattrs.Converter, ...] = (json_converter, yaml_converter)
+
+
+def _tag_of(cls: type) -> str:
+    return cls.__name__
+
+
+def register_union(union: Any) -> None:
+    """Let every converter (un)structure `union` (e.g. `Event`) with a `type` tag."""
+    for converter in CONVERTERS:
+        configure_tagged_union(union, converter, tag_generator=_tag_of, tag_name=TAG)
+
+
+def to_json(value: Any, *, as_type: Any = None) -> str:
+    """JSON text for `value` (pass the union as `as_type` to tag a union member)."""
+    raw = json_converter.unstructure(value, unstructure_as=as_type) if as_type else (
+        json_converter.unstructure(value)
+    )
+    return json.dumps(raw, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def from_json(text: str | bytes, cls: Any) -> Any:
+    return json_converter.structure(json.loads(text), cls)
+
+
+def to_yaml(value: Any, *, as_type: Any = None) -> str:
+    raw = yaml_converter.unstructure(value, unstructure_as=as_type) if as_type else (
+        yaml_converter.unstructure(value)
+    )
+    return str(yaml.safe_dump(raw, allow_unicode=True, sort_keys=False))
+
+
+def from_yaml(text: str, cls: Any) -> Any:
+    return yaml_converter.structure(yaml.safe_load(text), cls)

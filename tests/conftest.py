@@ -1,0 +1,30 @@
+"""Hypothesis profiles: `ci` (derandomized, no deadline), `dev` (default), `thorough`.
+
+Pick one with HYPOTHESIS_PROFILE; CI=true selects `ci` when none is named.
+"""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "ci",
+    derandomize=True,
+    deadline=None,
+    max_examples=60,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile("dev", deadline=None, max_examples=100)
+settings.register_profile(
+    "thorough",
+    deadline=None,
+    max_examples=2_000,
+    stateful_step_count=100,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.load_profile(
+    os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
+)
