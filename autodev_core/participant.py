@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any
 
 import attrs
@@ -22,6 +23,10 @@ def _check_id(_instance: object, _attribute: object, value: str) -> None:
         raise ValueError(f"malformed participant id {value!r}")
 
 
+def _engines(value: Iterable[Engine]) -> tuple[Engine, ...]:
+    return tuple(value)
+
+
 @attrs.frozen
 class Participant:
     """One member of the team: its primary provider, pin, failover chain and prompt."""
@@ -29,7 +34,7 @@ class Participant:
     id: str = attrs.field(validator=_check_id)
     provider: str = attrs.field(validator=attrs.validators.in_(PROVIDERS))
     model: str | None = None
-    failover: tuple[Engine, ...] = attrs.field(default=(), converter=tuple)
+    failover: tuple[Engine, ...] = attrs.field(default=(), converter=_engines)
     gate: bool = False
     prompt: str = ""
 
@@ -82,11 +87,17 @@ def parse_participant(text: str, *, id: str, source: str = "<string>") -> Partic
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         line = int(mark.line) + 1 + offset if mark is not None else first + 1
         problem = getattr(exc, "problem", None) or "invalid YAML"
-        raise ConfigError(f"invalid YAML in front matter: {problem}", source=source, line=line) from None
+        raise ConfigError(
+            f"invalid YAML in front matter: {problem}", source=source, line=line
+        ) from None
     if data is None:
-        raise ConfigError("front matter is empty: 'provider' is required", source=source, line=first + 1)
+        raise ConfigError(
+            "front matter is empty: 'provider' is required", source=source, line=first + 1
+        )
     if not isinstance(data, dict) or not isinstance(node, yaml.MappingNode):
-        raise ConfigError("front matter must be a mapping of keys to values", source=source, line=offset + 1)
+        raise ConfigError(
+            "front matter must be a mapping of keys to values", source=source, line=offset + 1
+        )
     key_lines: dict[str, int] = {}
     value_nodes: dict[str, yaml.Node] = {}
     for key_node, value_node in node.value:
@@ -131,7 +142,9 @@ def parse_participant(text: str, *, id: str, source: str = "<string>") -> Partic
         try:
             chain.append(Engine.parse(entry))
         except ValueError as exc:
-            raise ConfigError(f"bad failover entry {entry!r}: {exc}", source=source, line=line) from None
+            raise ConfigError(
+                f"bad failover entry {entry!r}: {exc}", source=source, line=line
+            ) from None
     return Participant(
         id=id,
         provider=provider.strip(),

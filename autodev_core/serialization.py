@@ -87,8 +87,10 @@ def register_union(union: Any) -> None:
 
 def to_json(value: Any, *, as_type: Any = None) -> str:
     """JSON text for `value` (pass the union as `as_type` to tag a union member)."""
-    raw = json_converter.unstructure(value, unstructure_as=as_type) if as_type else (
-        json_converter.unstructure(value)
+    raw = (
+        json_converter.unstructure(value, unstructure_as=as_type)
+        if as_type
+        else (json_converter.unstructure(value))
     )
     return json.dumps(raw, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
@@ -98,8 +100,10 @@ def from_json(text: str | bytes, cls: Any) -> Any:
 
 
 def to_yaml(value: Any, *, as_type: Any = None) -> str:
-    raw = yaml_converter.unstructure(value, unstructure_as=as_type) if as_type else (
-        yaml_converter.unstructure(value)
+    raw = (
+        yaml_converter.unstructure(value, unstructure_as=as_type)
+        if as_type
+        else (yaml_converter.unstructure(value))
     )
     return str(yaml.safe_dump(raw, allow_unicode=True, sort_keys=False))
 

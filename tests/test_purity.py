@@ -13,17 +13,59 @@ import autodev_core
 CORE = Path(autodev_core.__file__).parent
 
 FORBIDDEN_MODULES = {
-    "os", "sys", "io", "subprocess", "socket", "time", "random", "secrets", "threading",
-    "asyncio", "logging", "shutil", "sqlite3", "tempfile", "pathlib", "signal", "select",
-    "multiprocessing", "concurrent", "urllib", "http", "requests", "glob", "fcntl", "uuid",
-    "builtins", "importlib", "ctypes", "mmap", "pty", "warnings",
+    "os",
+    "sys",
+    "io",
+    "subprocess",
+    "socket",
+    "time",
+    "random",
+    "secrets",
+    "threading",
+    "asyncio",
+    "logging",
+    "shutil",
+    "sqlite3",
+    "tempfile",
+    "pathlib",
+    "signal",
+    "select",
+    "multiprocessing",
+    "concurrent",
+    "urllib",
+    "http",
+    "requests",
+    "glob",
+    "fcntl",
+    "uuid",
+    "builtins",
+    "importlib",
+    "ctypes",
+    "mmap",
+    "pty",
+    "warnings",
 }
 FORBIDDEN_CALLS = {"open", "print", "input", "exec", "eval", "compile", "__import__", "breakpoint"}
 # Methods that read the clock, the environment or files, whatever object they hang on
 # (`datetime.now()`, `Path.read_text()`); a field called `now` is fine, calling `.now()` is not.
-FORBIDDEN_METHODS = {"now", "utcnow", "today", "getenv", "sleep", "system", "popen",
-                     "monotonic", "perf_counter", "time_ns", "urandom", "read_text",
-                     "write_text", "read_bytes", "write_bytes", "getLogger"}
+FORBIDDEN_METHODS = {
+    "now",
+    "utcnow",
+    "today",
+    "getenv",
+    "sleep",
+    "system",
+    "popen",
+    "monotonic",
+    "perf_counter",
+    "time_ns",
+    "urandom",
+    "read_text",
+    "write_text",
+    "read_bytes",
+    "write_bytes",
+    "getLogger",
+}
 FORBIDDEN_ATTRS = {"environ"}
 
 
@@ -65,7 +107,8 @@ def test_the_scan_catches_impurity(tmp_path: Path) -> None:
     bad = tmp_path / "bad.py"
     bad.write_text(
         "import time\nfrom datetime import datetime\nx = datetime.now()\ny = event.now\n"
-        "open('f')\nimport logging\n", encoding="utf-8",
+        "open('f')\nimport logging\n",
+        encoding="utf-8",
     )
     found = _violations_at(bad)
     assert any("imports time" in v for v in found)
