@@ -52,7 +52,7 @@ def test_B1_owner_queued_and_marker_ids_are_only_recovery_hints() -> None:
 
 def test_B1_recovery_hint_refuses_the_active_kind() -> None:
     with pytest.raises(ValueError):
-        RecoveryHint("active", "run-7")  # type: ignore[arg-type]
+        RecoveryHint("active", "run-7")
 
 
 def test_B1_owner_validation() -> None:
@@ -110,4 +110,4 @@ def test_0_3_identity_values_round_trip() -> None:
 
 def test_aliases_must_be_a_collection() -> None:
     with pytest.raises(TypeError):
-        RunIdentity(run_id="a", aliases="abc")  # type: ignore[arg-type]
+        RunIdentity(run_id="a", aliases="abc")

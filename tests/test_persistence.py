@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 import pytest
 
@@ -27,7 +29,7 @@ from autodev_core.serialization import from_json, from_yaml, to_json, to_yaml
 RUN = resolve_active_identity(run_id="run-7", aliases=["r7"])
 
 
-def pending(revision: int = 2, run_id: str = "run-7", **fields: object) -> PersistenceState:
+def pending(revision: int = 2, run_id: str = "run-7", **fields: Any) -> PersistenceState:
     state = reduce_persistence(PersistenceState(), Queued(revision, run_id))
     return attrs.evolve(state, **fields)
 
