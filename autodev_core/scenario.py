@@ -244,6 +244,9 @@ class _Reader:
             return yaml.constructor.SafeConstructor().construct_object(node, deep=True)
         except yaml.YAMLError as exc:
             raise self.error(where, f"cannot read this value: {_problem(exc)}") from None
+        except (ValueError, OverflowError) as exc:
+            # e.g. the timestamp 2026-13-01T09:00:00: YAML matches it, datetime refuses it.
+            raise self.error(where, f"cannot read {node.value!r}: {exc}") from None
 
     def mapping(
         self,
