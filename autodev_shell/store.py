@@ -25,6 +25,7 @@ import attrs
 
 from autodev_core.errors import AutodevError
 from autodev_core.persistence import CommitMarker
+from autodev_core.turn_input import InputRecord
 
 #: Version of the layout below; a store written by a newer layout is refused, not guessed at.
 SCHEMA_VERSION: Final = 1
@@ -92,9 +93,9 @@ CREATE TABLE controls (
     taken_at TEXT
 );
 CREATE TABLE turn_inputs (
-    turn_key TEXT PRIMARY KEY,
-    parent_text TEXT NOT NULL,
-    prompt TEXT NOT NULL,
+    parent_input_id TEXT PRIMARY KEY,
+    bound_text TEXT NOT NULL,
+    context TEXT NOT NULL,
     saved_at TEXT NOT NULL
 );
 """
@@ -218,17 +219,6 @@ class Control:
     command: str
     arg: str
     queued_at: datetime
-
-
-@attrs.frozen
-class TurnInput:
-    """The prompt assembled for a turn, bound to its parent input's text (B19). Whether it is
-    reused is the core's decision; the store only keeps it verbatim."""
-
-    turn_key: str
-    parent_text: str
-    prompt: str
-    saved_at: datetime
 
 
 @attrs.frozen
@@ -514,28 +504,32 @@ class RunStore:
 
     # --- turn inputs (B19) ------------------------------------------------------------------
 
-    def save_turn_input(self, turn_key: str, *, parent_text: str, prompt: str,
-                        now: datetime) -> None:
-        """Persist the prompt assembled for `turn_key`, bound to its parent input's text."""
-        if not turn_key:
-            raise ValueError("a turn input needs the key of the turn it belongs to")
+    def save_turn_input(self, record: InputRecord, *, now: datetime) -> None:
+        """Persist the context assembled for a turn, bound to its parent input's text (B19).
+
+        `record` comes from the core's `bind_input_context`; it replaces any earlier record of
+        the same parent input.
+        """
+        if not record.parent_input_id:
+            raise ValueError("a turn input record needs its parent input's id")
         with self._transaction("save a turn input") as conn:
             conn.execute(
-                "INSERT INTO turn_inputs (turn_key, parent_text, prompt, saved_at) "
-                "VALUES (?, ?, ?, ?) ON CONFLICT (turn_key) DO UPDATE SET "
-                "parent_text = excluded.parent_text, prompt = excluded.prompt, "
+                "INSERT INTO turn_inputs (parent_input_id, bound_text, context, saved_at) "
+                "VALUES (?, ?, ?, ?) ON CONFLICT (parent_input_id) DO UPDATE SET "
+                "bound_text = excluded.bound_text, context = excluded.context, "
                 "saved_at = excluded.saved_at",
-                (turn_key, parent_text, prompt, _text(now)),
+                (record.parent_input_id, record.bound_text, record.context, _text(now)),
             )
 
-    def load_turn_input(self, turn_key: str) -> TurnInput | None:
-        """The persisted input of `turn_key`, verbatim, or None when none was saved."""
+    def load_turn_input(self, parent_input_id: str) -> InputRecord | None:
+        """The record persisted for `parent_input_id`, verbatim, or None. Whether it is reused
+        is the core's decision (`plan_turn_input`), never the store's."""
         with self._transaction("load a turn input", write=False) as conn:
             row = conn.execute(
-                "SELECT turn_key, parent_text, prompt, saved_at FROM turn_inputs "
-                "WHERE turn_key = ?", (turn_key,),
+                "SELECT parent_input_id, bound_text, context FROM turn_inputs "
+                "WHERE parent_input_id = ?", (parent_input_id,),
             ).fetchone()
-        return None if row is None else TurnInput(row[0], row[1], row[2], _time(row[3]))
+        return None if row is None else InputRecord(row[0], row[1], row[2])
 
 
 # --- helpers --------------------------------------------------------------------------------
