@@ -1,0 +1,75 @@
+"""The two failures that are not limits but are not plain failures either (SPEC A26, A32, A37).
+
+Network errors (A26), in each CLI's own wording: claude is Node (`getaddrinfo ENOTFOUND`,
+`ECONNREFUSED`, `API Error: Connection error.`, `Unable to connect to API (ConnectionRefused)`,
+`fetch failed`, `Request timed out`); codex is Rust (`failed to lookup address information`,
+`error sending request for url`, `Reconnecting... waiting for network`, `tcp connect error`,
+`connection reset by peer`); agy is Go (`dial tcp: lookup … no such host`, `connect: connection
+refused`, `i/o timeout`, `TLS handshake timeout`). Capacity and server errors (503, overloaded,
+`stream disconnected before completion: An error occurred while processing your request`) are
+not network errors: the provider answered (A40).
+
+Not logged in (A32): claude's result `Not logged in · Please run /login` (also `Invalid API key ·
+Please run /login`). codex and agy have no login check: their errors are plain failures.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ._bounded import Meter, keyword_hits, match, search, window
+
+_NETWORK = re.compile(
+    r"ENOTFOUND|EAI_AGAIN|getaddrinfo|failed to lookup address|could not resolve host"
+    r"|no such host|name or service not known|nodename nor servname|name resolution"
+    r"|dns error|ECONNREFUSED|connection refused|ConnectionRefused|ECONNRESET"
+    r"|connection reset|ConnectionReset|socket hang up|ETIMEDOUT|ESOCKETTIMEDOUT"
+    r"|connect timeout|connection timed out|connect timed out|ConnectionTimeout|i/o timeout"
+    r"|operation timed out|request timed out|UND_ERR_CONNECT_TIMEOUT|UND_ERR_SOCKET"
+    r"|ENETUNREACH|EHOSTUNREACH|ENETDOWN|network is unreachable|no route to host"
+    r"|error sending request|waiting for network|unable to connect to api|connection error"
+    r"|fetch failed|TLS handshake timeout|dial tcp|tcp connect error|error trying to connect"
+    r"|network is down|internet connection appears to be offline",
+    re.IGNORECASE,
+)
+# Model text (A5) counts only when it reads as the CLI's error line, not prose about one.
+_ERROR_LINE = re.compile(
+    r"\s*(?:■\s*|⎿\s*|\[[^\]\n]{0,40}\]\s*)?"
+    r"(?:API\s+Error|Error|ERROR|error|Unable\s+to\s+connect|Reconnecting|stream\s+disconnected"
+    r"|Connection\s+error|TypeError|FetchError|fetch\s+failed|request\s+to\s+https?://"
+    r"|failed\s+to\s+(?:lookup|connect)|dial\s+tcp|getaddrinfo)",
+)
+
+_LOGIN = re.compile(r"not logged in|please run /login|invalid api key", re.IGNORECASE)
+_LOGIN_CONFIRM = re.compile(
+    r"Not\s+logged\s+in|Invalid\s+API\s+key\W{1,6}Please\s+run\s+/login", re.IGNORECASE
+)
+
+# How much of a network error line `.text` keeps.
+_TEXT_CHARS = 200
+
+
+def _line(text: str, start: int) -> str:
+    lo = max(text.rfind("\n", 0, start) + 1, start - 80)
+    hi = text.find("\n", start)
+    if hi == -1:
+        hi = len(text)
+    return " ".join(text[lo:hi].split())[:_TEXT_CHARS]
+
+
+def scan_network(text: str, *, model_text: bool, meter: Meter | None = None) -> str | None:
+    """The network error line in `text`, if any (A26, A37)."""
+    if model_text and match(_ERROR_LINE, text, meter) is None:
+        return None
+    for hit in keyword_hits(_NETWORK, text, meter):
+        return _line(text, hit.start())
+    return None
+
+
+def scan_login(text: str, meter: Meter | None = None) -> str | None:
+    """claude's not-logged-in result (A32), if `text` says it."""
+    for hit in keyword_hits(_LOGIN, text, meter):
+        win, _ = window(text, hit.start(), before=60, after=120)
+        if search(_LOGIN_CONFIRM, win, meter):
+            return _line(text, hit.start())
+    return None

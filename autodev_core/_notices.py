@@ -1,0 +1,189 @@
+"""The phrases of limit notices, and reading one out of a piece of text (SPEC A2-A4, A6, A7).
+
+Detection is keyword-first: a pattern made only of literal alternatives finds candidate spots
+(linear, no backtracking), then short patterns confirm the phrase and read the reset inside a
+bounded window around the spot (`_bounded`). Anything that does not confirm is not a limit
+(A7: an unknown wording is a failed call).
+
+Families (real wordings, see tests/fixtures/notices/ for their sources):
+- claude: `Claude AI usage limit reached|<epoch>`; `Claude usage limit reached. Your limit will
+  reset at 1pm (Etc/GMT+5).`; `5-hour limit reached ∙ resets 5am`; `You've hit your (session|
+  weekly|Opus) limit · resets Oct 31, 9am (Zone)`; `You're out of extra usage · resets 9pm`;
+  `Usage limit reached. Try again in 2 hours.`
+- codex: `You've hit your usage limit. … try again in 3 hours 2 minutes.` / `… at 3:54 AM.` /
+  `… at Apr 29th, 2026 6:49 AM.` / `… Try again later.`; `Quota exceeded. Check your plan and
+  billing details.`; the API's `usage_limit_reached` error (`resets_at`, `resets_in_seconds`).
+- agy: `RESOURCE_EXHAUSTED (code 429): Individual quota reached. … Resets in 2h31m33s.`;
+  `You have exhausted your capacity on this model. Your quota will reset after 25h20m26s.`;
+  a 429 status or `RESOURCE_EXHAUSTED`/`QUOTA_EXHAUSTED` with `quotaResetTimeStamp`.
+Not limits: warnings (`Approaching usage limit`, `You've used 90% of your weekly limit`), the
+context window (`Context limit reached`), and capacity errors (`MODEL_CAPACITY_EXHAUSTED`,
+`No capacity available`, `overloaded`, `is at capacity`).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, tzinfo
+
+import attrs
+
+from ._bounded import Meter, keyword_hits, search, window
+from ._resets import from_duration, read_when
+
+# How far around a keyword the phrase and its reset are looked for (characters).
+_BEFORE = 80
+_AFTER = 600
+# The reset must be written within this many characters after the phrase.
+_RESET_REACH = 420
+# Longest `.text` a notice carries (SPEC D: "the notice as matched (short)").
+MAX_NOTICE_TEXT = 240
+
+# Literal keywords only (linear scan). Each hit is confirmed by `_PHRASE` below.
+_KEYWORDS = re.compile(
+    r"usage limit|limit reached|hit your|reached your|out of extra usage|"
+    r"limits? will reset|quota reached|quota exceeded|exceeded your current quota|"
+    r"quota will reset|exhausted your|usage_limit_reached|out of credits",
+    re.IGNORECASE,
+)
+# agy speaks Google's API: a bare 429 / RESOURCE_EXHAUSTED is its quota error (A4).
+_AGY_KEYWORDS = re.compile(
+    r"resource_exhausted|quota_exhausted|resource has been exhausted|429", re.IGNORECASE
+)
+
+_PHRASE = re.compile(
+    r"(?:hit|reached|exceeded)\s+(?:your|the)\s+(?:[\w.'-]+\s+){0,4}?limits?\b"
+    r"|usage\s+limit\s+(?:reached|exceeded|has\s+been\s+reached|hit)"
+    r"|(?:[\w.'-]+\s+){0,3}?limit\s+reached"
+    r"|out\s+of\s+extra\s+usage"
+    r"|limits?\s+will\s+reset"
+    r"|quota\s+(?:reached|exceeded|will\s+reset)"
+    r"|exceeded\s+your\s+current\s+quota"
+    r"|exhausted\s+your\s+(?:capacity|quota)"
+    r"|usage_limit_reached"
+    r"|out\s+of\s+credits",
+    re.IGNORECASE,
+)
+_AGY_PHRASE = re.compile(
+    r"RESOURCE_EXHAUSTED|QUOTA_EXHAUSTED|Resource\s+has\s+been\s+exhausted"
+    r"|(?:HTTP|status|code|error|Error:?)\W{0,12}429\b|\b429\s+Too\s+Many\s+Requests",
+    re.IGNORECASE,
+)
+# Near the phrase: a warning, the context window, or an API rate limit is not a usage limit.
+_VETO = re.compile(
+    r"approaching|\d{1,3}\s?%\s+of|\bused\s+\d|context|\btokens?\s+limit|\bturns?\s+limit"
+    r"|\brate\s+limit\s+reached|\bretry\s+limit",
+    re.IGNORECASE,
+)
+# Capacity is not a quota: "no capacity" without a quota word is "other" (A4, A7).
+_CAPACITY = re.compile(
+    r"MODEL_CAPACITY_EXHAUSTED|No\s+capacity\s+available|is\s+at\s+capacity|overloaded",
+    re.IGNORECASE,
+)
+_QUOTA_WORD = re.compile(
+    r"QUOTA_EXHAUSTED|quota\s+(?:reached|exceeded|will\s+reset)|usage\s+limit|Resets\s+in",
+    re.IGNORECASE,
+)
+
+# Where a reset is written, in order of appearance after the phrase.
+_CUE = re.compile(
+    r"(?P<pipe>\|(?=\s*\d{10}))"
+    r"|(?P<word>will\s+reset|\bresets?\b|\btry\s+again\b|\bretry\s+after\b|available\s+again)"
+    r"|(?P<key>\"?(?:quotaResetTimeStamp|resets_at|reset_at|resetsAt|quotaResetDelay)\"?\s*[:=]\s*\"?)"
+    r"|(?P<secs>\"?(?:resets_in_seconds|retryDelay)\"?\s*[:=]\s*\"?(?P<n>\d{1,9}(?:\.\d{1,9})?)s?)",
+    re.IGNORECASE,
+)
+_MAX_CUES = 8
+
+
+@attrs.frozen
+class Found:
+    """A notice read from one piece of text: what it said and when it resets (None: unread)."""
+
+    text: str
+    reset_at: datetime | None
+
+
+def _line_around(text: str, start: int, end: int) -> str:
+    """The notice as matched: its line(s) within the window, trimmed and kept short."""
+    lo = max(text.rfind("\n", 0, start) + 1, start - 60)
+    hi = text.find("\n", end)
+    if hi == -1:
+        hi = len(text)
+    return " ".join(text[lo:hi].split())[:MAX_NOTICE_TEXT]
+
+
+def _read_reset(
+    win: str, start: int, now: datetime, local_tz: tzinfo, meter: Meter | None
+) -> tuple[datetime | None, int]:
+    """The first reset written after `start` in `win` (and where it ends), else (None, start)."""
+    pos = start
+    reach = min(len(win), start + _RESET_REACH)
+    for _ in range(_MAX_CUES):
+        cue = search(_CUE, win[pos:reach], meter)
+        if cue is None:
+            break
+        cue_end = pos + cue.end()
+        if cue.group("secs"):
+            reset = from_duration(float(cue.group("n")), now)
+            if reset is not None:
+                return reset, cue_end
+        else:
+            read = read_when(win[cue_end:], now, local_tz, meter)
+            if read is not None and read[0] is not None:
+                return read[0], cue_end + read[1]
+        pos = max(cue_end, pos + 1)
+    return None, start
+
+
+def scan_limit(
+    text: str, provider: str, now: datetime, local_tz: tzinfo, meter: Meter | None = None
+) -> Found | None:
+    """The limit notice in `text`, if any: the first with a readable reset, else the first."""
+    text = text.replace("\u2019", "'")  # both apostrophes occur (A3); same length
+    first: Found | None = None
+    hits = list(keyword_hits(_KEYWORDS, text, meter))
+    if provider == "agy":
+        hits += list(keyword_hits(_AGY_KEYWORDS, text, meter))
+        hits.sort(key=lambda hit: hit.start())
+    for hit in hits:
+        win, off = window(text, hit.start(), before=_BEFORE, after=_AFTER)
+        found = _confirm(win, off, hit.group(0), provider, now, local_tz, meter)
+        if found is None:
+            continue
+        if found.reset_at is not None:
+            return found
+        if first is None:
+            first = found
+    return first
+
+
+def _confirm(
+    win: str,
+    off: int,
+    keyword: str,
+    provider: str,
+    now: datetime,
+    local_tz: tzinfo,
+    meter: Meter | None,
+) -> Found | None:
+    agy_only = _AGY_KEYWORDS.fullmatch(keyword) is not None and not _KEYWORDS.fullmatch(keyword)
+    # The phrase must cover the keyword: look a little before it (for `5-hour limit reached`).
+    pattern = _AGY_PHRASE if agy_only else _PHRASE
+    lo = max(0, off - 48)
+    phrase = None
+    for _ in range(4):  # the first phrase that covers the keyword
+        phrase = search(pattern, win[lo : off + 120], meter)
+        if phrase is None or lo + phrase.end() > off:
+            break
+        lo += max(phrase.end(), 1)
+        phrase = None
+    if phrase is None:
+        return None
+    start, end = lo + phrase.start(), lo + phrase.end()
+    if search(_VETO, win[max(0, start - 24) : end], meter):
+        return None
+    if search(_CAPACITY, win, meter) and not search(_QUOTA_WORD, win, meter):
+        return None
+    reset, reset_end = _read_reset(win, start, now, local_tz, meter)
+    return Found(text=_line_around(win, start, max(end, reset_end)), reset_at=reset)

@@ -1,0 +1,274 @@
+"""Reading the reset instant out of a limit notice (SPEC A6, A38).
+
+A notice writes its reset as an epoch (`|1762952400`), a relative duration (`in 3 hours 2
+minutes`, `in 2h31m33s`), a clock time (`5am`, `3:54 AM`), a date without a year (`Oct 31,
+9am`, `Apr 23 at 4pm`) or a full date (`Apr 29th, 2026 6:49 AM`), optionally followed by an
+IANA zone in parentheses (`(Etc/GMT+5)`, which zoneinfo reads as UTC-5). Zone-less times are
+read in the machine's zone (`local_tz`).
+
+Rules (A6, A38): a clock time that has passed (`now >= t`) rolls to the next day; a date
+without a year is its next occurrence; a full date, an epoch or a duration that is not later
+than `now` gives no reset (None) rather than a wrong one. Wall-clock times are built in their
+zone (zoneinfo), never by adding hours, so a DST change between now and the reset is right.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, date, datetime, time, timedelta, timezone, tzinfo
+from zoneinfo import ZoneInfo
+
+from ._bounded import Meter, match
+
+# A reset further ahead than this is misread text, not a reset (A6).
+MAX_RESET_AHEAD = timedelta(days=400)
+# Epoch values at or above this are milliseconds (claude's `resetsAt` is seconds; be lenient).
+_EPOCH_MS_FROM = 100_000_000_000
+
+_UNIT_SECONDS = {"d": 86_400, "h": 3_600, "m": 60, "s": 1}
+
+_DURATION_PART = re.compile(
+    r"\s*(?:,\s*|and\s+)?(?P<n>\d{1,9}(?:\.\d{1,12})?)\s?"
+    r"(?P<unit>days?|d|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)(?![a-z])",
+    re.IGNORECASE,
+)
+_DURATION_WORDS = re.compile(
+    r"\s*(?:about\s+|approximately\s+|~\s*)?(?:(?P<less>less than a minute)|"
+    r"(?:a|an|one)\s+(?P<unit>day|hour|minute|second)\b)",
+    re.IGNORECASE,
+)
+_DURATION_LEAD = re.compile(r"\s*(?:about\s+|approximately\s+|~\s*)?", re.IGNORECASE)
+
+_EPOCH = re.compile(r"\s*\|?\s*(?P<epoch>\d{13}|\d{10})(?!\d)")
+
+_MONTHS = {
+    "jan": 1, "feb": 2, "mar": 3, "apr": 4, "may": 5, "jun": 6,
+    "jul": 7, "aug": 8, "sep": 9, "oct": 10, "nov": 11, "dec": 12,
+}
+_WEEKDAYS = {"mon": 0, "tue": 1, "wed": 2, "thu": 3, "fri": 4, "sat": 5, "sun": 6}
+
+_DATETIME = re.compile(
+    r"""\s*(?:(?:at|on)\s+)?
+    (?P<tomorrow>tomorrow\s+(?:at\s+)?)?
+    (?:(?P<wday>mon|tue|wed|thu|fri|sat|sun)[a-z]{0,6}\.?,?\s+)?
+    (?:(?P<mon>jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]{0,6}\.?\s+
+       (?P<day>\d{1,2})(?:st|nd|rd|th)?(?![\d:])
+       (?:,?\s+(?P<year>\d{4})(?!\d))?
+       (?:\s*,\s*|\s+at\s+|\s+)?
+    )?
+    (?:(?P<hour>\d{1,2})(?::(?P<minute>\d{2}))?(?::\d{2})?\s?
+       (?P<ampm>[ap]\.?\s?m\b\.?)?(?![\d:]))?
+    (?:\s*\((?P<zone>[A-Za-z][A-Za-z0-9_+\-/]{0,63})\)|\s+(?P<utc>UTC|GMT)(?![\w/]))?
+    """,
+    re.IGNORECASE | re.VERBOSE,
+)
+_ISO = re.compile(
+    r"\s*(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})[T ](?P<h>\d{2}):(?P<mi>\d{2})"
+    r"(?::(?P<s>\d{2})(?:\.\d{1,9})?)?\s?(?P<off>Z|UTC|[+-]\d{2}:?\d{2})?"
+)
+_ZONE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_+\-]{0,30}(?:/[A-Za-z0-9_+\-]{1,30}){0,2}$")
+
+
+def zone_named(name: str | None) -> tzinfo | None:
+    """The IANA zone `name` (`Etc/GMT+5` is UTC-5, as zoneinfo has it), or None if unknown."""
+    if not name or not _ZONE_NAME.match(name):
+        return None
+    if name.upper() in ("UTC", "GMT", "Z"):
+        return UTC
+    try:
+        return ZoneInfo(name)
+    except (ValueError, KeyError, OSError):  # ZoneInfoNotFoundError is a KeyError
+        return None
+
+
+def _later(reset: datetime, now: datetime) -> datetime | None:
+    """`reset` when it is strictly later than `now` and not absurdly far (A6, A38)."""
+    if reset.astimezone(UTC) <= now.astimezone(UTC):
+        return None
+    if reset.astimezone(UTC) - now.astimezone(UTC) > MAX_RESET_AHEAD:
+        return None
+    return reset
+
+
+def from_epoch(value: float, now: datetime) -> datetime | None:
+    """An epoch in seconds (or milliseconds, when that large), as an aware UTC datetime."""
+    try:
+        seconds = float(value)
+        if seconds != seconds:  # NaN
+            return None
+        if seconds >= _EPOCH_MS_FROM:
+            seconds /= 1000
+        return _later(datetime.fromtimestamp(seconds, UTC), now)
+    except (OverflowError, ValueError, OSError):
+        return None
+
+
+def from_duration(seconds: float, now: datetime) -> datetime | None:
+    try:
+        if seconds != seconds or seconds <= 0:
+            return None
+        return _later(now + timedelta(seconds=seconds), now)
+    except (OverflowError, ValueError):
+        return None
+
+
+def read_duration(text: str, meter: Meter | None) -> tuple[float, int] | None:
+    """Seconds written at the start of `text` (`3 hours 2 minutes`, `2h31m33s`) and its end."""
+    words = match(_DURATION_WORDS, text, meter)
+    if words:
+        if words.group("less"):
+            return 60.0, words.end()
+        unit = words.group("unit").lower()[0]
+        return float(_UNIT_SECONDS[unit]), words.end()
+    lead = match(_DURATION_LEAD, text, meter)
+    pos = lead.end() if lead else 0
+    total = 0.0
+    parts = 0
+    while parts < 6:
+        part = match(_DURATION_PART, text[pos:], meter)
+        if not part:
+            break
+        unit = part.group("unit").lower()
+        key = "m" if unit.startswith("min") or unit == "m" else unit[0]
+        total += float(part.group("n")) * _UNIT_SECONDS[key]
+        pos += part.end()
+        parts += 1
+    if parts == 0:
+        return None
+    return total, pos
+
+
+def read_epoch(text: str, now: datetime, meter: Meter | None) -> tuple[datetime | None, int] | None:
+    found = match(_EPOCH, text, meter)
+    if not found:
+        return None
+    return from_epoch(int(found.group("epoch")), now), found.end()
+
+
+def read_iso(text: str, now: datetime, local_tz: tzinfo, meter: Meter | None) -> (
+    tuple[datetime | None, int] | None
+):
+    found = match(_ISO, text, meter)
+    if not found:
+        return None
+    off = found.group("off")
+    zone: tzinfo = local_tz
+    if off in ("Z", "UTC"):
+        zone = UTC
+    elif off:
+        sign = -1 if off[0] == "-" else 1
+        digits = off[1:].replace(":", "")
+        zone = _fixed(sign * (int(digits[:2]) * 60 + int(digits[2:])))
+    try:
+        when = datetime(
+            int(found.group("y")), int(found.group("mo")), int(found.group("d")),
+            int(found.group("h")), int(found.group("mi")), int(found.group("s") or 0),
+            tzinfo=zone,
+        )
+    except ValueError:
+        return None, found.end()
+    return _later(when, now), found.end()
+
+
+def _fixed(minutes: int) -> tzinfo:
+    return timezone(timedelta(minutes=minutes))
+
+
+def read_datetime(
+    text: str, now: datetime, local_tz: tzinfo, meter: Meter | None
+) -> tuple[datetime | None, int] | None:
+    """A clock time, a date with or without a year, optionally zoned; None if none is written.
+
+    Returns (reset or None when unusable, end offset) when something date-like was read.
+    """
+    iso = read_iso(text, now, local_tz, meter)
+    if iso is not None:
+        return iso
+    found = match(_DATETIME, text, meter)
+    if not found or not (found.group("hour") or found.group("mon")):
+        return None
+    hour_text, minute_text, ampm = found.group("hour"), found.group("minute"), found.group("ampm")
+    if hour_text and not (minute_text or ampm):
+        return None  # a bare number ("resets 5") is not a time
+    hour = int(hour_text) if hour_text else 0
+    minute = int(minute_text) if minute_text else 0
+    if ampm:
+        if not 1 <= hour <= 12:
+            return None
+        hour = hour % 12 + (12 if ampm.lower().startswith("p") else 0)
+    if hour > 23 or minute > 59:
+        return None
+    zone = zone_named(found.group("zone") or found.group("utc")) or local_tz
+    local_now = now.astimezone(zone)
+    clock = time(hour, minute)
+    end = found.end()
+    if found.group("mon"):
+        month = _MONTHS[found.group("mon").lower()[:3]]
+        day = int(found.group("day"))
+        if found.group("year"):
+            return _at(date_or_none(int(found.group("year")), month, day), clock, zone, now), end
+        for year in range(local_now.year, local_now.year + 9):  # next occurrence (Feb 29 too)
+            reset = _at(date_or_none(year, month, day), clock, zone, now)
+            if reset is not None:
+                return reset, end
+        return None, end
+    start = local_now.date() + (timedelta(days=1) if found.group("tomorrow") else timedelta())
+    wday = found.group("wday")
+    for offset in range(0, 9):
+        day_ = start + timedelta(days=offset)
+        if wday and day_.weekday() != _WEEKDAYS[wday.lower()[:3]]:
+            continue
+        reset = _at(day_, clock, zone, now)
+        if reset is not None:
+            return reset, end  # rolls to the next day when already past (A6, A38)
+    return None, end
+
+
+def date_or_none(year: int, month: int, day: int) -> date | None:
+    try:
+        return date(year, month, day)
+    except ValueError:
+        return None
+
+
+def _at(day: date | None, clock: time, zone: tzinfo, now: datetime) -> datetime | None:
+    if day is None:
+        return None
+    return _later(datetime.combine(day, clock, tzinfo=zone), now)
+
+
+def read_when(
+    text: str, now: datetime, local_tz: tzinfo, meter: Meter | None
+) -> tuple[datetime | None, int] | None:
+    """The reset written at the start of `text` (just after `resets`, `try again`, ...).
+
+    Returns (reset or None, end offset) when a reset expression was found, else None.
+    """
+    prep = match(_PREPOSITION, text, meter)
+    word = prep.group("word").lower() if prep and prep.group("word") else ""
+    rest = text[prep.end():] if prep else text
+    offset = prep.end() if prep else 0
+    if word in ("in", "after", "within"):
+        duration = read_duration(rest, meter)
+        if duration is not None:
+            return from_duration(duration[0], now), offset + duration[1]
+        return None
+    epoch = read_epoch(rest, now, meter)
+    if epoch is not None:
+        return epoch[0], offset + epoch[1]
+    when = read_datetime(rest, now, local_tz, meter)
+    if when is not None:
+        return when[0], offset + when[1]
+    duration = read_duration(rest, meter) if not word else None
+    if duration is not None and rest[:1].isdigit() and _compact_duration(rest):
+        return from_duration(duration[0], now), offset + duration[1]
+    return None
+
+
+_PREPOSITION = re.compile(r"[\s:]*(?:(?P<word>in|after|within|at|on)\b)?\s*", re.IGNORECASE)
+_COMPACT = re.compile(r"\d{1,9}(?:h|m|s|d)(?:\d|\b)", re.IGNORECASE)
+
+
+def _compact_duration(text: str) -> bool:
+    """`2h31m33s` written without `in` (agy's `quotaResetDelay`) still reads as a duration."""
+    return _COMPACT.match(text[:40]) is not None

@@ -1,0 +1,227 @@
+"""Cutting a call's output into the pieces the detectors examine, and who wrote each (SPEC A5).
+
+A piece is either the CLI's own words (examined whatever its length) or text a model may have
+written (examined only when at most 300 characters after trimming):
+
+- CLI words: stderr as a whole; structured events of the CLI on stdout — claude's
+  `rate_limit_event`, `system` errors and a result's `errors`; codex's `error`, `turn.failed`
+  and `error` items (`codex exec --json`, also the older `{"msg": {...}}` shape); agy's
+  `AGY_ERROR: {json}` lines; any JSON object whose top level is an `error`.
+- Model text: each `result` text and each assistant message (claude), each `agent_message`
+  (codex), and all stdout that is not a structured event, taken together as one text.
+
+Everything else in a structured event (tool output, reasoning, partial deltas, init data) is
+neither: a command's output that mentions ECONNREFUSED is not the CLI failing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any, Literal
+
+import attrs
+
+# A5: text a model may have written is examined only up to this length, after trimming.
+MODEL_TEXT_MAX_CHARS = 300
+# Structured events are flattened to "key: value" lines to this depth and this many leaves.
+_FLATTEN_DEPTH = 8
+_FLATTEN_LEAVES = 400
+
+Origin = Literal["cli", "model"]
+
+
+@attrs.frozen
+class Piece:
+    """A text to examine; `origin` says whose words they are (A5)."""
+
+    text: str
+    origin: Origin
+    where: str  # "stderr", "event", "result", "message", "stdout"
+
+
+@attrs.frozen
+class RateLimitEvent:
+    """claude's structured limit (A2): status rejected/blocked, reset from `resetsAt`."""
+
+    status: str
+    resets_at: float | None
+    text: str
+
+
+@attrs.frozen
+class Output:
+    """A call's output cut into pieces, plus what the events say about how the call ended."""
+
+    pieces: tuple[Piece, ...]
+    rate_limits: tuple[RateLimitEvent, ...]
+    succeeded: bool  # a terminal success event was seen (claude result ok, codex turn.completed)
+
+
+def _flatten(value: Any, key: str = "", depth: int = 0, out: list[str] | None = None) -> list[str]:
+    lines: list[str] = [] if out is None else out
+    if len(lines) >= _FLATTEN_LEAVES or depth > _FLATTEN_DEPTH:
+        return lines
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _flatten(v, str(k), depth + 1, lines)
+    elif isinstance(value, list):
+        for v in value:
+            _flatten(v, key, depth + 1, lines)
+    elif value is not None:
+        lines.append(f"{key}: {value}" if key else str(value))
+    return lines
+
+
+def _cli(value: Any) -> Piece:
+    return Piece(text="\n".join(_flatten(value)), origin="cli", where="event")
+
+
+def _text_of_content(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            block["text"]
+            for block in content
+            if isinstance(block, dict) and isinstance(block.get("text"), str)
+        )
+    return ""
+
+
+def _event_pieces(event: dict[str, Any]) -> Iterator[Piece | RateLimitEvent | bool]:
+    """Pieces of one structured event; True when the event is a terminal success."""
+    kind = event.get("type")
+    if kind == "rate_limit_event":
+        info = event.get("rate_limit_info")
+        if isinstance(info, dict):
+            status = info.get("status")
+            resets = info.get("resetsAt")
+            if isinstance(status, str):
+                yield RateLimitEvent(
+                    status=status,
+                    resets_at=float(resets)
+                    if isinstance(resets, (int, float)) and not isinstance(resets, bool)
+                    else None,
+                    text=f"rate_limit_event: status {status}, resetsAt {resets}, "
+                    f"type {info.get('rateLimitType')}",
+                )
+        return
+    if kind == "result":
+        result = event.get("result")
+        if isinstance(result, str):
+            yield Piece(text=result, origin="model", where="result")
+        errors = event.get("errors")
+        if errors:
+            yield _cli(errors)
+        if event.get("is_error") is False and event.get("subtype") == "success":
+            yield True
+        return
+    if kind == "assistant":
+        message = event.get("message")
+        if isinstance(message, dict):
+            text = _text_of_content(message.get("content"))
+            if text:
+                yield Piece(text=text, origin="model", where="message")
+        return
+    if kind == "system":
+        if event.get("subtype") in ("api_retry", "error") or "error" in event:
+            yield _cli({k: v for k, v in event.items() if k not in ("type", "subtype")})
+        return
+    if kind in ("error", "turn.failed", "stream_error"):
+        yield _cli({k: v for k, v in event.items() if k != "type"})
+        return
+    if kind == "turn.completed":
+        yield True
+        return
+    if isinstance(kind, str) and kind.startswith("item."):
+        item = event.get("item")
+        if isinstance(item, dict):
+            item_type = item.get("type") or item.get("item_type")
+            if item_type == "error":
+                yield _cli(item)
+            elif item_type in ("agent_message", "assistant_message"):
+                said = item.get("text")
+                if isinstance(said, str):
+                    yield Piece(text=said, origin="model", where="message")
+        return
+    msg = event.get("msg")
+    if kind is None and isinstance(msg, dict):  # codex before `exec --json` events
+        msg_type = msg.get("type")
+        if msg_type in ("error", "stream_error"):
+            yield _cli(msg)
+        elif msg_type == "agent_message" and isinstance(msg.get("message"), str):
+            yield Piece(text=msg["message"], origin="model", where="message")
+        elif msg_type == "task_complete":
+            yield True
+        return
+    if kind is None and "error" in event:  # a bare API error object printed by the CLI
+        yield _cli(event)
+
+
+def _as_events(line: str) -> list[dict[str, Any]] | None:
+    """The structured events on one stdout line, or None when it is not one (free text)."""
+    if not line or line[0] not in "{[":
+        return None
+    try:
+        value = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    candidates = value if isinstance(value, list) else [value]
+    events = [
+        v
+        for v in candidates
+        if isinstance(v, dict)
+        and (isinstance(v.get("type"), str) or isinstance(v.get("msg"), dict) or "error" in v)
+    ]
+    return events or None
+
+
+_AGY_ERROR = "AGY_ERROR:"
+
+
+def cut(stdout: str, stderr: str) -> Output:
+    """Cut stdout and stderr into pieces (A5), in the order they were written."""
+    pieces: list[Piece] = []
+    rate_limits: list[RateLimitEvent] = []
+    succeeded = False
+    free: list[str] = []
+    for raw in stdout.splitlines():
+        line = raw.strip()
+        if line.startswith(_AGY_ERROR):  # agy's own structured error line (A4)
+            payload = line[len(_AGY_ERROR) :].strip()
+            parsed = _as_events(payload)
+            pieces.append(
+                Piece(text=payload, origin="cli", where="event")
+                if parsed is None
+                else Piece(text=payload + "\n" + _cli(parsed).text, origin="cli", where="event")
+            )
+            continue
+        events = _as_events(line)
+        if events is None:
+            free.append(raw)
+            continue
+        for event in events:
+            for part in _event_pieces(event):
+                if part is True:
+                    succeeded = True
+                elif isinstance(part, RateLimitEvent):
+                    rate_limits.append(part)
+                elif isinstance(part, Piece):
+                    pieces.append(part)
+    free_text = "\n".join(free).strip()
+    if free_text:
+        pieces.append(Piece(text=free_text, origin="model", where="stdout"))
+    if stderr.strip():
+        pieces.append(Piece(text=stderr, origin="cli", where="stderr"))
+    return Output(pieces=tuple(pieces), rate_limits=tuple(rate_limits), succeeded=succeeded)
+
+
+def examinable(piece: Piece) -> str | None:
+    """The text of `piece` the detectors may read: model text only when short (A5)."""
+    if piece.origin == "cli":
+        return piece.text
+    trimmed = piece.text.strip()
+    if len(trimmed) > MODEL_TEXT_MAX_CHARS:
+        return None
+    return trimmed
