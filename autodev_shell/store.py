@@ -384,6 +384,41 @@ class RunStore:
                 )
         return CommitResult(revision, added, len(posts) - added, replayed)
 
+    def import_snapshot(self, snapshot: Snapshot, *, now: datetime) -> None:
+        """Fill this store, which must be empty, from `snapshot` in one transaction: the
+        restore path of a checkpoint (B14). Posts keep their seq and revision."""
+        with self._transaction("import a snapshot") as conn:
+            stored = int(_scalar(conn, "SELECT revision FROM run_state WHERE id = 1"))
+            count = int(_scalar(conn, "SELECT count(*) FROM posts"))
+            if stored or count:
+                raise StoreError(
+                    f"The run store {self.path} is not empty (revision {stored}, {count} posts),"
+                    " so a snapshot cannot be imported into it.",
+                    path=self.path, kind="write-failed", detail="not empty",
+                )
+            conn.execute("UPDATE run SET run_id = ?, integrity_id = ? WHERE id = 1",
+                         (snapshot.run_id, snapshot.integrity_id))
+            conn.executemany("INSERT OR IGNORE INTO aliases (alias, added_at) VALUES (?, ?)",
+                             [(a, _text(now)) for a in snapshot.aliases])
+            conn.executemany(
+                "INSERT INTO posts (seq, post_key, revision, at, participant, engine, text) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(p.seq, p.key, p.revision, _text(p.at), p.participant, p.engine, p.text)
+                 for p in snapshot.posts],
+            )
+            conn.execute(
+                "UPDATE run_state SET revision = ?, scheduler_json = ?, persistence_json = ?, "
+                "updated_at = ? WHERE id = 1",
+                (snapshot.revision, snapshot.scheduler_state_json,
+                 snapshot.persistence_state_json, _text(now)),
+            )
+            if snapshot.marker is not None:
+                m = snapshot.marker
+                conn.execute(
+                    "INSERT INTO commit_marker (id, run_id, revision, tier, at) "
+                    "VALUES (1, ?, ?, ?, ?)", (m.run_id, m.revision, m.tier, _text(m.at)),
+                )
+
     # --- reading ---------------------------------------------------------------------------
 
     @property

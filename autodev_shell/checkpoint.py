@@ -1,0 +1,352 @@
+"""Checkpoint and shadow files beside the run store (SPEC C3, B13-B16).
+
+* The **checkpoint** (`<db>.checkpoint.json`) is the backup replica: the canonical snapshot
+  written as JSON. Its source is chosen by the core (`plan_checkpoint`, B15): the store's
+  snapshot and nothing else, so an export that fails or is empty fails the checkpoint with
+  `primary-checkpoint-source-empty` instead of writing stale state.
+* The **shadow copy** (`<db>.shadow.json`) holds the revisions the canonical store could not
+  commit, so nothing is lost while it is down; it is a recovery-only tier (B5-B6) and never
+  confirms anything.
+* **Restoring** a store from the checkpoint happens only when the core's
+  `plan_checkpoint_restore` allows it (B14): never while the primary is ahead.
+
+Both files are written atomically: a temp file in the same directory, fsync, rename over the
+target, fsync of the directory. A reader sees the old file or the new one, never half of one.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Final
+
+import attrs
+
+from autodev_core.errors import AutodevError
+from autodev_core.persistence import DEFAULT_TIERS, TierRoles
+from autodev_core.replicas import (
+    CheckpointPlan,
+    PrimaryExport,
+    RestoreDecision,
+    plan_checkpoint,
+    plan_checkpoint_restore,
+)
+from autodev_core.serialization import from_json, to_json
+
+from .runlock import RunLock
+from .store import NewPost, RunStore, Snapshot, StoreError
+
+CHECKPOINT_SUFFIX: Final = ".checkpoint.json"
+SHADOW_SUFFIX: Final = ".shadow.json"
+#: Name of the moved-aside database when a restore replaces it (it is never deleted).
+REPLACED_SUFFIX: Final = ".replaced-"
+CHECKPOINT_FORMAT: Final = "autodev-checkpoint"
+SHADOW_FORMAT: Final = "autodev-shadow"
+FILE_VERSION: Final = 1
+#: SQLite's companion files of a WAL database; they move with it.
+_SIDE_FILES: Final = ("-wal", "-shm")
+
+
+class ReplicaFileError(AutodevError):
+    """A checkpoint or shadow file exists but cannot be read as one. Names the file."""
+
+    def __init__(self, message: str, *, path: Path) -> None:
+        self.path = path
+        super().__init__(message)
+
+
+def checkpoint_path(db_path: str | os.PathLike[str]) -> Path:
+    db = Path(db_path)
+    return db.with_name(db.name + CHECKPOINT_SUFFIX)
+
+
+def shadow_path(db_path: str | os.PathLike[str]) -> Path:
+    db = Path(db_path)
+    return db.with_name(db.name + SHADOW_SUFFIX)
+
+
+# --- atomic files -------------------------------------------------------------------------------
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make a rename in `directory` durable."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write `text` to `path` so that a crash leaves the old file or the new one: temp file in
+    the same directory, fsync, rename, fsync of the directory. Raises OSError on failure and
+    leaves no temp file behind."""
+    directory = path.parent
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(tmp)
+        raise
+    fsync_dir(directory)
+
+
+def _read(path: Path, cls: Any, kind: str) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ReplicaFileError(f"The {kind} file {path} cannot be read ({exc}).",
+                               path=path) from exc
+    try:
+        return from_json(text, cls)
+    except Exception as exc:  # json and cattrs errors alike: the file is not what it claims.
+        raise ReplicaFileError(
+            f"The {kind} file {path} is not a valid {kind} ({type(exc).__name__}).", path=path
+        ) from exc
+
+
+# --- the checkpoint (B15) -----------------------------------------------------------------------
+
+
+def _format(expected: str) -> Any:
+    def check(_instance: object, _attribute: object, value: str) -> None:
+        if value != expected:
+            raise ValueError(f"expected format {expected!r}, found {value!r}")
+    return check
+
+
+@attrs.frozen
+class CheckpointFile:
+    """The checkpoint's content: the canonical snapshot and when it was taken."""
+
+    written_at: datetime
+    snapshot: Snapshot
+    format: str = attrs.field(default=CHECKPOINT_FORMAT, validator=_format(CHECKPOINT_FORMAT))
+    version: int = FILE_VERSION
+
+    @property
+    def revision(self) -> int:
+        return self.snapshot.revision
+
+
+@attrs.frozen
+class CheckpointWrite:
+    """What writing the checkpoint did: `ok` with the revision written, or `failure` (the
+    core's B15 reason, or "write-failed") and `error` (what the disk said)."""
+
+    ok: bool
+    path: str
+    revision: int = 0
+    failure: str | None = None
+    error: str = ""
+    plan: CheckpointPlan | None = None
+
+
+def read_checkpoint(path: Path) -> CheckpointFile | None:
+    """The checkpoint at `path`, or None when there is none."""
+    result: CheckpointFile | None = _read(path, CheckpointFile, "checkpoint")
+    return result
+
+
+def write_checkpoint(store: RunStore, path: Path, *, now: datetime,
+                     tiers: TierRoles = DEFAULT_TIERS) -> CheckpointWrite:
+    """Export the store's snapshot and write it as the checkpoint, as the core plans (B15).
+
+    The export failing or holding revision ≤ 0 fails with the core's reason; there is no
+    other source to fall back on, by design.
+    """
+    snapshot: Snapshot | None
+    error = ""
+    try:
+        snapshot = store.snapshot()
+        export = PrimaryExport(snapshot.revision)
+    except StoreError as exc:
+        snapshot, error = None, str(exc)
+        export = PrimaryExport(0, ok=False)
+    plan = plan_checkpoint(store.tier, export, tiers=tiers)
+    if not plan.ok or snapshot is None or plan.source != "primary-snapshot":
+        return CheckpointWrite(False, str(path), 0, plan.failure, error, plan)
+    try:
+        atomic_write_text(path, to_json(CheckpointFile(now, snapshot)))
+    except OSError as exc:
+        return CheckpointWrite(False, str(path), 0, "write-failed", str(exc), plan)
+    return CheckpointWrite(True, str(path), plan.revision, None, "", plan)
+
+
+# --- the shadow copy (C3, B6) -------------------------------------------------------------------
+
+
+@attrs.frozen
+class PendingRevision:
+    """A revision the canonical store has not committed yet: what the commit would write."""
+
+    revision: int
+    run_id: str
+    posts: tuple[NewPost, ...]
+    scheduler_state_json: str
+    queued_at: datetime
+
+
+@attrs.frozen
+class ShadowCopy:
+    """Everything that could not be committed, oldest revision first."""
+
+    written_at: datetime
+    pending: tuple[PendingRevision, ...]
+    error: str = ""
+    format: str = attrs.field(default=SHADOW_FORMAT, validator=_format(SHADOW_FORMAT))
+    version: int = FILE_VERSION
+
+    @property
+    def revision(self) -> int:
+        """The newest revision the shadow holds (0 when empty)."""
+        return max((p.revision for p in self.pending), default=0)
+
+
+def write_shadow(path: Path, shadow: ShadowCopy) -> None:
+    """Write the shadow copy atomically. Raises OSError when even that fails."""
+    atomic_write_text(path, to_json(shadow))
+
+
+def read_shadow(path: Path) -> ShadowCopy | None:
+    result: ShadowCopy | None = _read(path, ShadowCopy, "shadow")
+    return result
+
+
+def remove_shadow(path: Path) -> bool:
+    """Delete the shadow copy once the canonical store holds all of it; True if it existed."""
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        return False
+    fsync_dir(path.parent)
+    return True
+
+
+# --- restoring from the checkpoint (B14) --------------------------------------------------------
+
+
+@attrs.frozen
+class RestoreOffer:
+    """Whether the store at `db_path` may be restored from its checkpoint, as the core decides
+    (B14), and one sentence saying so. `problem` is why the store could not be opened."""
+
+    decision: RestoreDecision
+    db_path: str
+    checkpoint_path: str
+    message: str
+    problem: str = ""
+
+    @property
+    def allowed(self) -> bool:
+        return self.decision.allowed
+
+
+@attrs.frozen
+class RestoreResult:
+    restored: bool
+    offer: RestoreOffer
+    revision: int = 0
+    replaced: str | None = None
+
+
+def _primary_revision(db_path: Path) -> tuple[int | None, str]:
+    """The store's revision, or None with the reason when it cannot be opened (corrupt,
+    truncated, missing): a primary that cannot be read holds nothing reliable (B13)."""
+    try:
+        with RunStore.open(db_path) as store:
+            return store.revision, ""
+    except StoreError as exc:
+        return None, str(exc)
+
+
+def offer_restore(db_path: str | os.PathLike[str],
+                  checkpoint: str | os.PathLike[str] | None = None) -> RestoreOffer:
+    """Ask the core whether the checkpoint may replace the store (B14) and say why in one
+    sentence. A checkpoint file that cannot be read raises `ReplicaFileError`."""
+    db = Path(db_path)
+    ckpt_path = Path(checkpoint) if checkpoint is not None else checkpoint_path(db)
+    primary, problem = _primary_revision(db)
+    ckpt = read_checkpoint(ckpt_path)
+    decision = plan_checkpoint_restore(primary, ckpt.revision if ckpt else None)
+    return RestoreOffer(decision, str(db), str(ckpt_path), _offer_message(decision, db, ckpt_path),
+                        problem)
+
+
+def _offer_message(decision: RestoreDecision, db: Path, ckpt: Path) -> str:
+    have = f"revision {decision.checkpoint_revision}"
+    primary = f"revision {decision.primary_revision}"
+    return {
+        "no-checkpoint": f"There is no checkpoint to restore {db} from ({ckpt} is missing).",
+        "primary-missing": f"The run store {db} holds nothing readable; the checkpoint {ckpt} "
+                           f"({have}) can be restored.",
+        "checkpoint-ahead": f"The checkpoint {ckpt} ({have}) is newer than the run store {db} "
+                            f"({primary}) and can be restored.",
+        "up-to-date": f"The run store {db} already holds {primary}, the same as the checkpoint "
+                      f"{ckpt}; there is nothing to restore.",
+        "primary-ahead": f"Restoring {db} from the checkpoint {ckpt} is refused: the store "
+                         f"holds {primary}, newer than the checkpoint's {have}, and would "
+                         "lose it.",
+    }[decision.reason]
+
+
+def _stamp(now: datetime) -> str:
+    return now.strftime("%Y%m%dT%H%M%S%f")
+
+
+def restore_from_checkpoint(
+    db_path: str | os.PathLike[str],
+    *,
+    now: datetime,
+    checkpoint: str | os.PathLike[str] | None = None,
+    lock: RunLock | None = None,
+) -> RestoreResult:
+    """Replace the store with the checkpoint's snapshot, only when the core allows (B14).
+
+    Holds the run lock meanwhile (a running daemon makes this raise `RunLockedError`); a
+    daemon restoring at start passes the `lock` it already holds. The old
+    database and its WAL files are moved aside as `<db>.replaced-<time>`, never deleted; the
+    new store is filled from the snapshot in one transaction.
+    """
+    db = Path(db_path)
+    with _locked(db, lock):
+        offer = offer_restore(db, checkpoint)
+        if not offer.allowed:
+            return RestoreResult(False, offer)
+        ckpt = read_checkpoint(Path(offer.checkpoint_path))
+        if ckpt is None:  # Vanished between the offer and now.
+            return RestoreResult(False, offer)
+        replaced: str | None = None
+        if db.exists():
+            aside = db.with_name(db.name + REPLACED_SUFFIX + _stamp(now))
+            for suffix in ("", *_SIDE_FILES):
+                source = db.with_name(db.name + suffix)
+                if source.exists():
+                    os.replace(source, aside.with_name(aside.name + suffix))
+            fsync_dir(db.parent)
+            replaced = str(aside)
+        snap = ckpt.snapshot
+        with RunStore.open(db, create=True, run_id=snap.run_id, now=now) as store:
+            store.import_snapshot(snap, now=now)
+            revision = store.revision
+        return RestoreResult(True, offer, revision, replaced)
+
+
+@contextmanager
+def _locked(db: Path, held: RunLock | None) -> Iterator[None]:
+    if held is not None and held.held:
+        yield
+        return
+    with RunLock.acquire(db, run=db.name):
+        yield
