@@ -1,0 +1,74 @@
+"""The turn scheduler (SPEC A8-A43): one pure reducer, `step(state, event) -> (state, effects)`.
+
+`step` owns every transition (see `step.py`); `events` are what the shell reports, `effects`
+what it must do, `state` what the run knows, `policy` every number, `logs` every line.
+"""
+
+from __future__ import annotations
+
+from .effects import (
+    EFFECT_TYPES,
+    STATUSES,
+    Effect,
+    Log,
+    Sleep,
+    StartCall,
+    Status,
+    StatusChanged,
+    TurnKind,
+)
+from .events import (
+    CALL_KINDS,
+    EVENT_TYPES,
+    CallEnded,
+    CallKind,
+    Event,
+    GateApproved,
+    GateRequested,
+    MessageArrived,
+    PauseRequested,
+    ResumeRequested,
+    RunStarted,
+    StopRequested,
+    Woke,
+    call_ended,
+)
+from .state import Call, EngineLimit, Outage, SchedulerConfig, SchedulerState, initial_state
+from .step import TRANSITIONS, SchedulerProtocolError, next_deadline, start_run, step
+
+__all__ = [
+    "CALL_KINDS",
+    "EFFECT_TYPES",
+    "EVENT_TYPES",
+    "STATUSES",
+    "TRANSITIONS",
+    "Call",
+    "CallEnded",
+    "CallKind",
+    "Effect",
+    "EngineLimit",
+    "Event",
+    "GateApproved",
+    "GateRequested",
+    "Log",
+    "MessageArrived",
+    "Outage",
+    "PauseRequested",
+    "ResumeRequested",
+    "RunStarted",
+    "SchedulerConfig",
+    "SchedulerProtocolError",
+    "SchedulerState",
+    "Sleep",
+    "StartCall",
+    "Status",
+    "StatusChanged",
+    "StopRequested",
+    "TurnKind",
+    "Woke",
+    "call_ended",
+    "initial_state",
+    "next_deadline",
+    "start_run",
+    "step",
+]

@@ -1,0 +1,78 @@
+"""What the scheduler asks the shell to do: frozen effects (STYLE: aioquic's timers, h11's nouns).
+
+The shell carries out every effect; the simulation does the same in virtual time. Nothing here
+decides anything.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+import attrs
+
+from ..engine import Engine
+from ..serialization import register_union
+
+#: A42: the only statuses a run has.
+Status = Literal["running", "rate_limited", "unreachable", "backing_off", "paused", "stopped"]
+STATUSES: tuple[str, ...] = (
+    "running", "rate_limited", "unreachable", "backing_off", "paused", "stopped",
+)
+#: B18: a turn is fresh (new input since the participant's last turn) or a no-new-input retry.
+TurnKind = Literal["fresh", "no-new-input"]
+TURN_KINDS: tuple[str, ...] = ("fresh", "no-new-input")
+#: The statuses in which the run sleeps until a deadline.
+WAIT_STATUSES: tuple[str, ...] = ("rate_limited", "unreachable", "backing_off")
+
+
+def _aware(_instance: object, attribute: attrs.Attribute[Any], value: datetime) -> None:
+    if not isinstance(value, datetime) or value.utcoffset() is None:
+        raise ValueError(f"{attribute.name} must be an aware datetime, not {value!r}")
+
+
+@attrs.frozen
+class StartCall:
+    """Run `participant`'s CLI on `engine` (with `model`, or the CLI's default when None).
+
+    `turn_owner` is the participant the turn is owed to (A33): a colleague taking the turn (A15)
+    runs for it. Report the end with a `CallEnded` event.
+    """
+
+    at: datetime = attrs.field(validator=_aware)
+    participant: str
+    engine: Engine
+    model: str | None
+    turn_kind: TurnKind = attrs.field(validator=attrs.validators.in_(TURN_KINDS))
+    turn_owner: str
+
+
+@attrs.frozen
+class Sleep:
+    """Sleep until `until` (in slices, C2), then send `Woke`. `wakes_on_message`: a user message
+    ends this sleep (A30, failure waits only); stop and pause always do (A19)."""
+
+    until: datetime = attrs.field(validator=_aware)
+    status: Status = attrs.field(validator=attrs.validators.in_(WAIT_STATUSES))
+    wakes_on_message: bool
+
+
+@attrs.frozen
+class Log:
+    """One log line, worded as SPEC A fixes it, stamped with the instant it happened."""
+
+    at: datetime = attrs.field(validator=_aware)
+    message: str
+
+
+@attrs.frozen
+class StatusChanged:
+    """The run's status became `status` (A42)."""
+
+    at: datetime = attrs.field(validator=_aware)
+    status: Status = attrs.field(validator=attrs.validators.in_(STATUSES))
+
+
+Effect = StartCall | Sleep | Log | StatusChanged
+EFFECT_TYPES: tuple[type, ...] = (StartCall, Sleep, Log, StatusChanged)
+register_union(Effect)

@@ -1,0 +1,179 @@
+"""What the scheduler hears: small frozen events, validated when built (STYLE: h11's events).
+
+An illegal event cannot exist. The shell (or the simulation) turns what happened — a CLI call
+ending, a sleep ending, a user message, a stop — into one of these and feeds it to `step`.
+Events never carry raw CLI text: a call's output is summarised by `call_ended` from the
+`Classification` detection made of it (A1: a limit is known only when a call reports it).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+import attrs
+
+from ..classification import Classification, LimitNotice
+from ..engine import Engine
+from ..serialization import register_union
+
+#: How a call ended. `post` = it posted (and reported nothing else); `limit` = it reported a
+#: usage limit (A2-A4; `posted` tells whether a post came first, A17); `network` = A26/A37;
+#: `login` = A32; `exit`, `timeout`, `empty` = the failures of A28 (`empty`: exited normally
+#: with no post, A31).
+CallKind = Literal["post", "limit", "network", "login", "exit", "timeout", "empty"]
+CALL_KINDS: tuple[str, ...] = ("post", "limit", "network", "login", "exit", "timeout", "empty")
+
+
+def _aware(_instance: object, attribute: attrs.Attribute[Any], value: datetime) -> None:
+    if not isinstance(value, datetime) or value.utcoffset() is None:
+        raise ValueError(f"{attribute.name} must be an aware datetime, not {value!r}")
+
+
+@attrs.frozen
+class RunStarted:
+    """The run starts (or starts again after a stop): the owed turn begins at `now`."""
+
+    now: datetime = attrs.field(validator=_aware)
+
+
+@attrs.frozen
+class CallEnded:
+    """The call the scheduler started has ended at `now` (A38: waits are measured from here)."""
+
+    now: datetime = attrs.field(validator=_aware)
+    participant: str
+    engine: Engine
+    kind: CallKind = attrs.field(validator=attrs.validators.in_(CALL_KINDS))
+    posted: bool = False
+    limit: LimitNotice | None = None
+    exit_code: int | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if (self.kind == "limit") != (self.limit is not None):
+            raise ValueError("CallEnded.limit is set exactly when kind == 'limit'")
+        if self.limit is not None and self.limit.provider != self.engine.provider:
+            raise ValueError(
+                f"a {self.limit.provider} notice cannot end a call on {self.engine}"
+            )
+        if self.kind == "post" and not self.posted:
+            raise ValueError("CallEnded kind 'post' needs posted=True")
+        if self.posted and self.kind not in ("post", "limit"):
+            raise ValueError(f"a call that posted ends as 'post' or 'limit', not {self.kind!r}")
+        if self.kind == "exit" and (self.exit_code is None or self.exit_code == 0):
+            raise ValueError("CallEnded kind 'exit' needs a non-zero exit_code")
+
+
+@attrs.frozen
+class Woke:
+    """A sleep the scheduler asked for ended (or the shell checked the clock, C2)."""
+
+    now: datetime = attrs.field(validator=_aware)
+
+
+@attrs.frozen
+class MessageArrived:
+    """A user message reached the thread (A30: it ends a failure wait at once)."""
+
+    now: datetime = attrs.field(validator=_aware)
+
+
+@attrs.frozen
+class StopRequested:
+    now: datetime = attrs.field(validator=_aware)
+
+
+@attrs.frozen
+class PauseRequested:
+    now: datetime = attrs.field(validator=_aware)
+
+
+@attrs.frozen
+class ResumeRequested:
+    """Resume a paused run: the failure streak and empty-turn counts start again (A29, A31)."""
+
+    now: datetime = attrs.field(validator=_aware)
+
+
+@attrs.frozen
+class GateRequested:
+    """`participant` now has a pending gate: it never hands its turn over (A16, A35)."""
+
+    now: datetime = attrs.field(validator=_aware)
+    participant: str
+
+
+@attrs.frozen
+class GateApproved:
+    """`participant`'s gate was approved: it gets a turn of its own at once (A22)."""
+
+    now: datetime = attrs.field(validator=_aware)
+    participant: str
+
+
+Event = (
+    RunStarted
+    | CallEnded
+    | Woke
+    | MessageArrived
+    | StopRequested
+    | PauseRequested
+    | ResumeRequested
+    | GateRequested
+    | GateApproved
+)
+EVENT_TYPES: tuple[type, ...] = (
+    RunStarted,
+    CallEnded,
+    Woke,
+    MessageArrived,
+    StopRequested,
+    PauseRequested,
+    ResumeRequested,
+    GateRequested,
+    GateApproved,
+)
+register_union(Event)
+
+
+def call_ended(
+    now: datetime,
+    participant: str,
+    engine: Engine,
+    classification: Classification,
+    *,
+    posted: bool,
+    exit_code: int | None,
+    timed_out: bool = False,
+) -> CallEnded:
+    """Summarise one finished call for the scheduler (used by the shell and the simulation alike).
+
+    A notice wins over everything (A17: a post and a notice are a post then a limit); else a post
+    is a working call; else a network error (A26), a login failure (A32, claude only — codex and
+    agy have none), a timeout, a non-zero exit, or a normal exit with no post (A28, A31).
+    """
+    kind: CallKind
+    limit = classification.limit
+    if classification.kind == "limit" and limit is not None:
+        kind = "limit"
+    elif posted:
+        kind = "post"
+    elif classification.kind == "network":
+        kind = "network"
+    elif classification.kind == "login" and engine.provider == "claude":
+        kind = "login"
+    elif timed_out:
+        kind = "timeout"
+    elif exit_code not in (None, 0):
+        kind = "exit"
+    else:
+        kind = "empty"
+    return CallEnded(
+        now=now,
+        participant=participant,
+        engine=engine,
+        kind=kind,
+        posted=posted,
+        limit=limit if kind == "limit" else None,
+        exit_code=exit_code if kind == "exit" else (None if timed_out else exit_code),
+    )

@@ -1,0 +1,122 @@
+"""Every log line the scheduler writes, built here and only here (SPEC A, "Other log lines").
+
+The wording is the SPEC's, character for character (`—`, `→`, `@`), so runs can be compared.
+`<time>` is `HH:MM` in the run's zone (seconds truncated) when it falls on the same local day as
+the line, else `YYYY-MM-DD HH:MM`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, tzinfo
+
+from ..engine import Engine
+from .policy import EMPTY_TURNS_PAUSE, GIVE_UP_AFTER
+
+
+def clock(at: datetime, line_at: datetime, zone: tzinfo) -> str:
+    """`<time>` of SPEC A: `HH:MM` on the line's local day, else `YYYY-MM-DD HH:MM`."""
+    local = at.astimezone(zone)
+    if local.date() == line_at.astimezone(zone).date():
+        return f"{local.hour:02d}:{local.minute:02d}"
+    return f"{local.year:04d}-{local.month:02d}-{local.day:02d} {local.hour:02d}:{local.minute:02d}"
+
+
+# -- learned (A39: these come first at one instant) -------------------------------------------
+
+
+def limited_until(engine: Engine, when: str) -> str:
+    return f"{engine} limited until {when}"
+
+
+def posted_via(participant: str, engine: Engine) -> str:
+    return f"{participant} posted via {engine}"
+
+
+def could_not_reach(provider: str, when: str) -> str:  # A27
+    return f"{provider} could not be reached; trying it again at {when}"
+
+
+def reachable_again(provider: str) -> str:  # A27
+    return f"{provider} is reachable again"
+
+
+# -- decided ------------------------------------------------------------------------------------
+
+
+def hop_limited(participant: str, source: Engine, target: Engine) -> str:  # A11
+    return f"{participant}: {source} limited → {target}"
+
+
+def hop_unreachable(participant: str, source: Engine, target: Engine) -> str:  # A26
+    return f"{participant}: {source} unreachable → {target}"
+
+
+def handover_limited(participant: str, other: str) -> str:  # A15
+    return f"{participant} is rate limited — @{other} takes the turn"
+
+
+def handover_unreachable(participant: str, provider: str, other: str) -> str:  # A36
+    return f"{participant} cannot reach {provider} — @{other} takes the turn"
+
+
+def every_participant_limited(what: str, when: str) -> str:  # A18
+    return f"every participant limited — waiting for {what}, back first at {when}"
+
+
+def no_provider_reachable(when: str) -> str:  # A27, A40
+    return f"No provider can be reached; trying again at {when}"
+
+
+def cannot_hand_over(participant: str, what: str, when: str) -> str:  # A35
+    return f"{participant} cannot hand its turn over — waiting for {what}, back at {when}"
+
+
+def lifted(participant: str, engine: Engine, primary: bool) -> str:  # A23
+    if primary:
+        return f"{participant}: limit lifted — back on its primary provider"
+    return f"{participant}: limit lifted — back on {engine}"
+
+
+def failed(participant: str, engine: Engine, what: str, when: str) -> str:  # A28
+    return f"{participant} failed on {engine} ({what}); next attempt at {when}"
+
+
+def gave_up(what: str) -> str:  # A29
+    return (
+        f"Gave up after {GIVE_UP_AFTER} failed attempts in a row, over five hours ({what}); "
+        "run paused — resume to try again."
+    )
+
+
+def empty_turns(participant: str) -> str:  # A31
+    return (
+        f"{participant} ended {EMPTY_TURNS_PAUSE} turns in a row without a post; "
+        "run paused — resume to try again."
+    )
+
+
+def not_logged_in(provider: str, participant: str) -> str:  # A32
+    return f"{provider} is not logged in ({participant}); run paused — log in, then resume."
+
+
+def max_iterations_reached(count: int) -> str:  # A30, A43 (wording ours: the SPEC is silent)
+    return f"Reached max_iterations ({count} calls); run stopped."
+
+
+def max_runtime_reached(minutes: float) -> str:  # A21, A43 (wording ours: the SPEC is silent)
+    return f"Reached max_runtime_min ({minutes:g} min of calls); run stopped."
+
+
+# -- what failed (A28) --------------------------------------------------------------------------
+
+
+def exited(cli: str, code: int) -> str:
+    return f"{cli} exited with code {code}"
+
+
+def timed_out(cli: str) -> str:
+    return f"{cli} timed out"
+
+
+def ended_without_post(participant: str) -> str:
+    return f"{participant} ended the turn without a post"

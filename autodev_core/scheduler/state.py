@@ -1,0 +1,175 @@
+"""The scheduler's frozen state: the team's configuration and what the run knows right now.
+
+The state is small on purpose (the thread is not in it): counters, the limit registry (A25: it
+lives in memory, in this value), outages, where each participant sits on its chain, and the call
+in flight or the deadline being slept towards. Only `step` makes new states.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timedelta, tzinfo
+from types import MappingProxyType
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import attrs
+
+from ..engine import PROVIDERS, Engine
+from ..participant import Participant
+from .effects import STATUSES, Status
+
+
+def _aware(_instance: object, attribute: attrs.Attribute[Any], value: datetime | None) -> None:
+    if value is not None and (not isinstance(value, datetime) or value.utcoffset() is None):
+        raise ValueError(f"{attribute.name} must be an aware datetime, not {value!r}")
+
+
+def _zone(name: str) -> ZoneInfo:
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, TypeError):
+        raise ValueError(f"unknown time zone {name!r}") from None
+
+
+def _check_zone(_instance: object, _attribute: object, value: str) -> None:
+    _zone(value)
+
+
+def _frozen_providers(value: Iterable[str]) -> frozenset[str]:
+    return frozenset(value)
+
+
+def _team(value: Iterable[Participant]) -> tuple[Participant, ...]:
+    return tuple(value)
+
+
+@attrs.frozen
+class SchedulerConfig:
+    """The team and the machine: what does not change while the run goes.
+
+    `installed` names the CLIs this machine has (A12); `timezone` is the run's zone (log times);
+    `max_iterations` counts calls (A30) and `max_runtime` the time spent in calls, never in sleeps
+    (A21); both are unlimited when None (A43).
+    """
+
+    team: tuple[Participant, ...] = attrs.field(converter=_team)
+    installed: frozenset[str] = attrs.field(
+        default=frozenset(PROVIDERS), converter=_frozen_providers
+    )
+    timezone: str = attrs.field(default="UTC", validator=_check_zone)
+    max_iterations: int | None = None
+    max_runtime: timedelta | None = None
+    # Derived, never serialised: each participant's installed entries, in chain order (A10, A12),
+    # the index of every id, and the zone object.
+    lanes: tuple[tuple[Engine, ...], ...] = attrs.field(init=False, eq=False, repr=False)
+    index: Mapping[str, int] = attrs.field(init=False, eq=False, repr=False)
+    zone: tzinfo = attrs.field(init=False, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        if not self.team:
+            raise ValueError("a team needs at least one participant")
+        ids = [p.id for p in self.team]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"participant ids must be unique: {ids}")
+        unknown = sorted(self.installed - set(PROVIDERS))
+        if unknown:
+            raise ValueError(f"unknown providers in installed: {unknown}")
+        if self.max_iterations is not None and self.max_iterations < 0:
+            raise ValueError("max_iterations cannot be negative")
+        if self.max_runtime is not None and self.max_runtime < timedelta(0):
+            raise ValueError("max_runtime cannot be negative")
+        lanes = []
+        for p in self.team:
+            lane = tuple(e for e in p.entries if e.provider in self.installed)  # A12
+            if not lane:
+                raise ValueError(
+                    f"participant {p.id!r} has no installed CLI among "
+                    f"{', '.join(str(e) for e in p.entries)} (installed: "
+                    f"{', '.join(sorted(self.installed)) or 'none'})"
+                )
+            lanes.append(lane)
+        object.__setattr__(self, "lanes", tuple(lanes))
+        object.__setattr__(self, "index", MappingProxyType({pid: i for i, pid in enumerate(ids)}))
+        object.__setattr__(self, "zone", _zone(self.timezone))
+
+
+@attrs.frozen
+class EngineLimit:
+    """A8: `engine` reported a usage limit; it is taken out until `until` (A6 defaults applied)."""
+
+    engine: Engine
+    until: datetime = attrs.field(validator=_aware)
+
+
+@attrs.frozen
+class Outage:
+    """A26: `provider` could not be reached `attempts` times in a row; tried again at `retry_at`."""
+
+    provider: str = attrs.field(validator=attrs.validators.in_(PROVIDERS))
+    retry_at: datetime = attrs.field(validator=_aware)
+    attempts: int = 1
+
+
+@attrs.frozen
+class Call:
+    """The call in flight: who runs it, on which engine, since when, and whose turn it is."""
+
+    participant: str
+    engine: Engine
+    started_at: datetime = attrs.field(validator=_aware)
+    turn_owner: str
+
+
+@attrs.frozen
+class SchedulerState:
+    """Everything the scheduler knows. Build the first one with `initial_state(config)`.
+
+    - `due`: the participant the next turn is owed to (A33); `approved`: a gate-approved turn
+      inserted before it (A22); `gates`: participants with a pending gate (A16).
+    - `limits` / `outages`: the registry (A8, A25, A26), sorted by engine / provider.
+    - `failures`: consecutive failed attempts of the run (A28, A41); `empties`: consecutive turns
+      each participant ended without a post (A31).
+    - `seats`: the lane entry each participant last ran on; `via_limit`: whether a limit is why it
+      is not on an earlier entry (decides the A23 line on the way back).
+    - `call`: the call in flight; `wait_until`: the deadline of the current wait (A18, A27, A28).
+    - `fresh`: new input arrived since the last call; `last_runner`: who made it (B18).
+    - `iterations`: calls made (A30); `runtime`: time spent in calls (A21).
+    """
+
+    config: SchedulerConfig
+    status: Status = attrs.field(default="stopped", validator=attrs.validators.in_(STATUSES))
+    due: int = 0
+    approved: str | None = None
+    gates: frozenset[str] = frozenset()
+    limits: tuple[EngineLimit, ...] = ()
+    outages: tuple[Outage, ...] = ()
+    failures: int = 0
+    empties: tuple[int, ...] = ()
+    seats: tuple[int, ...] = ()
+    via_limit: tuple[bool, ...] = ()
+    call: Call | None = None
+    wait_until: datetime | None = attrs.field(default=None, validator=_aware)
+    fresh: bool = True
+    last_runner: str | None = None
+    iterations: int = 0
+    runtime: timedelta = timedelta(0)
+
+    def __attrs_post_init__(self) -> None:
+        n = len(self.config.team)
+        if not (len(self.empties) == len(self.seats) == len(self.via_limit) == n):
+            raise ValueError("empties, seats and via_limit hold one entry per participant")
+        if not 0 <= self.due < n:
+            raise ValueError(f"due index {self.due} outside a team of {n}")
+
+
+def initial_state(config: SchedulerConfig) -> SchedulerState:
+    """A run that has not started: status `stopped` until `RunStarted` (A42 has no other idle)."""
+    n = len(config.team)
+    return SchedulerState(
+        config=config,
+        gates=frozenset(p.id for p in config.team if p.gate),
+        empties=(0,) * n,
+        seats=(0,) * n,
+        via_limit=(False,) * n,
+    )

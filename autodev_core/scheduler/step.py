@@ -1,0 +1,655 @@
+"""The turn scheduler: the ONE place where the run's transitions are decided (SPEC A8-A43).
+
+Everything that affects a transition lives in this module, as h11's `_state.py` does for HTTP.
+`step(state, event) -> (state, effects)` is a pure reducer: time is the event's `now`, the next
+deadline is reported in a `Sleep` effect (and by `next_deadline`), and log lines are `Log`
+effects built by `logs`. `TRANSITIONS` is the table of what each event may do in each status
+(h2's style); an event outside it is a caller's mistake and raises `SchedulerProtocolError`;
+the diagram in docs/scheduler.md is generated from it (`diagram.py`).
+
+Inside one step a `_Draft` (a private, mutable scratch copy) collects changes so that a single
+frozen state is built at the end, which keeps the hot path cheap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from types import MappingProxyType
+from typing import Any, Final
+
+from ..engine import Engine
+from ..errors import AutodevError
+from ..participant import Participant
+from . import logs
+from .effects import Effect, Log, Sleep, StartCall, Status, StatusChanged, TurnKind
+from .events import (
+    CallEnded,
+    Event,
+    GateApproved,
+    GateRequested,
+    MessageArrived,
+    PauseRequested,
+    ResumeRequested,
+    RunStarted,
+    StopRequested,
+    Woke,
+)
+from .policy import EMPTY_TURNS_PAUSE, GIVE_UP_AFTER, backoff_after, default_limit_wait
+from .policy import outage_retry_after as _retry_after
+from .state import Call, EngineLimit, Outage, SchedulerState
+
+
+class SchedulerProtocolError(AutodevError):
+    """The caller fed `step` an event that makes no sense now (h11's LocalProtocolError):
+    a `CallEnded` with no call in flight, for another call, or `RunStarted` on a live run."""
+
+
+class _Draft:
+    """A scratch copy of the state that one step mutates, then freezes once."""
+
+    __slots__ = (
+        "approved", "call", "config", "due", "effects", "empties", "failures", "fresh", "gates",
+        "iterations", "last_runner", "limits", "outages", "runtime", "seats", "status",
+        "via_limit", "wait_until",
+    )
+
+    def __init__(self, s: SchedulerState) -> None:
+        self.config = s.config
+        self.status: Status = s.status
+        self.due = s.due
+        self.approved = s.approved
+        self.gates = s.gates
+        self.limits = s.limits
+        self.outages = s.outages
+        self.failures = s.failures
+        self.empties = s.empties
+        self.seats = s.seats
+        self.via_limit = s.via_limit
+        self.call = s.call
+        self.wait_until = s.wait_until
+        self.fresh = s.fresh
+        self.last_runner = s.last_runner
+        self.iterations = s.iterations
+        self.runtime = s.runtime
+        self.effects: list[Effect] = []
+
+    def freeze(self) -> SchedulerState:
+        return SchedulerState(
+            config=self.config,
+            status=self.status,
+            due=self.due,
+            approved=self.approved,
+            gates=self.gates,
+            limits=self.limits,
+            outages=self.outages,
+            failures=self.failures,
+            empties=self.empties,
+            seats=self.seats,
+            via_limit=self.via_limit,
+            call=self.call,
+            wait_until=self.wait_until,
+            fresh=self.fresh,
+            last_runner=self.last_runner,
+            iterations=self.iterations,
+            runtime=self.runtime,
+        )
+
+    # -- small helpers ----------------------------------------------------------------------
+
+    def log(self, now: datetime, message: str) -> None:
+        self.effects.append(Log(at=now, message=message))
+
+    def clock(self, at: datetime, now: datetime) -> str:
+        return logs.clock(at, now, self.config.zone)
+
+    def set_status(self, now: datetime, status: Status) -> None:
+        if status != self.status:
+            self.status = status
+            self.effects.append(StatusChanged(at=now, status=status))
+
+    def member(self, index: int) -> Participant:
+        return self.config.team[index]
+
+    def limit_of(self, engine: Engine, now: datetime) -> datetime | None:
+        """When `engine` comes back, if it is known limited at `now` (A8, A38: `now >= t` lifts)."""
+        for record in self.limits:
+            if record.engine == engine:
+                return record.until if record.until > now else None
+        return None
+
+    def outage_of(self, provider: str, now: datetime) -> datetime | None:
+        """When `provider` is tried again, if it is known down at `now` (A26, A36)."""
+        for record in self.outages:
+            if record.provider == provider:
+                return record.retry_at if record.retry_at > now else None
+        return None
+
+    def free(self, engine: Engine, now: datetime) -> bool:
+        return self.limit_of(engine, now) is None and self.outage_of(engine.provider, now) is None
+
+    def earliest_free(self, runner: int, now: datetime) -> int | None:
+        """A23/A24: the first lane entry of `runner` that is neither limited nor unreachable."""
+        for position, engine in enumerate(self.config.lanes[runner]):
+            if self.free(engine, now):
+                return position
+        return None
+
+
+def _replace(values: tuple[Any, ...], index: int, value: Any) -> tuple[Any, ...]:
+    return (*values[:index], value, *values[index + 1 :])
+
+
+# ------------------------------------------------------------------------------------------------
+# What was learned (A39: written before what is decided)
+
+
+def _record_limit(d: _Draft, now: datetime, engine: Engine, reset_at: datetime | None) -> None:
+    """A6/A8: take `engine` out until its reset (or the default wait); never bring it earlier."""
+    until = reset_at if reset_at is not None and reset_at > now else now + default_limit_wait(
+        engine.provider
+    )
+    kept = []
+    for record in d.limits:
+        if record.engine == engine:
+            if record.until > now and record.until > until:
+                until = record.until  # a recorded reset never moves earlier except by lifting
+        else:
+            kept.append(record)
+    kept.append(EngineLimit(engine=engine, until=until))
+    kept.sort(key=lambda r: str(r.engine))
+    d.limits = tuple(kept)
+    d.log(now, logs.limited_until(engine, d.clock(until, now)))
+
+
+def _record_outage(d: _Draft, now: datetime, provider: str) -> None:
+    """A26/A27: the provider is out for everyone; retried after 1, 2, 4, 8, then every 15 min."""
+    attempts = 1
+    kept = []
+    for record in d.outages:
+        if record.provider == provider:
+            attempts = record.attempts + 1
+        else:
+            kept.append(record)
+    retry_at = now + _retry_after(attempts)
+    kept.append(Outage(provider=provider, retry_at=retry_at, attempts=attempts))
+    kept.sort(key=lambda r: r.provider)
+    d.outages = tuple(kept)
+    d.log(now, logs.could_not_reach(provider, d.clock(retry_at, now)))
+
+
+def _record_reachable(d: _Draft, now: datetime, provider: str) -> None:
+    """A27/A40: any answer proves a provider reachable; its outage ends."""
+    if any(record.provider == provider for record in d.outages):
+        d.outages = tuple(r for r in d.outages if r.provider != provider)
+        d.log(now, logs.reachable_again(provider))
+
+
+def _lift_passed_limits(d: _Draft, now: datetime) -> None:
+    """A23: at the start of every turn, limits whose reset has passed are lifted."""
+    if any(record.until <= now for record in d.limits):
+        d.limits = tuple(record for record in d.limits if record.until > now)
+
+
+# ------------------------------------------------------------------------------------------------
+# Deciding
+
+
+def _limits_reached(d: _Draft, now: datetime) -> bool:
+    """A30/A43: stop when the calls or the call time allowed are used up (unlimited when unset)."""
+    config = d.config
+    if config.max_iterations is not None and d.iterations >= config.max_iterations:
+        d.log(now, logs.max_iterations_reached(d.iterations))
+    elif config.max_runtime is not None and d.runtime >= config.max_runtime:
+        d.log(now, logs.max_runtime_reached(config.max_runtime.total_seconds() / 60))
+    else:
+        return False
+    d.wait_until = None
+    d.set_status(now, "stopped")
+    return True
+
+
+def _seat(d: _Draft, now: datetime, runner: int, position: int) -> None:
+    """Remember where `runner` sits, and whether a limit is why it sits past earlier entries."""
+    lane = d.config.lanes[runner]
+    via = any(d.limit_of(lane[i], now) is not None for i in range(position))
+    if d.seats[runner] != position:
+        d.seats = _replace(d.seats, runner, position)
+    if d.via_limit[runner] != via:
+        d.via_limit = _replace(d.via_limit, runner, via)
+
+
+def _start(d: _Draft, now: datetime, runner: int, position: int, owner: int) -> None:
+    """Start a call of `runner` on lane entry `position` for `owner`'s turn."""
+    if _limits_reached(d, now):
+        return
+    member = d.member(runner)
+    engine = d.config.lanes[runner][position]
+    _seat(d, now, runner, position)
+    kind: TurnKind = "fresh" if d.fresh or d.last_runner != member.id else "no-new-input"
+    d.fresh = False
+    d.last_runner = member.id
+    d.iterations += 1
+    d.wait_until = None
+    d.call = Call(
+        participant=member.id, engine=engine, started_at=now, turn_owner=d.member(owner).id
+    )
+    d.set_status(now, "running")
+    d.effects.append(
+        StartCall(
+            at=now,
+            participant=member.id,
+            engine=engine,
+            model=member.model_for(engine),  # A13: the pin only on the primary
+            turn_kind=kind,
+            turn_owner=d.member(owner).id,
+        )
+    )
+
+
+def _take_seat(d: _Draft, now: datetime, runner: int, position: int, owner: int) -> None:
+    """A23/A24: at turn start a participant silently takes its earliest free entry; coming back
+    from further down its chain because a limit lifted is announced."""
+    if position < d.seats[runner] and d.via_limit[runner]:
+        member = d.member(runner)
+        engine = d.config.lanes[runner][position]
+        d.log(now, logs.lifted(member.id, engine, engine == member.primary))
+    _start(d, now, runner, position, owner)
+
+
+def _owner(d: _Draft) -> int:
+    return d.config.index[d.approved] if d.approved is not None else d.due
+
+
+def _keeps_turn(d: _Draft, owner: int) -> bool:
+    """A16/A22/A35: a pending gate or a gate-approved turn never hands over; nor does a team of
+    one (it has no one to hand to)."""
+    return (
+        len(d.config.team) == 1
+        or d.approved is not None
+        or d.member(owner).id in d.gates
+    )
+
+
+def _back_at(d: _Draft, engine: Engine, now: datetime) -> tuple[datetime, str, bool] | None:
+    """When a lane entry is free again, what it waits for (engine or provider), and whether a
+    limit (rather than only an outage) is involved. None when it is free now."""
+    limit = d.limit_of(engine, now)
+    outage = d.outage_of(engine.provider, now)
+    if limit is None and outage is None:
+        return None
+    if outage is None or (limit is not None and limit >= outage):
+        assert limit is not None
+        return limit, str(engine), True
+    return outage, engine.provider, limit is not None
+
+
+def _soonest(
+    d: _Draft, now: datetime, runners: range | tuple[int, ...]
+) -> tuple[datetime, str, bool]:
+    """The first instant any entry of `runners` is free again (A18: the nearest reset among all
+    of them, not the last failure's), what it waits for, and whether any entry is limited."""
+    best: tuple[datetime, str] | None = None
+    limited = False
+    seen: set[Engine] = set()
+    for runner in runners:
+        for engine in d.config.lanes[runner]:
+            if engine in seen:
+                continue
+            seen.add(engine)
+            back = _back_at(d, engine, now)
+            if back is None:  # pragma: no cover - callers only ask when nothing is free
+                raise AssertionError(f"{engine} is free: nothing to wait for")
+            limited = limited or back[2]
+            if best is None or (back[0], back[1]) < best:
+                best = (back[0], back[1])
+    assert best is not None
+    return best[0], best[1], limited
+
+
+def _sleep(d: _Draft, now: datetime, until: datetime, status: Status, on_message: bool) -> None:
+    d.wait_until = until
+    d.set_status(now, status)
+    d.effects.append(Sleep(until=until, status=status, wakes_on_message=on_message))
+
+
+def _wait_for_own(d: _Draft, now: datetime, owner: int) -> None:
+    """A35 (or A18 for a team of one): nothing of the owner's own is free; wait for it."""
+    if len(d.config.team) == 1:
+        _wait_for_anyone(d, now)
+        return
+    until, what, limited = _soonest(d, now, (owner,))
+    d.log(now, logs.cannot_hand_over(d.member(owner).id, what, d.clock(until, now)))
+    _sleep(d, now, until, "rate_limited" if limited else "unreachable", False)
+
+
+def _wait_for_anyone(d: _Draft, now: datetime) -> None:
+    """A18/A27/A40: nobody can take the turn; sleep until the first entry comes back."""
+    until, what, limited = _soonest(d, now, range(len(d.config.team)))
+    if limited:
+        d.log(now, logs.every_participant_limited(what, d.clock(until, now)))
+        _sleep(d, now, until, "rate_limited", False)
+    else:
+        d.log(now, logs.no_provider_reachable(d.clock(until, now)))
+        _sleep(d, now, until, "unreachable", False)
+
+
+def _colleague(d: _Draft, now: datetime, owner: int) -> tuple[int, int] | None:
+    """A15/A33: the first participant after the owner, in team order, with a free entry."""
+    n = len(d.config.team)
+    for offset in range(1, n + 1):
+        runner = (owner + offset) % n
+        position = d.earliest_free(runner, now)
+        if position is not None:
+            return runner, position
+    return None
+
+
+def _begin_turn(d: _Draft, now: datetime) -> None:
+    """A23/A24/A33/A34: start (or attempt again) the owed turn, choosing the engine afresh."""
+    if d.call is not None:
+        return
+    _lift_passed_limits(d, now)
+    owner = _owner(d)
+    position = d.earliest_free(owner, now)
+    if position is not None:
+        _take_seat(d, now, owner, position, owner)
+        return
+    if _keeps_turn(d, owner):
+        _wait_for_own(d, now, owner)
+        return
+    found = _colleague(d, now, owner)
+    if found is None:
+        _wait_for_anyone(d, now)
+        return
+    runner, runner_position = found
+    member = d.member(owner)
+    lane = d.config.lanes[owner]
+    if all(d.limit_of(engine, now) is None for engine in lane):
+        # A36: the owner is out only because its providers cannot be reached.
+        d.log(now, logs.handover_unreachable(member.id, lane[0].provider, d.member(runner).id))
+    else:
+        d.log(now, logs.handover_limited(member.id, d.member(runner).id))  # A15, A24
+    _take_seat(d, now, runner, runner_position, owner)
+
+
+def _reroute(d: _Draft, now: datetime, runner: int, source: Engine, unreachable: bool) -> None:
+    """A11-A16, A26, A35, A36: a call reported a limit or an outage and posted nothing; in the
+    same step walk the runner's chain, else hand the turn to a colleague, else wait."""
+    owner = _owner(d)
+    member = d.member(runner)
+    position = d.earliest_free(runner, now)
+    if position is not None:
+        target = d.config.lanes[runner][position]
+        if unreachable:
+            d.log(now, logs.hop_unreachable(member.id, source, target))
+        else:
+            d.log(now, logs.hop_limited(member.id, source, target))
+        _start(d, now, runner, position, owner)
+        return
+    if _keeps_turn(d, owner):
+        _wait_for_own(d, now, owner)
+        return
+    found = _colleague(d, now, owner)
+    if found is None:
+        _wait_for_anyone(d, now)
+        return
+    other, other_position = found
+    if unreachable:
+        d.log(now, logs.handover_unreachable(member.id, source.provider, d.member(other).id))
+    else:
+        d.log(now, logs.handover_limited(member.id, d.member(other).id))
+    _take_seat(d, now, other, other_position, owner)
+
+
+def _what_failed(event: CallEnded) -> str:
+    if event.kind == "timeout":
+        return logs.timed_out(event.engine.provider)
+    if event.kind == "empty":
+        return logs.ended_without_post(event.participant)
+    return logs.exited(event.engine.provider, event.exit_code if event.exit_code else 1)
+
+
+def _fail(d: _Draft, now: datetime, runner: int, event: CallEnded) -> None:
+    """A28-A31/A41: count the failure; pause at the 3rd empty turn or the 12th failure in a row,
+    else wait the backoff — cut short by an engine coming back first (A30)."""
+    what = _what_failed(event)
+    member = d.member(runner)
+    if event.kind == "empty" and d.empties[runner] >= EMPTY_TURNS_PAUSE:
+        d.log(now, logs.empty_turns(member.id))
+        d.set_status(now, "paused")
+        return
+    if d.failures >= GIVE_UP_AFTER:
+        d.log(now, logs.gave_up(what))
+        d.set_status(now, "paused")
+        return
+    if _limits_reached(d, now):
+        return
+    until = now + backoff_after(d.failures)  # A38: measured from the end of the failed call
+    for record in d.limits:
+        if now < record.until < until:
+            until = record.until  # A30: a limited engine back first brings the attempt forward
+    d.log(now, logs.failed(member.id, event.engine, what, d.clock(until, now)))
+    _sleep(d, now, until, "backing_off", True)
+
+
+# ------------------------------------------------------------------------------------------------
+# Handlers, one per (status, event) pair of the table
+
+
+def _on_run_started(d: _Draft, event: RunStarted) -> None:
+    d.failures = 0
+    d.empties = (0,) * len(d.empties)
+    d.fresh = True
+    d.set_status(event.now, "running")
+    _begin_turn(d, event.now)
+
+
+def _on_call_ended(d: _Draft, event: CallEnded) -> None:
+    call = d.call
+    if call is None:
+        raise SchedulerProtocolError("CallEnded with no call in flight")
+    if call.participant != event.participant or call.engine != event.engine:
+        raise SchedulerProtocolError(
+            f"CallEnded for {event.participant} on {event.engine}, but the call in flight is "
+            f"{call.participant} on {call.engine}"
+        )
+    now = event.now
+    d.call = None
+    if now > call.started_at:
+        d.runtime += now - call.started_at  # A21: only call time is charged
+    runner = d.config.index[event.participant]
+    engine = event.engine
+    kind = event.kind
+    live = d.status == "running"  # paused or stopped: learn, count, decide nothing
+    # -- learned (A39)
+    if kind == "network":
+        _record_outage(d, now, engine.provider)
+    else:
+        _record_reachable(d, now, engine.provider)  # A40
+    if event.posted:
+        d.log(now, logs.posted_via(event.participant, engine))
+        d.failures = 0  # A30: a call that works resets the count
+        if d.empties[runner]:
+            d.empties = _replace(d.empties, runner, 0)  # A31: a post resets the count
+        if d.approved is not None:
+            d.approved = None  # A22: the inserted turn is taken; the owed one still is owed
+        else:
+            d.due = (d.due + 1) % len(d.config.team)  # A33
+        d.fresh = True
+    if event.limit is not None:
+        _record_limit(d, now, engine, event.limit.reset_at)  # A17: after the post, if any
+    if kind in ("exit", "timeout", "empty"):
+        d.failures += 1
+        if kind == "empty":
+            d.empties = _replace(d.empties, runner, d.empties[runner] + 1)
+    # -- decided
+    if not live:
+        return
+    if kind == "login":
+        d.log(now, logs.not_logged_in(engine.provider, event.participant))  # A32
+        d.set_status(now, "paused")
+        return
+    if kind in ("exit", "timeout", "empty"):
+        _fail(d, now, runner, event)
+        return
+    if _limits_reached(d, now):
+        return
+    if event.posted:
+        _begin_turn(d, now)
+    else:
+        _reroute(d, now, runner, engine, unreachable=kind == "network")
+
+
+def _on_woke(d: _Draft, event: Woke) -> None:
+    now = event.now
+    until = d.wait_until
+    if until is not None and now < until:  # woke early: keep sleeping (A38: `now >= t`)
+        d.effects.append(Sleep(until=until, status=d.status, wakes_on_message=(
+            d.status == "backing_off")))
+        return
+    d.wait_until = None
+    d.set_status(now, "running")
+    _begin_turn(d, now)
+
+
+def _on_message_in_backoff(d: _Draft, event: MessageArrived) -> None:
+    """A30: a user message ends a failure wait; the next attempt is made at once."""
+    d.fresh = True
+    d.wait_until = None
+    d.set_status(event.now, "running")
+    _begin_turn(d, event.now)
+
+
+def _on_message(d: _Draft, _event: MessageArrived) -> None:
+    """A19: a message does not shorten a limit or outage wait; it is new input (B18)."""
+    d.fresh = True
+
+
+def _on_stop(d: _Draft, event: StopRequested) -> None:
+    d.wait_until = None
+    d.set_status(event.now, "stopped")
+
+
+def _on_pause(d: _Draft, event: PauseRequested) -> None:
+    d.wait_until = None
+    d.set_status(event.now, "paused")
+
+
+def _on_resume(d: _Draft, event: ResumeRequested) -> None:
+    """Resume: 'resume to try again' (A29, A31) starts the counts afresh."""
+    d.failures = 0
+    d.empties = (0,) * len(d.empties)
+    d.set_status(event.now, "running")
+    _begin_turn(d, event.now)
+
+
+def _check_member(d: _Draft, participant: str) -> None:
+    if participant not in d.config.index:
+        raise SchedulerProtocolError(f"no participant {participant!r} in the team")
+
+
+def _on_gate_requested(d: _Draft, event: GateRequested) -> None:
+    _check_member(d, event.participant)
+    d.gates = d.gates | {event.participant}
+
+
+def _on_gate_approved(d: _Draft, event: GateApproved) -> None:
+    """A22: the approved participant gets a turn of its own, inserted before the owed one."""
+    _check_member(d, event.participant)
+    d.gates = d.gates - {event.participant}
+    d.approved = event.participant
+    if d.status in ("rate_limited", "unreachable", "backing_off"):
+        d.wait_until = None
+        d.set_status(event.now, "running")
+        d.fresh = True
+        _begin_turn(d, event.now)
+
+
+def _ignore(_d: _Draft, _event: Any) -> None:
+    """Nothing to do in this status (the table says so explicitly)."""
+
+
+# ------------------------------------------------------------------------------------------------
+# The table (h2): (status, event type) -> (handler, the statuses it may lead to)
+
+Handler = Callable[[_Draft, Any], None]
+_ALL: Final[frozenset[Status]] = frozenset(
+    ("running", "rate_limited", "unreachable", "backing_off", "paused", "stopped")
+)
+_WAITS: Final[tuple[Status, ...]] = ("rate_limited", "unreachable", "backing_off")
+_AFTER_DECIDING: Final[frozenset[Status]] = frozenset(
+    ("running", "rate_limited", "unreachable", "backing_off", "stopped")
+)
+
+
+def _table() -> Mapping[tuple[Status, type], tuple[Handler, frozenset[Status]]]:
+    t: dict[tuple[Status, type], tuple[Handler, frozenset[Status]]] = {}
+    for status in _ALL:
+        t[(status, CallEnded)] = (
+            _on_call_ended,
+            _ALL if status == "running" else frozenset((status,)),
+        )
+        t[(status, GateRequested)] = (_on_gate_requested, frozenset((status,)))
+        t[(status, StopRequested)] = (_on_stop, frozenset(("stopped",)))
+    t[("stopped", RunStarted)] = (_on_run_started, _AFTER_DECIDING)
+    for status in ("running", *_WAITS):
+        t[(status, PauseRequested)] = (_on_pause, frozenset(("paused",)))
+    for status in ("paused", "stopped"):
+        t[(status, PauseRequested)] = (_ignore, frozenset((status,)))
+        t[(status, MessageArrived)] = (_on_message, frozenset((status,)))
+        t[(status, Woke)] = (_ignore, frozenset((status,)))
+        t[(status, GateApproved)] = (_on_gate_approved, frozenset((status,)))
+    t[("paused", ResumeRequested)] = (_on_resume, _AFTER_DECIDING)
+    for status in ("running", *_WAITS, "stopped"):
+        t[(status, ResumeRequested)] = (_ignore, frozenset((status,)))
+    t[("running", Woke)] = (_ignore, frozenset(("running",)))
+    t[("running", MessageArrived)] = (_on_message, frozenset(("running",)))
+    t[("running", GateApproved)] = (_on_gate_approved, frozenset(("running",)))
+    for status in _WAITS:
+        t[(status, Woke)] = (_on_woke, _AFTER_DECIDING)
+        t[(status, GateApproved)] = (_on_gate_approved, _AFTER_DECIDING)
+    t[("backing_off", MessageArrived)] = (_on_message_in_backoff, _AFTER_DECIDING)
+    t[("rate_limited", MessageArrived)] = (_on_message, frozenset(("rate_limited",)))
+    t[("unreachable", MessageArrived)] = (_on_message, frozenset(("unreachable",)))
+    return MappingProxyType(t)
+
+
+#: Every legal (status, event) pair, its handler and the statuses it may lead to.
+TRANSITIONS: Final = _table()
+
+
+def step(state: SchedulerState, event: Event) -> tuple[SchedulerState, tuple[Effect, ...]]:
+    """Feed one event to the scheduler: the new state and what the shell must do, in order."""
+    entry = TRANSITIONS.get((state.status, type(event)))
+    if entry is None:
+        raise SchedulerProtocolError(
+            f"{type(event).__name__} makes no sense while the run is {state.status}"
+        )
+    handler, targets = entry
+    draft = _Draft(state)
+    handler(draft, event)
+    if draft.status not in targets:  # pragma: no cover - the table and the handlers disagree
+        raise AssertionError(
+            f"{type(event).__name__} led {state.status} to {draft.status}, not in the table"
+        )
+    return draft.freeze(), tuple(draft.effects)
+
+
+def next_deadline(state: SchedulerState) -> datetime | None:
+    """aioquic's `get_timer()`: when the shell must wake the core with `Woke`, if ever."""
+    return state.wait_until
+
+
+def start_run(state: SchedulerState, now: datetime) -> tuple[SchedulerState, tuple[Effect, ...]]:
+    """Shorthand for `step(state, RunStarted(now))`."""
+    return step(state, RunStarted(now=now))
+
+
+__all__ = [
+    "TRANSITIONS",
+    "SchedulerProtocolError",
+    "next_deadline",
+    "start_run",
+    "step",
+]
