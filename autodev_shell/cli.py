@@ -6,8 +6,10 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from autodev_core import AutodevError
+from autodev_core.errors import ConfigError
 
 EXIT_USAGE = 2
 
@@ -17,8 +19,32 @@ def build_parser() -> argparse.ArgumentParser:
         prog="autodev",
         description="Run a team of AI coding CLIs with failover, waits and durable run state.",
     )
-    parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    simulate = commands.add_parser(
+        "simulate",
+        help="replay a scenario in virtual time through the real scheduler (SPEC D)",
+        description="Replay SCENARIO.yaml in virtual time through the real scheduler and print "
+        "its log lines, then its final status (SPEC C6, D).",
+    )
+    simulate.add_argument("scenario", metavar="SCENARIO.yaml", help="the scenario file")
+    simulate.set_defaults(handler=_simulate)
     return parser
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    """`autodev simulate SCENARIO.yaml`: read the file, replay it, print the lines (SPEC D)."""
+    from autodev_core.scenario import parse_scenario
+    from autodev_core.simulation import simulate
+
+    source = str(args.scenario)
+    try:
+        text = Path(source).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ConfigError(f"cannot read the scenario: {reason}", source=source) from None
+    result = simulate(parse_scenario(text, source=source), source=source)
+    sys.stdout.write("".join(f"{line}\n" for line in result.render()))
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -130,8 +130,8 @@ class SchedulerState:
     - `limits` / `outages`: the registry (A8, A25, A26), sorted by engine / provider.
     - `failures`: consecutive failed attempts of the run (A28, A41); `empties`: consecutive turns
       each participant ended without a post (A31).
-    - `seats`: the lane entry each participant last ran on; `via_limit`: whether a limit is why it
-      is not on an earlier entry (decides the A23 line on the way back).
+    - `seats`: the lane entry each participant last ran on; `passed`: a bit mask of the earlier
+      entries it passed because they were limited then (coming back to one is the A23 line).
     - `call`: the call in flight; `wait_until`: the deadline of the current wait (A18, A27, A28).
     - `fresh`: new input arrived since the last call; `last_runner`: who made it (B18).
     - `iterations`: calls made (A30); `runtime`: time spent in calls (A21).
@@ -147,7 +147,7 @@ class SchedulerState:
     failures: int = 0
     empties: tuple[int, ...] = ()
     seats: tuple[int, ...] = ()
-    via_limit: tuple[bool, ...] = ()
+    passed: tuple[int, ...] = ()
     call: Call | None = None
     wait_until: datetime | None = attrs.field(default=None, validator=_aware)
     fresh: bool = True
@@ -157,8 +157,8 @@ class SchedulerState:
 
     def __attrs_post_init__(self) -> None:
         n = len(self.config.team)
-        if not (len(self.empties) == len(self.seats) == len(self.via_limit) == n):
-            raise ValueError("empties, seats and via_limit hold one entry per participant")
+        if not (len(self.empties) == len(self.seats) == len(self.passed) == n):
+            raise ValueError("empties, seats and passed hold one entry per participant")
         if not 0 <= self.due < n:
             raise ValueError(f"due index {self.due} outside a team of {n}")
 
@@ -171,5 +171,5 @@ def initial_state(config: SchedulerConfig) -> SchedulerState:
         gates=frozenset(p.id for p in config.team if p.gate),
         empties=(0,) * n,
         seats=(0,) * n,
-        via_limit=(False,) * n,
+        passed=(0,) * n,
     )

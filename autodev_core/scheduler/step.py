@@ -50,8 +50,8 @@ class _Draft:
 
     __slots__ = (
         "approved", "call", "config", "due", "effects", "empties", "failures", "fresh", "gates",
-        "iterations", "last_runner", "limits", "outages", "runtime", "seats", "status",
-        "via_limit", "wait_until",
+        "iterations", "last_runner", "limits", "outages", "passed", "runtime", "seats", "status",
+        "wait_until",
     )
 
     def __init__(self, s: SchedulerState) -> None:
@@ -65,7 +65,7 @@ class _Draft:
         self.failures = s.failures
         self.empties = s.empties
         self.seats = s.seats
-        self.via_limit = s.via_limit
+        self.passed = s.passed
         self.call = s.call
         self.wait_until = s.wait_until
         self.fresh = s.fresh
@@ -86,7 +86,7 @@ class _Draft:
             failures=self.failures,
             empties=self.empties,
             seats=self.seats,
-            via_limit=self.via_limit,
+            passed=self.passed,
             call=self.call,
             wait_until=self.wait_until,
             fresh=self.fresh,
@@ -210,13 +210,16 @@ def _limits_reached(d: _Draft, now: datetime) -> bool:
 
 
 def _seat(d: _Draft, now: datetime, runner: int, position: int) -> None:
-    """Remember where `runner` sits, and whether a limit is why it sits past earlier entries."""
+    """Remember where `runner` sits, and which earlier entries it passed because of a limit."""
     lane = d.config.lanes[runner]
-    via = any(d.limit_of(lane[i], now) is not None for i in range(position))
+    mask = 0
+    for i in range(position):
+        if d.limit_of(lane[i], now) is not None:
+            mask |= 1 << i
     if d.seats[runner] != position:
         d.seats = _replace(d.seats, runner, position)
-    if d.via_limit[runner] != via:
-        d.via_limit = _replace(d.via_limit, runner, via)
+    if d.passed[runner] != mask:
+        d.passed = _replace(d.passed, runner, mask)
 
 
 def _start(d: _Draft, now: datetime, runner: int, position: int, owner: int) -> None:
@@ -248,9 +251,9 @@ def _start(d: _Draft, now: datetime, runner: int, position: int, owner: int) -> 
 
 
 def _take_seat(d: _Draft, now: datetime, runner: int, position: int, owner: int) -> None:
-    """A23/A24: at turn start a participant silently takes its earliest free entry; coming back
-    from further down its chain because a limit lifted is announced."""
-    if position < d.seats[runner] and d.via_limit[runner]:
+    """A23/A24/A36: at turn start a participant silently takes its earliest free entry; coming
+    back to an entry it had passed because of a limit is announced (an outage's end is not)."""
+    if position < d.seats[runner] and d.passed[runner] >> position & 1:
         member = d.member(runner)
         engine = d.config.lanes[runner][position]
         d.log(now, logs.lifted(member.id, engine, engine == member.primary))

@@ -1,0 +1,216 @@
+"""Virtual-time replay of a scenario through the real scheduler (`autodev simulate`, SPEC C6, D).
+
+The driver holds no policy: it feeds the same `step` the shell drives, carries out the effects on
+a virtual clock (a call's outcome comes `duration` after it starts; a sleep jumps to its end; a
+user message arrives at its time), and classifies each scripted answer through `classify_output`
+exactly as real output would be (SPEC D). It reads no clock and touches no file: the CLI reads the
+scenario and prints the lines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime, timedelta, tzinfo
+from typing import Final
+
+import attrs
+
+from .classification import Classification
+from .detection import classify_output
+from .engine import Engine
+from .errors import ConfigError
+from .scenario import Scenario
+from .scheduler.effects import Effect, Log, Sleep, StartCall
+from .scheduler.events import CallEnded, Event, MessageArrived, RunStarted, Woke, call_ended
+from .scheduler.state import SchedulerConfig, SchedulerState, initial_state
+from .scheduler.step import step
+
+#: Without `until`, a simulation ends after this much virtual time if the run never pauses or
+#: stops (the SPEC is silent; a week covers every limit and backoff schedule of SPEC A).
+DEFAULT_HORIZON: Final = timedelta(days=7)
+#: Events at one virtual instant beyond which a scenario is refused: only calls lasting zero
+#: seconds, answered without end, can keep the clock from moving.
+MAX_EVENTS_AT_ONE_INSTANT: Final = 100_000
+
+
+@attrs.frozen
+class SimulatedLine:
+    """One log line of the run, at the virtual instant it happened."""
+
+    at: datetime
+    message: str
+
+
+@attrs.frozen
+class SimulationResult:
+    """What a scenario did: its log lines, the final state, and how much work it took."""
+
+    lines: tuple[SimulatedLine, ...]
+    state: SchedulerState
+    events: int
+    calls: int
+    ended_at: datetime
+
+    @property
+    def status(self) -> str:
+        return self.state.status
+
+    def render(self) -> tuple[str, ...]:
+        """SPEC D's output: `<YYYY-MM-DDTHH:MM:SS local> <message>` lines, then `status: …`."""
+        zone = self.state.config.zone
+        out = [f"{_stamp(line.at, zone)} {line.message}" for line in self.lines]
+        out.append(f"status: {self.state.status}")
+        return tuple(out)
+
+
+def _stamp(at: datetime, zone: tzinfo) -> str:
+    local = at.astimezone(zone)
+    return (
+        f"{local.year:04d}-{local.month:02d}-{local.day:02d}T"
+        f"{local.hour:02d}:{local.minute:02d}:{local.second:02d}"
+    )
+
+
+def scheduler_config(scenario: Scenario, *, source: str = "<string>") -> SchedulerConfig:
+    """The scheduler's configuration for a scenario; a team that cannot run is a ConfigError."""
+    try:
+        return SchedulerConfig(
+            team=scenario.team,
+            installed=scenario.installed,
+            timezone=scenario.timezone,
+            max_iterations=scenario.max_iterations,
+        )
+    except ValueError as exc:
+        raise ConfigError(f"team: {exc}", source=source) from None
+
+
+class _Machine:
+    """The simulated CLIs: per-engine answer lists consumed in order (SPEC D)."""
+
+    def __init__(self, scenario: Scenario) -> None:
+        self.scenario = scenario
+        self.zone = scenario.zone
+        self.used: dict[Engine, int] = {}
+        self.calls = 0
+        # Output with no text cannot depend on the instant it is read: classify it once.
+        self._blank: dict[tuple[str, int], Classification] = {}
+
+    def answer(self, effect: StartCall) -> tuple[datetime, CallEnded]:
+        engine = effect.engine
+        index = self.used.get(engine, 0)
+        self.used[engine] = index + 1
+        self.calls += 1
+        answer = self.scenario.answer(engine, index)
+        end = effect.at + answer.duration
+        provider = engine.provider
+        if not answer.stdout and not answer.stderr:
+            key = (provider, answer.exit)
+            found = self._blank.get(key)
+            if found is None:
+                found = self._classify(answer.stdout, answer.stderr, answer.exit, provider, end)
+                self._blank[key] = found
+            classification = found
+        else:
+            classification = self._classify(
+                answer.stdout, answer.stderr, answer.exit, provider, end
+            )
+        event = call_ended(
+            end,
+            effect.participant,
+            engine,
+            classification,
+            posted=answer.posted,
+            exit_code=answer.exit,
+            timed_out=answer.timeout,
+        )
+        return end, event
+
+    def _classify(
+        self, stdout: str, stderr: str, exit_code: int, provider: str, now: datetime
+    ) -> Classification:
+        return classify_output(
+            provider, stdout=stdout, stderr=stderr, exit_code=exit_code, now=now,
+            local_tz=self.zone,
+        )
+
+
+def simulate(scenario: Scenario, *, source: str = "<string>") -> SimulationResult:
+    """Replay `scenario` in virtual time through `step` until `until`, a pause or a stop."""
+    config = scheduler_config(scenario, source=source)
+    state = initial_state(config)
+    machine = _Machine(scenario)
+    start = scenario.start
+    until = scenario.until if scenario.until is not None else start + DEFAULT_HORIZON
+    messages = tuple(m for m in scenario.messages if m >= start)
+    next_message = 0
+    lines: list[SimulatedLine] = []
+    call: tuple[datetime, CallEnded] | None = None
+    wake_at: datetime | None = None
+    events = 0
+    now = start
+    same_instant = 0
+
+    def carry_out(effects: tuple[Effect, ...]) -> None:
+        nonlocal call, wake_at
+        for effect in effects:
+            kind = type(effect)
+            if kind is Log:
+                assert isinstance(effect, Log)
+                lines.append(SimulatedLine(at=effect.at, message=effect.message))
+            elif kind is StartCall:
+                assert isinstance(effect, StartCall)
+                call = machine.answer(effect)
+            elif kind is Sleep:
+                assert isinstance(effect, Sleep)
+                wake_at = effect.until
+
+    state, effects = step(state, RunStarted(now=start))
+    events += 1
+    carry_out(effects)
+    while state.status not in ("paused", "stopped"):
+        # The next thing to happen: the call's end, the sleep's end, or a user message.
+        event: Event
+        candidates: list[datetime] = []
+        if call is not None:
+            candidates.append(call[0])
+        if wake_at is not None and state.wait_until is not None:
+            candidates.append(wake_at)
+        if next_message < len(messages):
+            candidates.append(messages[next_message])
+        if not candidates:
+            break
+        at = min(candidates)
+        if at > until:
+            break
+        if call is not None and call[0] == at:
+            event = call[1]
+            call = None
+        elif wake_at is not None and state.wait_until is not None and wake_at == at:
+            event = Woke(now=at)
+            wake_at = None
+        else:
+            event = MessageArrived(now=at)
+            next_message += 1
+        if at == now:
+            same_instant += 1
+            if same_instant > MAX_EVENTS_AT_ONE_INSTANT:
+                raise ConfigError(
+                    f"calls: time never moves past {at.isoformat()} "
+                    "(calls lasting 0 seconds answer without end); give them a duration",
+                    source=source,
+                )
+        else:
+            now = at
+            same_instant = 0
+        state, effects = step(state, event)
+        events += 1
+        carry_out(effects)
+    ended_at = now if state.status in ("paused", "stopped") else until
+    return SimulationResult(
+        lines=tuple(lines), state=state, events=events, calls=machine.calls, ended_at=ended_at
+    )
+
+
+def iter_output(scenario: Scenario, *, source: str = "<string>") -> Iterator[str]:
+    """The lines `autodev simulate` prints for `scenario` (SPEC D)."""
+    yield from simulate(scenario, source=source).render()
