@@ -28,7 +28,7 @@ from datetime import datetime, tzinfo
 
 import attrs
 
-from ._bounded import Meter, keyword_hits, search, window
+from ._bounded import Meter, keyword_hits, match, search, window
 from ._resets import from_duration, read_when
 
 # How far around a keyword the phrase and its reset are looked for (characters).
@@ -88,12 +88,15 @@ _QUOTA_WORD = re.compile(
 # Where a reset is written, in order of appearance after the phrase.
 _CUE = re.compile(
     r"(?P<pipe>\|(?=\s*\d{10}))"
-    r"|(?P<word>will\s+reset|\bresets?\b|\btry\s+again\b|\bretry\s+after\b|available\s+again)"
+    r"|(?P<word>will\s+reset|\bresets?\b|\btry\s+again\b|\bretry\s+after\b|available\s+again"
+    r"|regain\s+access)"
     r"|(?P<key>\"?(?:quotaResetTimeStamp|resets_at|reset_at|resetsAt|quotaResetDelay)\"?\s*[:=]\s*\"?)"
     r"|(?P<secs>\"?(?:resets_in_seconds|retryDelay)\"?\s*[:=]\s*\"?(?P<n>\d{1,9}(?:\.\d{1,9})?)s?)",
     re.IGNORECASE,
 )
 _MAX_CUES = 8
+# `Claude Opus 4 limit reached, now using Sonnet 4`: the call went on, on another model.
+_SWITCHED = re.compile(r"\W{0,4}now\s+using\b", re.IGNORECASE)
 
 
 @attrs.frozen
@@ -181,7 +184,7 @@ def _confirm(
     if phrase is None:
         return None
     start, end = lo + phrase.start(), lo + phrase.end()
-    if search(_VETO, win[max(0, start - 24) : end], meter):
+    if search(_VETO, win[max(0, start - 24) : end], meter) or match(_SWITCHED, win[end:], meter):
         return None
     if search(_CAPACITY, win, meter) and not search(_QUOTA_WORD, win, meter):
         return None

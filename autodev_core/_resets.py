@@ -63,7 +63,7 @@ _DATETIME = re.compile(
     re.IGNORECASE | re.VERBOSE,
 )
 _ISO = re.compile(
-    r"\s*(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})[T ](?P<h>\d{2}):(?P<mi>\d{2})"
+    r"\s*(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})(?:T|\s+at\s+|\s)(?P<h>\d{2}):(?P<mi>\d{2})"
     r"(?::(?P<s>\d{2})(?:\.\d{1,9})?)?\s?(?P<off>Z|UTC|[+-]\d{2}:?\d{2})?"
 )
 _ZONE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_+\-]{0,30}(?:/[A-Za-z0-9_+\-]{1,30}){0,2}$")
@@ -151,15 +151,15 @@ def read_iso(text: str, now: datetime, local_tz: tzinfo, meter: Meter | None) ->
     found = match(_ISO, text, meter)
     if not found:
         return None
-    off = found.group("off")
-    zone: tzinfo = local_tz
-    if off in ("Z", "UTC"):
-        zone = UTC
-    elif off:
-        sign = -1 if off[0] == "-" else 1
-        digits = off[1:].replace(":", "")
-        zone = _fixed(sign * (int(digits[:2]) * 60 + int(digits[2:])))
+    off = found.group("off") or ""
     try:
+        zone: tzinfo = local_tz
+        if off in ("Z", "UTC"):
+            zone = UTC
+        elif off:
+            digits = off[1:].replace(":", "")
+            minutes = int(digits[:2]) * 60 + int(digits[2:])
+            zone = _fixed(-minutes if off[0] == "-" else minutes)
         when = datetime(
             int(found.group("y")), int(found.group("mo")), int(found.group("d")),
             int(found.group("h")), int(found.group("mi")), int(found.group("s") or 0),
