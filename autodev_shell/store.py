@@ -242,6 +242,9 @@ class RunStore:
         self.path = path
         self.tier = tier
         self._conn = conn
+        # The run a store belongs to never changes once written (B1), so it is read once and
+        # stays answerable while the disk fails.
+        self._run_id = str(self._read_one("read the run id", "SELECT run_id FROM run WHERE id = 1"))
 
     # --- opening ---------------------------------------------------------------------------
 
@@ -288,10 +291,10 @@ class RunStore:
             if not exists:
                 _create(conn, run_id.strip(), integrity_id.strip(), aliases, now or _utcnow())
             _check_schema(conn, where)
+            return cls(where, conn, tier=tier)
         except BaseException:
             conn.close()
             raise
-        return cls(where, conn, tier=tier)
 
     def close(self) -> None:
         self._conn.close()
@@ -307,6 +310,8 @@ class RunStore:
     @contextmanager
     def _transaction(self, what: str, *, write: bool = True) -> Iterator[sqlite3.Connection]:
         conn = self._conn
+        if conn.in_transaction:  # A failed ROLLBACK earlier left one open; start clean.
+            _rollback(conn)
         try:
             conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
         except sqlite3.Error as exc:
@@ -398,6 +403,7 @@ class RunStore:
                 )
             conn.execute("UPDATE run SET run_id = ?, integrity_id = ? WHERE id = 1",
                          (snapshot.run_id, snapshot.integrity_id))
+            self._run_id = snapshot.run_id
             conn.executemany("INSERT OR IGNORE INTO aliases (alias, added_at) VALUES (?, ?)",
                              [(a, _text(now)) for a in snapshot.aliases])
             conn.executemany(
@@ -423,7 +429,8 @@ class RunStore:
 
     @property
     def run_id(self) -> str:
-        return str(self._read_one("read the run id", "SELECT run_id FROM run WHERE id = 1"))
+        """The run this store belongs to (its owner identity, B1)."""
+        return self._run_id
 
     @property
     def revision(self) -> int:
