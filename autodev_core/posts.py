@@ -1,0 +1,107 @@
+"""What a call posted: the text a provider CLI's output carries as its answer (SPEC C1, A31).
+
+Pure and total: any text in, a post or None out; it never raises.
+
+- claude (`-p … --output-format stream-json --verbose`): JSON lines; the post is the `result` of
+  the last `{"type": "result", "subtype": "success", "is_error": false}` event. A result with
+  `is_error: true` (`Not logged in · Please run /login`, a limit notice, `API Error: …`) is the
+  CLI's error, not a post. Output with no JSON event at all (a template that asks for
+  `--output-format text`) is read as plain text.
+- codex `exec`: plain stdout is the final message (everything else goes to stderr). With
+  `exec --json` the stdout is JSONL events and the post is the text of the last `item.completed`
+  whose item is an agent message (older releases: `assistant_message`, or `{"msg": {"type":
+  "agent_message", "message": …}}`).
+- agy `-p`: plain stdout.
+
+Whether the call ended well enough for its text to count (exit code, timeout) is the caller's
+business: this module reads text only.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .engine import PROVIDERS
+
+# codex `exec --json` item types that carry the model's answer (current and older releases).
+_CODEX_MESSAGE_TYPES = frozenset({"agent_message", "assistant_message"})
+
+
+def _events(stdout: str) -> list[dict[str, Any]]:
+    """The JSON objects among stdout's lines that name an event `type` (or codex's old `msg`)."""
+    events: list[dict[str, Any]] = []
+    for line in stdout.split("\n"):  # not splitlines(): JSON text may hold a raw U+2028
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict) and ("type" in value or "msg" in value):
+            events.append(value)
+    return events
+
+
+def _plain(stdout: str) -> str | None:
+    text = stdout.strip()
+    return text or None
+
+
+def _claude(stdout: str) -> str | None:
+    events = _events(stdout)
+    if not events:
+        return _plain(stdout)
+    for event in reversed(events):
+        if event.get("type") != "result":
+            continue
+        # The last result decides: an error result after an earlier success is not a post.
+        result = event.get("result")
+        ok = event.get("subtype") == "success" and event.get("is_error") is not True
+        if ok and isinstance(result, str) and result.strip():
+            return result.strip()
+        return None
+    return None
+
+
+def _codex_message(event: dict[str, Any]) -> str | None:
+    if event.get("type") == "item.completed":
+        item = event.get("item")
+        if not isinstance(item, dict):
+            return None
+        kind = item.get("type", item.get("item_type"))
+        text = item.get("text")
+        if kind in _CODEX_MESSAGE_TYPES and isinstance(text, str):
+            return text
+        return None
+    msg = event.get("msg")
+    if isinstance(msg, dict) and msg.get("type") == "agent_message":
+        text = msg.get("message")
+        return text if isinstance(text, str) else None
+    return None
+
+
+def _codex(stdout: str) -> str | None:
+    events = _events(stdout)
+    if not events:
+        return _plain(stdout)
+    for event in reversed(events):
+        text = _codex_message(event)
+        if text is not None and text.strip():
+            return text.strip()
+    return None
+
+
+def extract_post(provider: str, stdout: str) -> str | None:
+    """The text the call posted, or None when its output carries no post. Never raises."""
+    try:
+        if not isinstance(stdout, str) or provider not in PROVIDERS:
+            return None
+        if provider == "claude":
+            return _claude(stdout)
+        if provider == "codex":
+            return _codex(stdout)
+        return _plain(stdout)
+    except Exception:  # total by contract: odd output is "no post", never a crash
+        return None
