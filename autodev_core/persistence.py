@@ -426,6 +426,10 @@ def turn_gate(
         return TurnGate(True, "confirmed", state)
     if not active.run_id:
         return TurnGate(False, "no-active-run", state)
+    if state.queued_run_id and not ids_equivalent(active.run_id, state.queued_run_id, active):
+        # Whatever else holds (no revision, a marker, a recovery copy), this write is another
+        # run's: it is kept for that run and never applied to the active one.
+        return TurnGate(False, "queued-run-mismatch", state, "queued-run-mismatch")
     outcome = settle_stale_pending(
         state, active, batch_revision=batch_revision, batch_tier=batch_tier,
         marker=marker, tiers=tiers,
@@ -433,8 +437,6 @@ def turn_gate(
     plan = outcome.plan
     if plan.clears:
         return TurnGate(True, "stale-pending-cleared", outcome.state, plan.reason)
-    if plan.reason == "queued-run-mismatch":
-        return TurnGate(False, "queued-run-mismatch", state, plan.reason)
     target = max(_positive(batch_revision), _positive(state.queued_revision))
     if (
         recovery is not None

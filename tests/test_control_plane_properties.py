@@ -1,0 +1,436 @@
+"""Hypothesis properties of the run-state control plane (SPEC B1-B20, 0.3, 0.4)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    Bundle,
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+)
+
+from autodev_core.identity import RecoveryHint, RunIdentity, ids_equivalent
+from autodev_core.mutation import LOAD_STATES, MutationContext
+from autodev_core.persistence import (
+    DEFAULT_TIERS,
+    Accepted,
+    CommitMarker,
+    PersistenceEvent,
+    PersistenceState,
+    Queued,
+    RecoveryCopy,
+    StalePendingPlan,
+    TierRoles,
+    TurnGate,
+    plan_stale_pending_clear,
+    reduce_persistence,
+    settle_stale_pending,
+    tier_role,
+    turn_gate,
+)
+from autodev_core.replicas import (
+    CheckpointPlan,
+    PrimaryExport,
+    ReplicaAudit,
+    ReplicaState,
+    SyncOutcome,
+    SyncPlan,
+    SyncResult,
+    audit_replicas,
+    combine_sync_results,
+    plan_checkpoint,
+    plan_replica_sync,
+)
+from autodev_core.serialization import from_json, from_yaml, to_json, to_yaml
+from autodev_core.turn_input import InputRecord, TurnInputPlan, TurnStart, plan_turn_input
+
+# --- strategies ------------------------------------------------------------------------------
+
+RUN_IDS = st.sampled_from(["run-A", "run-B", " run-A ", "a1", "", "run-C"])
+TIER_NAMES = st.sampled_from(
+    ["sqlite", " SQLite ", "shadow", "checkpoint", "search", "none", "", "postgres", "CHECKPOINT"]
+)
+NON_CANONICAL = TIER_NAMES.filter(lambda t: tier_role(t) != "canonical")
+REVISIONS = st.integers(min_value=-2, max_value=12)
+
+identities = st.builds(
+    RunIdentity,
+    run_id=RUN_IDS,
+    host_id=RUN_IDS,
+    integrity_id=RUN_IDS,
+    aliases=st.frozensets(RUN_IDS, max_size=3),
+)
+queued_events = st.builds(
+    Queued, revision=REVISIONS, run_id=RUN_IDS, reason=st.sampled_from(["", "turn-end"]),
+    immediate=st.booleans(), recoverable_tier=st.none() | TIER_NAMES,
+)
+accepted_events = st.builds(
+    Accepted, tier=TIER_NAMES, revision=REVISIONS, accepted=st.booleans(),
+    clear_queued=st.booleans(),
+)
+events = st.one_of(queued_events, accepted_events)
+markers = st.none() | st.builds(
+    CommitMarker, run_id=RUN_IDS, revision=REVISIONS, tier=TIER_NAMES, accepted=st.booleans()
+)
+recoveries = st.none() | st.builds(
+    RecoveryCopy, run_id=RUN_IDS, revision=REVISIONS, tier=TIER_NAMES
+)
+states = st.builds(
+    PersistenceState,
+    pending_persist=st.booleans(),
+    writes_blocked=st.booleans(),
+    last_accepted_revision=st.integers(0, 12),
+    accepted_tier=TIER_NAMES,
+    last_recoverable_tier=TIER_NAMES,
+    queued_revision=st.integers(0, 12),
+    queued_run_id=RUN_IDS,
+    queued_reason=st.text(max_size=5),
+    queued_immediate=st.booleans(),
+)
+
+
+def run(events_: list[Queued | Accepted], state: PersistenceState | None = None,
+        tiers: TierRoles = DEFAULT_TIERS) -> PersistenceState:
+    state = state or PersistenceState()
+    for event in events_:
+        state = reduce_persistence(state, event, tiers=tiers)
+    return state
+
+
+# --- persistence properties -------------------------------------------------------------------
+
+
+@given(states, st.lists(events, max_size=12), identities, markers, st.integers(-1, 12))
+def test_B7_B8_last_accepted_revision_never_decreases_on_any_path(
+    state: PersistenceState, seq: list[Queued | Accepted], identity: RunIdentity,
+    marker: CommitMarker | None, batch: int,
+) -> None:
+    for event in seq:
+        before = state.last_accepted_revision
+        state = reduce_persistence(state, event)
+        assert state.last_accepted_revision >= before
+        before = state.last_accepted_revision
+        state = settle_stale_pending(state, identity, marker=marker, batch_revision=batch).state
+        assert state.last_accepted_revision >= before
+        before = state.last_accepted_revision
+        state = turn_gate(state, identity, marker=marker, batch_revision=batch).state
+        assert state.last_accepted_revision >= before
+
+
+@given(states, NON_CANONICAL, REVISIONS, st.booleans(), st.booleans())
+def test_B7_non_canonical_tier_never_clears_pending(
+    state: PersistenceState, tier: str, revision: int, accepted: bool, clear: bool
+) -> None:
+    after = reduce_persistence(state, Accepted(tier, revision, accepted, clear))
+    assert after == state
+    assert after.pending_persist == state.pending_persist
+
+
+@given(st.lists(events, max_size=12), queued_events)
+def test_B6_queued_revision_never_decreases_while_queued(
+    seq: list[Queued | Accepted], last: Queued
+) -> None:
+    state = run(seq)
+    after = reduce_persistence(state, last)
+    assert after.pending_persist
+    if state.pending_persist:
+        assert after.queued_revision >= state.queued_revision
+
+
+@given(st.lists(events, max_size=12), identities, st.integers(0, 3), st.booleans(), TIER_NAMES)
+def test_B8_B9_canonical_acceptance_covering_the_queue_opens_the_gate(
+    seq: list[Queued | Accepted], identity: RunIdentity, extra: int, clear: bool, spelling: str,
+) -> None:
+    state = run(seq)
+    canonical = "sqlite" if tier_role(spelling) != "canonical" else spelling
+    covering = max([e.revision for e in seq if isinstance(e, Queued)] + [0]) + extra
+    after = reduce_persistence(state, Accepted(canonical, covering, clear_queued=clear))
+    assert not after.pending_persist
+    assert after.last_accepted_revision >= covering
+    gate = turn_gate(after, identity)
+    assert gate.may_start and gate.reason == "confirmed"
+
+
+@given(st.lists(events, max_size=8), st.integers(1, 12), markers, recoveries,
+       st.integers(-1, 12), TIER_NAMES)
+def test_B9_a_write_queued_for_run_A_never_opens_the_gate_for_run_B(
+    seq: list[Queued | Accepted], revision: int, marker: CommitMarker | None,
+    recovery: RecoveryCopy | None, batch: int, batch_tier: str,
+) -> None:
+    state = reduce_persistence(run(seq), Queued(revision, "run-A"))
+    run_b = RunIdentity(run_id="run-B", aliases=frozenset({"b1"}))
+    gate = turn_gate(state, run_b, marker=marker, recovery=recovery, batch_revision=batch,
+                     batch_tier=batch_tier)
+    assert not gate.may_start
+    assert gate.reason == "queued-run-mismatch"
+    assert gate.state == state
+    assert gate.state.pending_persist and gate.state.queued_run_id == "run-A"
+
+
+@given(states, identities, markers, st.integers(-1, 12), TIER_NAMES)
+def test_B8_planner_clears_exactly_when_the_invariant_holds(
+    state: PersistenceState, identity: RunIdentity, marker: CommitMarker | None,
+    batch: int, batch_tier: str,
+) -> None:
+    plan = plan_stale_pending_clear(state, identity, marker=marker, batch_revision=batch,
+                                    batch_tier=batch_tier)
+    target = max(batch, state.queued_revision, 0)
+    marker_rev = (
+        max(marker.revision, 0)
+        if marker and marker.accepted and ids_equivalent(marker.run_id, state.queued_run_id,
+                                                         identity)
+        else 0
+    )
+    tier = next(
+        (t for t in (state.accepted_tier, marker.tier if marker else "none", batch_tier)
+         if t.strip().lower() not in ("", "none")),
+        "none",
+    )
+    expected = (
+        state.pending_persist
+        and target > 0
+        and bool(identity.run_id.strip()) and bool(state.queued_run_id.strip())
+        and ids_equivalent(identity.run_id, state.queued_run_id, identity)
+        and max(state.last_accepted_revision, marker_rev) >= target
+        and tier_role(tier) == "canonical"
+    )
+    assert plan.clears == expected
+    if not plan.clears:
+        assert settle_stale_pending(state, identity, marker=marker, batch_revision=batch,
+                                    batch_tier=batch_tier).state == state
+
+
+# --- identity ---------------------------------------------------------------------------------
+
+
+@given(RUN_IDS | st.text(max_size=4), RUN_IDS | st.text(max_size=4), identities)
+def test_B3_equivalence_is_reflexive_and_symmetric(a: str, b: str, identity: RunIdentity) -> None:
+    assert ids_equivalent(a, a, identity)
+    assert ids_equivalent(a, b, identity) == ids_equivalent(b, a, identity)
+    if (a.strip() == "") != (b.strip() == ""):
+        assert not ids_equivalent(a, b, identity)
+
+
+# --- replicas ----------------------------------------------------------------------------------
+
+replica_states = st.builds(
+    ReplicaState, name=st.sampled_from(["checkpoint", "search", "mirror"]),
+    role=st.sampled_from(["backup", "search"]), revision=st.none() | st.integers(-1, 20),
+)
+unique_replicas = st.lists(replica_states, max_size=3, unique_by=lambda r: r.name)
+
+
+@given(st.integers(1, 30), unique_replicas)
+def test_B14_no_drift_when_the_primary_is_ahead(primary: int, replicas: list[ReplicaState]) -> None:
+    behind = [attrs.evolve(r, revision=min(r.revision or 0, primary - 1)) for r in replicas]
+    audit = audit_replicas(primary, behind)
+    assert not audit.drift
+    assert audit.status in ("pending-sync", "in-sync")
+    assert set(audit.pending) == {r.name for r in behind}
+
+
+@given(st.none() | st.integers(-1, 20), unique_replicas)
+def test_B14_drift_iff_a_replica_is_ahead_or_the_primary_is_missing(
+    primary: int | None, replicas: list[ReplicaState]
+) -> None:
+    audit = audit_replicas(primary, replicas)
+    p = primary if primary and primary > 0 else None
+    ahead = any(r.revision is not None and (p is None or r.revision > p) for r in replicas)
+    assert audit.drift == ahead
+
+
+@given(TIER_NAMES, st.none() | st.builds(PrimaryExport, st.integers(-2, 9), st.booleans()),
+       st.integers(-1, 9))
+def test_B15_canonical_primary_never_checkpoints_in_memory_state(
+    tier: str, export: PrimaryExport | None, memory: int
+) -> None:
+    plan = plan_checkpoint(tier, export, in_memory_revision=memory)
+    if tier_role(tier) == "canonical":
+        assert plan.source != "in-memory"
+        if plan.ok:
+            assert export is not None and plan.revision == export.revision > 0
+        else:
+            assert plan.failure == "primary-checkpoint-source-empty"
+
+
+@given(st.integers(1, 20), unique_replicas, st.data())
+def test_B16_every_step_is_reported_and_failures_are_independent(
+    primary: int, replicas: list[ReplicaState], data: st.DataObject
+) -> None:
+    plan = plan_replica_sync(primary, replicas, repair=True)
+    oks = [data.draw(st.booleans()) for _ in plan.steps]
+    result = combine_sync_results(
+        plan, [SyncOutcome(s.replica, ok, "" if ok else "boom") for s, ok in zip(plan.steps, oks,
+                                                                               strict=True)]
+    )
+    assert len(result.succeeded) + len(result.failed) == len(plan.steps)
+    assert result.succeeded == tuple(s.replica for s, ok in zip(plan.steps, oks, strict=True)
+                                     if ok)
+
+
+# --- 0.3: every value round-trips -------------------------------------------------------------
+
+turn_starts = st.builds(
+    TurnStart, turn_type=st.sampled_from(["normal", "retry", "swipe"]),
+    parent_input_id=st.sampled_from(["m1", "m2"]), parent_text=st.text(max_size=6),
+    committed_revision=st.integers(0, 5), working_revision=st.integers(0, 5),
+)
+input_records = st.builds(InputRecord, st.sampled_from(["m1", "m2"]), st.text(max_size=6),
+                          st.text(max_size=6))
+values: st.SearchStrategy[tuple[Any, Any]] = st.one_of(
+    states.map(lambda v: (v, PersistenceState)),
+    events.map(lambda v: (v, PersistenceEvent)),
+    identities.map(lambda v: (v, RunIdentity)),
+    st.builds(RecoveryHint, st.sampled_from(["owner", "queued", "marker"]), RUN_IDS).map(
+        lambda v: (v, RecoveryHint)),
+    st.builds(plan_stale_pending_clear, states, identities).map(lambda v: (v, StalePendingPlan)),
+    st.builds(turn_gate, states, identities, recovery=recoveries, marker=markers).map(
+        lambda v: (v, TurnGate)),
+    st.builds(MutationContext, identities, st.sampled_from(LOAD_STATES), st.booleans(),
+              st.booleans(), st.booleans(), st.booleans()).map(lambda v: (v, MutationContext)),
+    st.builds(audit_replicas, st.none() | st.integers(-1, 9), unique_replicas).map(
+        lambda v: (v, ReplicaAudit)),
+    st.builds(plan_replica_sync, st.none() | st.integers(-1, 9), unique_replicas,
+              repair=st.booleans()).map(lambda v: (v, SyncPlan)),
+    st.builds(lambda p: combine_sync_results(p, ()), st.builds(
+        plan_replica_sync, st.integers(1, 9), unique_replicas)).map(lambda v: (v, SyncResult)),
+    st.builds(plan_checkpoint, TIER_NAMES, st.none() | st.builds(PrimaryExport, st.integers(-1, 9),
+              st.booleans())).map(lambda v: (v, CheckpointPlan)),
+    st.builds(plan_turn_input, turn_starts, st.none() | input_records).map(
+        lambda v: (v, TurnInputPlan)),
+    st.just((DEFAULT_TIERS, TierRoles)),
+)
+
+
+@given(values)
+def test_0_3_every_control_plane_value_round_trips(pair: tuple[Any, Any]) -> None:
+    value, cls = pair
+    text = to_json(value, as_type=cls) if cls is PersistenceEvent else to_json(value)
+    assert from_json(text, cls) == value
+    yaml_text = to_yaml(value, as_type=cls) if cls is PersistenceEvent else to_yaml(value)
+    assert from_yaml(yaml_text, cls) == value
+
+
+# --- 0.4: the persistence reducer against a tiny model ----------------------------------------
+
+
+@attrs.define
+class Model:
+    """What B6-B8 say, written as plainly as possible."""
+
+    pending: bool = False
+    blocked: bool = False
+    accepted: int = 0
+    tier: str = "none"
+    recoverable: str = "none"
+    queued: int = 0
+    queued_run: str = ""
+
+
+def _norm(tier: str | None) -> str:
+    return (tier or "").strip().lower() or "none"
+
+
+class PersistenceMachine(RuleBasedStateMachine):
+    """Random Queued/Accepted/settle/gate sequences; the reducer must agree with the model."""
+
+    runs = Bundle("runs")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.state = PersistenceState()
+        self.model = Model()
+        self.identity = RunIdentity(run_id="run-A", aliases=frozenset({"a1"}))
+        self.high_water = 0
+
+    @initialize(target=runs)
+    def seed_runs(self) -> str:
+        return "run-A"
+
+    @rule(target=runs, run_id=st.sampled_from(["a1", " run-A", "run-B", ""]))
+    def add_run(self, run_id: str) -> str:
+        return run_id
+
+    @rule(revision=REVISIONS, run_id=runs, tier=st.none() | TIER_NAMES,
+          immediate=st.booleans())
+    def queue(self, revision: int, run_id: str, tier: str | None, immediate: bool) -> None:
+        self.state = reduce_persistence(
+            self.state, Queued(revision, run_id, "r", immediate, tier)
+        )
+        m = self.model
+        m.pending = True
+        m.queued = max(m.queued, revision, 0)
+        m.queued_run = run_id.strip()
+        recovery_only = _norm(tier) in ("shadow", "checkpoint")
+        m.blocked = not recovery_only
+        if recovery_only:
+            m.recoverable = _norm(tier)
+
+    @rule(tier=TIER_NAMES, revision=REVISIONS, accepted=st.booleans(), clear=st.booleans())
+    def accept(self, tier: str, revision: int, accepted: bool, clear: bool) -> None:
+        self.state = reduce_persistence(self.state, Accepted(tier, revision, accepted, clear))
+        m = self.model
+        if accepted and _norm(tier) == "sqlite":
+            m.pending = m.blocked = False
+            m.accepted = max(m.accepted, revision)
+            m.tier = "sqlite"
+            m.recoverable = "none"
+            if clear:
+                m.queued, m.queued_run = 0, ""
+
+    @rule(marker=markers, batch=st.integers(-1, 12))
+    def settle(self, marker: CommitMarker | None, batch: int) -> None:
+        outcome = settle_stale_pending(self.state, self.identity, marker=marker,
+                                       batch_revision=batch)
+        self.state = outcome.state
+        if outcome.plan.clears:
+            m = self.model
+            assert m.pending and m.queued_run in ("run-A", "a1")
+            m.pending = m.blocked = False
+            m.accepted = max(m.accepted, outcome.plan.accepted_revision)
+            m.tier = outcome.plan.tier
+            m.recoverable = "none"
+            m.queued, m.queued_run = 0, ""
+
+    @precondition(lambda self: self.model.pending)
+    @rule()
+    def gate_for_another_run(self) -> None:
+        if self.model.queued_run not in ("run-A", "a1"):
+            return
+        gate = turn_gate(self.state, RunIdentity(run_id="run-B"))
+        assert not gate.may_start and gate.reason == "queued-run-mismatch"
+
+    @invariant()
+    def agrees_with_the_model(self) -> None:
+        s, m = self.state, self.model
+        assert (s.pending_persist, s.writes_blocked) == (m.pending, m.blocked)
+        assert (s.last_accepted_revision, s.accepted_tier) == (m.accepted, m.tier)
+        assert s.last_recoverable_tier == m.recoverable
+        assert (s.queued_revision, s.queued_run_id) == (m.queued, m.queued_run)
+
+    @invariant()
+    def last_accepted_never_decreases(self) -> None:
+        assert self.state.last_accepted_revision >= self.high_water
+        self.high_water = self.state.last_accepted_revision
+
+    @invariant()
+    def B8_covered_canonical_pending_always_clears(self) -> None:
+        s = self.state
+        if (
+            s.pending_persist and s.queued_revision > 0
+            and s.last_accepted_revision >= s.queued_revision
+            and s.accepted_tier == "sqlite"
+            and s.queued_run_id in ("run-A", "a1")
+        ):
+            gate = turn_gate(s, self.identity)
+            assert gate.may_start and not gate.state.pending_persist
+
+
+TestPersistenceMachine = PersistenceMachine.TestCase
