@@ -448,3 +448,23 @@ def turn_gate(
     ):
         return TurnGate(True, "recovery-copy", state, plan.reason)
     return TurnGate(False, "pending-persist", state, plan.reason)
+
+
+def describe_persistence(state: PersistenceState) -> str:
+    """One line for `autodev status` (C6): what is confirmed, what is waiting."""
+    if state.last_accepted_revision > 0:
+        confirmed = f"revision {state.last_accepted_revision} confirmed by {state.accepted_tier}"
+    else:
+        confirmed = "nothing confirmed yet"
+    if not state.pending_persist:
+        return confirmed
+    queued = f"revision {state.queued_revision}" if state.queued_revision > 0 else "a write"
+    run = f" for run {state.queued_run_id!r}" if state.queued_run_id else ""
+    why = f" ({state.queued_reason})" if state.queued_reason else ""
+    if state.writes_blocked:
+        copy = "writes blocked"
+    elif state.last_recoverable_tier != NO_TIER:
+        copy = f"recovery copy in {state.last_recoverable_tier}"
+    else:
+        copy = "writes open"
+    return f"{queued}{run}{why} waiting for confirmation; {copy}; {confirmed}"

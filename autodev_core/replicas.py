@@ -105,6 +105,10 @@ def audit_replicas(primary_revision: int | None, replicas: Iterable[ReplicaState
     two makes the audit "drift".
     """
     primary = _revision_or_none(primary_revision)
+    replicas = tuple(replicas)
+    names = [r.name for r in replicas]
+    if len(set(names)) != len(names):
+        raise ValueError(f"replica names must be unique, got {names}")
     issues: list[ReplicaIssue] = []
     for replica in replicas:
         kind: IssueKind | None = None

@@ -19,6 +19,7 @@ from autodev_core.persistence import (
     StalePendingPlan,
     TierRoles,
     apply_stale_pending_plan,
+    describe_persistence,
     plan_stale_pending_clear,
     reduce_persistence,
     settle_stale_pending,
@@ -337,3 +338,16 @@ def test_0_3_state_plan_and_tiers_round_trip() -> None:
     plan = plan_stale_pending_clear(state, RUN)
     assert from_yaml(to_yaml(plan), StalePendingPlan) == plan
     assert from_json(to_json(DEFAULT_TIERS), TierRoles) == DEFAULT_TIERS
+
+
+def test_C6_describe_persistence() -> None:
+    assert describe_persistence(PersistenceState()) == "nothing confirmed yet"
+    state = reduce_persistence(PersistenceState(), Accepted("sqlite", 4))
+    assert describe_persistence(state) == "revision 4 confirmed by sqlite"
+    state = reduce_persistence(state, Queued(5, "run-7", "turn-end", recoverable_tier="shadow"))
+    assert describe_persistence(state) == (
+        "revision 5 for run 'run-7' (turn-end) waiting for confirmation; "
+        "recovery copy in shadow; revision 4 confirmed by sqlite"
+    )
+    blocked = reduce_persistence(state, Queued(6, "run-7"))
+    assert "writes blocked" in describe_persistence(blocked)

@@ -190,3 +190,8 @@ def test_0_3_replica_values_round_trip() -> None:
     assert from_yaml(to_yaml(plan), SyncPlan) == plan
     result = combine_sync_results(plan, [])
     assert from_json(to_json(result), SyncResult) == result
+
+
+def test_B14_replica_names_are_unique() -> None:
+    with pytest.raises(ValueError, match="unique"):
+        audit_replicas(5, (checkpoint(3), ReplicaState("checkpoint", "search", 4)))
