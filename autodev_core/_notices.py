@@ -99,6 +99,9 @@ _MAX_CUES = 8
 _SWITCHED = re.compile(r"\W{0,4}now\s+using\b", re.IGNORECASE)
 
 
+_FLATTENED_KEY = re.compile(r"(?:message|error|detail|msg|result): ")
+
+
 @attrs.frozen
 class Found:
     """A notice read from one piece of text: what it said and when it resets (None: unread)."""
@@ -109,11 +112,15 @@ class Found:
 
 def _line_around(text: str, start: int, end: int) -> str:
     """The notice as matched: its line(s) within the window, trimmed and kept short."""
-    lo = max(text.rfind("\n", 0, start) + 1, start - 60)
+    lo = text.rfind("\n", 0, start) + 1
+    if start - lo > 60:
+        lo = start
     hi = text.find("\n", end)
     if hi == -1:
         hi = len(text)
-    return " ".join(text[lo:hi].split())[:MAX_NOTICE_TEXT]
+    line = " ".join(text[lo:hi].split())
+    key = _FLATTENED_KEY.match(line)  # "message: …" from a flattened JSON event
+    return line[key.end() if key else 0 :][:MAX_NOTICE_TEXT]
 
 
 def _read_reset(

@@ -57,7 +57,7 @@ def test_corpus_is_well_formed() -> None:
 def test_A2_A7_corpus_case(case: dict[str, Any]) -> None:
     now = _instant(case["now"])
     local_tz = ZoneInfo(case["local_tz"])
-    kwargs = {
+    kwargs: dict[str, Any] = {
         "stdout": case.get("stdout") or "",
         "stderr": case.get("stderr") or "",
         "exit_code": case.get("exit"),
