@@ -36,13 +36,8 @@ def normalize_tier(tier: str | None) -> str:
 def _tier_set(values: Iterable[str]) -> frozenset[str]:
     if isinstance(values, str):
         raise TypeError("a tier role holds a collection of tier names, not one string")
-    return frozenset(normalize_tier(v) for v in values)
-
-
-def _no_empty_tier(_instance: object, attribute: attrs.Attribute[frozenset[str]],
-                   value: frozenset[str]) -> None:
-    if NO_TIER in value:
-        raise ValueError(f"TierRoles.{attribute.name}: 'none' and '' are always unknown (B5)")
+    # "none" and "" are unknown whatever a table says (B5), so they are not kept in one.
+    return frozenset(t for t in (normalize_tier(v) for v in values) if t != NO_TIER)
 
 
 @attrs.frozen
@@ -50,12 +45,12 @@ class TierRoles:
     """Which storage tier plays which role (B5); the importing orchestrator may supply its own.
 
     Names are normalised (trimmed, lower-cased) when the table is built; a tier may hold only
-    one role, and "none"/"" hold none.
+    one role; "none" and "" are dropped, since they are unknown whatever the table says.
     """
 
-    canonical: frozenset[str] = attrs.field(converter=_tier_set, validator=_no_empty_tier)
-    recovery_only: frozenset[str] = attrs.field(converter=_tier_set, validator=_no_empty_tier)
-    replica_only: frozenset[str] = attrs.field(converter=_tier_set, validator=_no_empty_tier)
+    canonical: frozenset[str] = attrs.field(converter=_tier_set)
+    recovery_only: frozenset[str] = attrs.field(converter=_tier_set)
+    replica_only: frozenset[str] = attrs.field(converter=_tier_set)
 
     def __attrs_post_init__(self) -> None:
         overlap = (

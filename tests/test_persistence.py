@@ -86,9 +86,14 @@ def test_B5_role_table_is_configurable() -> None:
     assert tier_role("wal-copy", tiers) == "recovery-only"
 
 
-def test_B5_role_table_refuses_none_and_overlaps() -> None:
-    with pytest.raises(ValueError, match="none"):
-        TierRoles(canonical={"none"}, recovery_only=set(), replica_only=set())
+def test_B5_none_stays_unknown_whatever_the_table_says() -> None:
+    tiers = TierRoles(canonical={"none", "", "pg"}, recovery_only={" NONE "}, replica_only=set())
+    assert tiers.canonical == frozenset({"pg"})
+    assert tier_role("none", tiers) == "unknown"
+    assert tier_role("", tiers) == "unknown"
+
+
+def test_B5_role_table_refuses_overlaps() -> None:
     with pytest.raises(ValueError, match="sqlite"):
         TierRoles(canonical={"sqlite"}, recovery_only={"SQLITE"}, replica_only=set())
 
