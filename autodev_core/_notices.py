@@ -43,12 +43,14 @@ MAX_NOTICE_TEXT = 240
 _KEYWORDS = re.compile(
     r"usage limit|limit reached|hit your|reached your|out of extra usage|"
     r"limits? will reset|quota reached|quota exceeded|exceeded your current quota|"
-    r"quota will reset|exhausted your|usage_limit_reached|out of credits",
+    r"quota will reset|quota exhausted|exhausted your|usage_limit_reached|out of credits|"
+    r"out of free messages",
     re.IGNORECASE,
 )
 # agy speaks Google's API: a bare 429 / RESOURCE_EXHAUSTED is its quota error (A4).
 _AGY_KEYWORDS = re.compile(
-    r"resource_exhausted|quota_exhausted|resource has been exhausted|429", re.IGNORECASE
+    r"resource_exhausted|resourceexhausted|quota_exhausted|resource has been exhausted|429",
+    re.IGNORECASE,
 )
 
 _PHRASE = re.compile(
@@ -57,15 +59,16 @@ _PHRASE = re.compile(
     r"|(?:[\w.'-]+\s+){0,3}?limit\s+reached"
     r"|out\s+of\s+extra\s+usage"
     r"|limits?\s+will\s+reset"
-    r"|quota\s+(?:reached|exceeded|will\s+reset)"
+    r"|quota\s+(?:reached|exceeded|exhausted|will\s+reset)"
     r"|exceeded\s+your\s+current\s+quota"
-    r"|exhausted\s+your\s+(?:capacity|quota)"
+    r"|exhausted\s+your\s+(?:[\w.-]+\s+){0,2}?(?:capacity|quota)"
+    r"|out\s+of\s+free\s+messages"
     r"|usage_limit_reached"
     r"|out\s+of\s+credits",
     re.IGNORECASE,
 )
 _AGY_PHRASE = re.compile(
-    r"RESOURCE_EXHAUSTED|QUOTA_EXHAUSTED|Resource\s+has\s+been\s+exhausted"
+    r"RESOURCE_EXHAUSTED|ResourceExhausted|QUOTA_EXHAUSTED|Resource\s+has\s+been\s+exhausted"
     r"|(?:HTTP|status|code|error|Error:?)\W{0,12}429\b|\b429\s+Too\s+Many\s+Requests",
     re.IGNORECASE,
 )
@@ -81,7 +84,8 @@ _CAPACITY = re.compile(
     re.IGNORECASE,
 )
 _QUOTA_WORD = re.compile(
-    r"QUOTA_EXHAUSTED|quota\s+(?:reached|exceeded|will\s+reset)|usage\s+limit|Resets\s+in",
+    r"QUOTA_EXHAUSTED|quota\s+(?:reached|exceeded|exhausted|will\s+reset)|usage\s+limit"
+    r"|Resets\s+in|exhausted\s+your",
     re.IGNORECASE,
 )
 
@@ -89,7 +93,7 @@ _QUOTA_WORD = re.compile(
 _CUE = re.compile(
     r"(?P<pipe>\|(?=\s*\d{10}))"
     r"|(?P<word>will\s+reset|\bresets?\b|\btry\s+again\b|\bretry\s+after\b|available\s+again"
-    r"|regain\s+access)"
+    r"|regain\s+access|\buntil\b)"
     r"|(?P<key>\"?(?:quotaResetTimeStamp|resets_at|reset_at|resetsAt|quotaResetDelay)\"?\s*[:=]\s*\"?)"
     r"|(?P<secs>\"?(?:resets_in_seconds|retryDelay)\"?\s*[:=]\s*\"?(?P<n>\d{1,9}(?:\.\d{1,9})?)s?)",
     re.IGNORECASE,

@@ -58,7 +58,8 @@ _DATETIME = re.compile(
     )?
     (?:(?P<hour>\d{1,2})(?::(?P<minute>\d{2}))?(?::\d{2})?\s?
        (?P<ampm>[ap]\.?\s?m\b\.?)?(?![\d:]))?
-    (?:\s*\((?P<zone>[A-Za-z][A-Za-z0-9_+\-/]{0,63})\)|\s+(?P<utc>UTC|GMT)(?![\w/]))?
+    (?:\s*\((?P<zone>[A-Za-z][A-Za-z0-9_+\-/:]{0,63})\)
+       |\s+(?P<utc>(?:UTC|GMT)(?:[+-]\d{1,2}(?::?\d{2})?)?)(?![\w/]))?
     """,
     re.IGNORECASE | re.VERBOSE,
 )
@@ -67,11 +68,24 @@ _ISO = re.compile(
     r"(?::(?P<s>\d{2})(?:\.\d{1,9})?)?\s?(?P<off>Z|UTC|[+-]\d{2}:?\d{2})?"
 )
 _ZONE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_+\-]{0,30}(?:/[A-Za-z0-9_+\-]{1,30}){0,2}$")
+# `GMT-3`, `UTC+05:30` as a clock displays them: the offset as written (unlike `Etc/GMT+5`).
+_DISPLAY_OFFSET = re.compile(r"^(?:UTC|GMT)(?P<sign>[+-])(?P<h>\d{1,2})(?::?(?P<m>\d{2}))?$", re.I)
 
 
 def zone_named(name: str | None) -> tzinfo | None:
-    """The IANA zone `name` (`Etc/GMT+5` is UTC-5, as zoneinfo has it), or None if unknown."""
-    if not name or not _ZONE_NAME.match(name):
+    """The IANA zone `name` (`Etc/GMT+5` is UTC-5, as zoneinfo has it), or None if unknown.
+
+    A display offset (`GMT-3`, `UTC+5:30`) is read as written.
+    """
+    if not name:
+        return None
+    display = _DISPLAY_OFFSET.match(name)
+    if display:
+        minutes = int(display.group("h")) * 60 + int(display.group("m") or 0)
+        if minutes >= 24 * 60:
+            return None
+        return _fixed(-minutes if display.group("sign") == "-" else minutes)
+    if not _ZONE_NAME.match(name):
         return None
     if name.upper() in ("UTC", "GMT", "Z"):
         return UTC
