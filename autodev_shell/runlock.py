@@ -59,7 +59,8 @@ class RunLock:
         the pid that holds it. `run` is the run's id, used in the message."""
         path = lock_path(db_path)
         name = run or Path(db_path).name
-        # O_CLOEXEC: a CLI the daemon spawns must not inherit (and so prolong) the lock.
+        # A CLI the daemon spawns must not inherit (and so prolong) the lock: Python opens
+        # descriptors non-inheritable already (PEP 446); O_CLOEXEC says so explicitly.
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
