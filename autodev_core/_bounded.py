@@ -1,7 +1,8 @@
 """Regexes that only ever see short text, so detection stays linear (SPEC D: pure and total).
 
+Keywords are found with `str.find` on lower-cased text (`keyword_hits`: linear, no regex).
 Every detail pattern of the detectors runs through `search`/`match` here, on a window cut
-around a literal keyword. The window is capped at `MAX_WINDOW` characters, so a pattern's
+around a keyword hit. The window is capped at `MAX_WINDOW` characters, so a pattern's
 work is bounded by a constant whatever it is, and the detectors' total regex work is the
 number of keyword hits (capped per text) times that constant. A `Meter` lets tests count
 that work deterministically instead of timing it.
@@ -10,7 +11,6 @@ that work deterministically instead of timing it.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 import attrs
 
@@ -55,15 +55,29 @@ def match(pattern: re.Pattern[str], text: str, meter: Meter | None) -> re.Match[
 
 
 def keyword_hits(
-    keywords: re.Pattern[str], text: str, meter: Meter | None
-) -> Iterator[re.Match[str]]:
-    """Hits of a pattern made only of literal alternatives (linear: no backtracking)."""
+    keywords: tuple[str, ...], text: str, meter: Meter | None
+) -> list[tuple[int, str]]:
+    """Where the (lower-case, literal) `keywords` occur in `text`, in order, case-insensitively.
+
+    `str.find` on the lower-cased text: linear and fast, no regex. At most `MAX_HITS_PER_UNIT`
+    hits per keyword are kept. When lower-casing changes the length (a few non-ASCII letters),
+    positions would shift, so those characters are searched as written.
+    """
+    lowered = text.lower()
+    if len(lowered) != len(text):
+        lowered = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
     if meter is not None:
-        meter.scan(len(text))
-    for count, hit in enumerate(keywords.finditer(text)):
-        if count >= MAX_HITS_PER_UNIT:
-            return
-        yield hit
+        meter.scan(len(text) * len(keywords))
+    hits: list[tuple[int, str]] = []
+    for keyword in keywords:
+        pos = lowered.find(keyword)
+        count = 0
+        while pos != -1 and count < MAX_HITS_PER_UNIT:
+            hits.append((pos, keyword))
+            count += 1
+            pos = lowered.find(keyword, pos + len(keyword))
+    hits.sort()
+    return hits
 
 
 def window(text: str, start: int, *, before: int, after: int) -> tuple[str, int]:

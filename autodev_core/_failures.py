@@ -19,18 +19,17 @@ import re
 
 from ._bounded import Meter, keyword_hits, match, search, window
 
-_NETWORK = re.compile(
-    r"ENOTFOUND|EAI_AGAIN|getaddrinfo|failed to lookup address|could not resolve host"
-    r"|no such host|name or service not known|nodename nor servname|name resolution"
-    r"|dns error|ECONNREFUSED|connection refused|ConnectionRefused|ECONNRESET"
-    r"|connection reset|ConnectionReset|socket hang up|ETIMEDOUT|ESOCKETTIMEDOUT"
-    r"|connect timeout|connection timed out|connect timed out|ConnectionTimeout|i/o timeout"
-    r"|operation timed out|request timed out|UND_ERR_CONNECT_TIMEOUT|UND_ERR_SOCKET"
-    r"|ENETUNREACH|EHOSTUNREACH|ENETDOWN|network is unreachable|no route to host"
-    r"|error sending request|waiting for network|unable to connect to api|connection error"
-    r"|fetch failed|TLS handshake timeout|dial tcp|tcp connect error|error trying to connect"
-    r"|network is down|internet connection appears to be offline",
-    re.IGNORECASE,
+_NETWORK = (
+    "enotfound", "eai_again", "getaddrinfo", "failed to lookup address", "could not resolve host",
+    "no such host", "name or service not known", "nodename nor servname", "name resolution",
+    "dns error", "econnrefused", "connection refused", "connectionrefused", "econnreset",
+    "connection reset", "connectionreset", "socket hang up", "etimedout", "esockettimedout",
+    "connect timeout", "connection timed out", "connect timed out", "connectiontimeout",
+    "i/o timeout", "operation timed out", "request timed out", "und_err_connect_timeout",
+    "und_err_socket", "enetunreach", "ehostunreach", "enetdown", "network is unreachable",
+    "no route to host", "error sending request", "waiting for network", "unable to connect to api",
+    "connection error", "fetch failed", "tls handshake timeout", "dial tcp", "tcp connect error",
+    "error trying to connect", "network is down", "internet connection appears to be offline",
 )
 # Model text (A5) counts only when it reads as the CLI's error line, not prose about one.
 _ERROR_LINE = re.compile(
@@ -40,7 +39,7 @@ _ERROR_LINE = re.compile(
     r"|failed\s+to\s+(?:lookup|connect)|dial\s+tcp|getaddrinfo)",
 )
 
-_LOGIN = re.compile(r"not logged in|please run /login|invalid api key", re.IGNORECASE)
+_LOGIN = ("not logged in", "please run /login", "invalid api key")
 _LOGIN_CONFIRM = re.compile(
     r"Not\s+logged\s+in|Invalid\s+API\s+key\W{1,6}Please\s+run\s+/login", re.IGNORECASE
 )
@@ -61,15 +60,15 @@ def scan_network(text: str, *, model_text: bool, meter: Meter | None = None) -> 
     """The network error line in `text`, if any (A26, A37)."""
     if model_text and match(_ERROR_LINE, text, meter) is None:
         return None
-    for hit in keyword_hits(_NETWORK, text, meter):
-        return _line(text, hit.start())
+    for position, _ in keyword_hits(_NETWORK, text, meter):
+        return _line(text, position)
     return None
 
 
 def scan_login(text: str, meter: Meter | None = None) -> str | None:
     """claude's not-logged-in result (A32), if `text` says it."""
-    for hit in keyword_hits(_LOGIN, text, meter):
-        win, _ = window(text, hit.start(), before=60, after=120)
+    for position, _ in keyword_hits(_LOGIN, text, meter):
+        win, _ = window(text, position, before=60, after=120)
         if search(_LOGIN_CONFIRM, win, meter):
-            return _line(text, hit.start())
+            return _line(text, position)
     return None

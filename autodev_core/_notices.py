@@ -39,18 +39,17 @@ _RESET_REACH = 420
 # Longest `.text` a notice carries (SPEC D: "the notice as matched (short)").
 MAX_NOTICE_TEXT = 240
 
-# Literal keywords only (linear scan). Each hit is confirmed by `_PHRASE` below.
-_KEYWORDS = re.compile(
-    r"usage limit|limit reached|hit your|reached your|out of extra usage|"
-    r"limits? will reset|quota reached|quota exceeded|exceeded your current quota|"
-    r"quota will reset|quota exhausted|exhausted your|usage_limit_reached|out of credits|"
-    r"out of free messages",
-    re.IGNORECASE,
+# Literal keywords only (lower case, found with `str.find`). Each hit is confirmed by `_PHRASE`.
+_KEYWORDS = (
+    "usage limit", "limit reached", "hit your", "reached your", "out of extra usage",
+    "limit will reset", "limits will reset", "quota reached", "quota exceeded",
+    "exceeded your current quota", "quota will reset", "quota exhausted", "exhausted your",
+    "usage_limit_reached", "out of credits", "out of free messages",
 )
 # agy speaks Google's API: a bare 429 / RESOURCE_EXHAUSTED is its quota error (A4).
-_AGY_KEYWORDS = re.compile(
-    r"resource_exhausted|resourceexhausted|quota_exhausted|resource has been exhausted|429",
-    re.IGNORECASE,
+_AGY_KEYWORDS = (
+    "resource_exhausted", "resourceexhausted", "quota_exhausted", "resource has been exhausted",
+    "429",
 )
 
 _PHRASE = re.compile(
@@ -156,13 +155,10 @@ def scan_limit(
     """The limit notice in `text`, if any: the first with a readable reset, else the first."""
     text = text.replace("\u2019", "'")  # both apostrophes occur (A3); same length
     first: Found | None = None
-    hits = list(keyword_hits(_KEYWORDS, text, meter))
-    if provider == "agy":
-        hits += list(keyword_hits(_AGY_KEYWORDS, text, meter))
-        hits.sort(key=lambda hit: hit.start())
-    for hit in hits:
-        win, off = window(text, hit.start(), before=_BEFORE, after=_AFTER)
-        found = _confirm(win, off, hit.group(0), provider, now, local_tz, meter)
+    keywords = _KEYWORDS + _AGY_KEYWORDS if provider == "agy" else _KEYWORDS
+    for position, keyword in keyword_hits(keywords, text, meter):
+        win, off = window(text, position, before=_BEFORE, after=_AFTER)
+        found = _confirm(win, off, keyword in _AGY_KEYWORDS, now, local_tz, meter)
         if found is None:
             continue
         if found.reset_at is not None:
@@ -175,13 +171,11 @@ def scan_limit(
 def _confirm(
     win: str,
     off: int,
-    keyword: str,
-    provider: str,
+    agy_only: bool,
     now: datetime,
     local_tz: tzinfo,
     meter: Meter | None,
 ) -> Found | None:
-    agy_only = _AGY_KEYWORDS.fullmatch(keyword) is not None and not _KEYWORDS.fullmatch(keyword)
     # The phrase must cover the keyword: look a little before it (for `5-hour limit reached`).
     pattern = _AGY_PHRASE if agy_only else _PHRASE
     lo = max(0, off - 48)

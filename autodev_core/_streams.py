@@ -17,6 +17,7 @@ neither: a command's output that mentions ECONNREFUSED is not the CLI failing.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any, Literal
 
@@ -29,6 +30,13 @@ _FLATTEN_DEPTH = 8
 _FLATTEN_LEAVES = 400
 
 Origin = Literal["cli", "model"]
+
+# Terminal colour and cursor codes (CSI and OSC sequences): not words, whoever wrote them.
+_ANSI = re.compile(r"\x1b\[[0-9;?]{0,32}[ -/]{0,4}[@-~]|\x1b\][^\x07\x1b]{0,512}(?:\x07|\x1b\\)?")
+
+
+def strip_ansi(text: str) -> str:
+    return _ANSI.sub("", text) if "\x1b" in text else text
 
 
 @attrs.frozen
@@ -186,6 +194,7 @@ def cut(stdout: str, stderr: str) -> Output:
     rate_limits: list[RateLimitEvent] = []
     succeeded = False
     free: list[str] = []
+    stdout, stderr = strip_ansi(stdout), strip_ansi(stderr)
     for raw in stdout.splitlines():
         line = raw.strip()
         if line.startswith(_AGY_ERROR):  # agy's own structured error line (A4)

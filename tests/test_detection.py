@@ -431,3 +431,10 @@ def test_D_regexes_only_see_bounded_windows() -> None:
     _classify("agy", text, text, 1, NOW, LISBON, meter)
     assert meter.calls > 0
     assert meter.longest <= MAX_WINDOW
+
+
+def test_A3_terminal_colour_codes_are_not_words() -> None:
+    stderr = "\x1b[31m\x1b[1mERROR:\x1b[0m You've hit your usage limit. Try again in 2 hours."
+    assert reset_of("codex", stderr) == NOW + timedelta(hours=2)
+    coloured = "\x1b[2m" + _padded(300) + "\x1b[0m"  # 300 characters once the codes are gone
+    assert limit("claude", stdout=coloured) is not None
