@@ -119,8 +119,8 @@ def _event_pieces(event: dict[str, Any]) -> Iterator[Piece | RateLimitEvent | bo
         result = event.get("result")
         if isinstance(result, str):
             yield Piece(text=result, origin="model", where="result")
-        errors = event.get("errors")
-        if errors:
+        errors = {k: event[k] for k in ("error", "errors") if event.get(k)}
+        if errors:  # `error_during_execution` carries the CLI's own error text
             yield _cli(errors)
         if event.get("is_error") is False and event.get("subtype") == "success":
             yield True
