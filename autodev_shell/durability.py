@@ -37,6 +37,7 @@ from autodev_core.persistence import (
     TierRoles,
     TurnGate,
     reduce_persistence,
+    settle_stale_pending,
     turn_gate,
 )
 from autodev_core.replicas import (
@@ -141,13 +142,19 @@ class Durability:
         checkpoint_file: Path | None = None,
         shadow_file: Path | None = None,
     ) -> Durability:
-        """Resume from what is on disk: the persistence state last committed, and the shadow
-        copy's revisions the store does not hold yet (nothing lost across a restart). Shadow
-        revisions queued for another run are left in the file, never applied here (B9)."""
+        """Resume from what is on disk: the persistence state last committed (its stale pending
+        flag settled by the core, B8), and the shadow copy's revisions the store does not hold
+        yet (nothing lost across a restart). Shadow revisions queued for another run are left
+        in the file, never applied here (B9)."""
         ckpt_file = checkpoint_file or checkpoint_path(store.path)
         shadow_file = shadow_file or shadow_path(store.path)
         snapshot = store.snapshot()
-        state = _load_state(snapshot.persistence_state_json)
+        # The state was committed queued, before its own Accepted (B6): the marker committed
+        # beside it lets the core's B8 planner clear that stale flag for this run.
+        marker = snapshot.marker.as_core() if snapshot.marker is not None else None
+        state = settle_stale_pending(
+            _load_state(snapshot.persistence_state_json), identity, marker=marker, tiers=tiers,
+        ).state
         try:
             ckpt = read_checkpoint(ckpt_file)
         except ReplicaFileError:
