@@ -9,8 +9,10 @@ refused`, `i/o timeout`, `TLS handshake timeout`). Capacity and server errors (5
 `stream disconnected before completion: An error occurred while processing your request`) are
 not network errors: the provider answered (A40).
 
-Not logged in (A32): claude's result `Not logged in · Please run /login` (also `Invalid API key ·
-Please run /login`). codex and agy have no login check: their errors are plain failures.
+Not logged in (A32): claude's result `Not logged in · Please run /login`, and its other auth
+errors that end the same way (`Invalid API key · Please run /login`, `OAuth token revoked ·
+Please run /login`, a 401 `authentication_error` for an expired OAuth token): retrying cannot
+help. codex and agy have no login check: their errors are plain failures.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ _NETWORK = (
     "no route to host", "error sending request", "waiting for network", "unable to connect to api",
     "connection error", "fetch failed", "tls handshake timeout", "dial tcp", "tcp connect error",
     "error trying to connect", "network is down", "internet connection appears to be offline",
+    "client.timeout exceeded", "waiting for connection", "failed to look up",
 )
 # Model text (A5) counts only when it reads as the CLI's error line, not prose about one.
 _ERROR_LINE = re.compile(
@@ -39,9 +42,13 @@ _ERROR_LINE = re.compile(
     r"|failed\s+to\s+(?:lookup|connect)|dial\s+tcp|getaddrinfo)",
 )
 
-_LOGIN = ("not logged in", "please run /login", "invalid api key")
+_LOGIN = ("not logged in", "please run /login", "authentication_error", "oauth token")
+# claude ends its auth errors with "· Please run /login" (expired or revoked OAuth token,
+# invalid API key); a 401 `authentication_error` says the same without the hint.
 _LOGIN_CONFIRM = re.compile(
-    r"Not\s+logged\s+in|Invalid\s+API\s+key\W{1,6}Please\s+run\s+/login", re.IGNORECASE
+    r"Not\s+logged\s+in|[·∙•|-]\s*Please\s+run\s+/login|\"authentication_error\""
+    r"|OAuth\s+token\s+(?:has\s+(?:expired|been\s+revoked)|revoked|expired)",
+    re.IGNORECASE,
 )
 
 # How much of a network error line `.text` keeps.
