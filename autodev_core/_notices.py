@@ -44,7 +44,8 @@ _KEYWORDS = (
     "usage limit", "limit reached", "hit your", "reached your", "out of extra usage",
     "limit will reset", "limits will reset", "quota reached", "quota exceeded",
     "exceeded your current quota", "quota will reset", "quota exhausted", "exhausted your",
-    "usage_limit_reached", "out of credits", "out of free messages",
+    "usage_limit_reached", "out of credits", "out of free messages", "usagelimitexceeded",
+    "usage_limit_exceeded",
 )
 # agy speaks Google's API: a bare 429 / RESOURCE_EXHAUSTED is its quota error (A4).
 _AGY_KEYWORDS = (
@@ -62,7 +63,7 @@ _PHRASE = re.compile(
     r"|exceeded\s+your\s+current\s+quota"
     r"|exhausted\s+your\s+(?:[\w.-]+\s+){0,2}?(?:capacity|quota)"
     r"|out\s+of\s+free\s+messages"
-    r"|usage_limit_reached"
+    r"|usage_?limit_?(?:reached|exceeded)"
     r"|out\s+of\s+credits",
     re.IGNORECASE,
 )

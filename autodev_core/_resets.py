@@ -59,7 +59,8 @@ _DATETIME = re.compile(
     (?:(?P<hour>\d{1,2})(?::(?P<minute>\d{2}))?(?::\d{2})?\s?
        (?P<ampm>[ap]\.?\s?m\b\.?)?(?![\d:]))?
     (?:\s*\((?P<zone>[A-Za-z][A-Za-z0-9_+\-/:]{0,63})\)
-       |\s+(?P<utc>(?:UTC|GMT)(?:[+-]\d{1,2}(?::?\d{2})?)?)(?![\w/]))?
+       |\s+(?P<utc>(?:UTC|GMT)(?:[+-]\d{1,2}(?::?\d{2})?)?
+          |[PMCE][SD]T|BST|CEST|CET|IST|JST|KST|AE[SD]T|HKT|SGT|BRT|MSK)(?![\w/]))?
     """,
     re.IGNORECASE | re.VERBOSE,
 )
@@ -70,6 +71,19 @@ _ISO = re.compile(
 _ZONE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_+\-]{0,30}(?:/[A-Za-z0-9_+\-]{1,30}){0,2}$")
 # `GMT-3`, `UTC+05:30` as a clock displays them: the offset as written (unlike `Etc/GMT+5`).
 _DISPLAY_OFFSET = re.compile(r"^(?:UTC|GMT)(?P<sign>[+-])(?P<h>\d{1,2})(?::?(?P<m>\d{2}))?$", re.I)
+
+
+# Abbreviations people (and some CLIs) write instead of IANA names: read as the wall clock of
+# the zone they usually mean, so EST in July is still New York's clock.
+_ABBREVIATIONS = {
+    "PST": "America/Los_Angeles", "PDT": "America/Los_Angeles", "PT": "America/Los_Angeles",
+    "MST": "America/Denver", "MDT": "America/Denver", "CST": "America/Chicago",
+    "CDT": "America/Chicago", "EST": "America/New_York", "EDT": "America/New_York",
+    "ET": "America/New_York", "BST": "Europe/London", "CET": "Europe/Paris",
+    "CEST": "Europe/Paris", "IST": "Asia/Kolkata", "JST": "Asia/Tokyo", "KST": "Asia/Seoul",
+    "AEST": "Australia/Sydney", "AEDT": "Australia/Sydney", "HKT": "Asia/Hong_Kong",
+    "SGT": "Asia/Singapore", "BRT": "America/Sao_Paulo", "MSK": "Europe/Moscow",
+}
 
 
 def zone_named(name: str | None) -> tzinfo | None:
@@ -89,6 +103,8 @@ def zone_named(name: str | None) -> tzinfo | None:
         return None
     if name.upper() in ("UTC", "GMT", "Z"):
         return UTC
+    if name.upper() in _ABBREVIATIONS:
+        return ZoneInfo(_ABBREVIATIONS[name.upper()])
     try:
         return ZoneInfo(name)
     except (ValueError, KeyError, OSError):  # ZoneInfoNotFoundError is a KeyError

@@ -165,6 +165,18 @@ def _event_pieces(event: dict[str, Any]) -> Iterator[Piece | RateLimitEvent | bo
         return
     if kind is None and "error" in event:  # a bare API error object printed by the CLI
         yield _cli(event)
+        return
+    method = event.get("method")
+    params = event.get("params")
+    if isinstance(method, str) and isinstance(params, dict):  # codex app-server (JSON-RPC)
+        if method == "error" or "error" in params:
+            yield _cli(params)
+        elif method == "turn/completed" and isinstance(params.get("turn"), dict):
+            turn = params["turn"]
+            if turn.get("status") == "failed":
+                yield _cli(turn.get("error"))
+            elif turn.get("status") == "completed":
+                yield True
 
 
 def _as_events(line: str) -> list[dict[str, Any]] | None:
@@ -180,7 +192,12 @@ def _as_events(line: str) -> list[dict[str, Any]] | None:
         v
         for v in candidates
         if isinstance(v, dict)
-        and (isinstance(v.get("type"), str) or isinstance(v.get("msg"), dict) or "error" in v)
+        and (
+            isinstance(v.get("type"), str)
+            or isinstance(v.get("msg"), dict)
+            or "error" in v
+            or (isinstance(v.get("method"), str) and isinstance(v.get("params"), dict))
+        )
     ]
     return events or None
 

@@ -438,3 +438,27 @@ def test_A3_terminal_colour_codes_are_not_words() -> None:
     assert reset_of("codex", stderr) == NOW + timedelta(hours=2)
     coloured = "\x1b[2m" + _padded(300) + "\x1b[0m"  # 300 characters once the codes are gone
     assert limit("claude", stdout=coloured) is not None
+
+
+@pytest.mark.parametrize(
+    ("written", "zone"),
+    [("IST", "Asia/Kolkata"), ("EST", "America/New_York"), ("PDT", "America/Los_Angeles")],
+)
+def test_A6_common_zone_abbreviations_read_as_their_wall_clock(written: str, zone: str) -> None:
+    text = f"Claude usage limit reached. Your limit will reset at 11:30pm {written}."
+    assert reset_of("claude", text) == datetime(2026, 12, 1, 23, 30, tzinfo=ZoneInfo(zone))
+
+
+def test_A6_display_offset_is_read_as_written() -> None:
+    text = "Usage limit reached for gemini-3-flash. Access resets at 10:57 PM GMT-3."
+    assert reset_of("agy", text) == datetime(2026, 12, 2, 1, 57, tzinfo=UTC)
+
+
+def test_A3_codex_app_server_error_notifications() -> None:
+    line = json.dumps({"method": "error", "params": {"error": {
+        "message": "You've hit your usage limit. Try again in 5 minutes.",
+        "codexErrorInfo": "usageLimitExceeded"}}})
+    notice = limit("codex", stdout=line)
+    assert notice is not None and notice.reset_at == NOW + timedelta(minutes=5)
+    done = json.dumps({"method": "turn/completed", "params": {"turn": {"status": "completed"}}})
+    assert kind("codex", stdout=done, stderr="connection reset by peer").kind == "other"
