@@ -1,0 +1,538 @@
+"""The daemon loop: drive `autodev_core.scheduler.step` and carry out every effect it returns.
+
+The loop is the whole of the shell's "control flow", and it decides nothing:
+
+- `StartCall` → ask the persistence turn gate (B9) whether a turn may start, assemble the turn's
+  prompt (B18-B20: fresh turns compute it, retries and hops reapply the persisted one), run the
+  CLI through its adapter (C1), and report the end as a `CallEnded` event;
+- `Sleep` → sleep in slices with a heartbeat until the target, a stop, a pause, or (when the
+  core says so) a user message (C2, A19, A20, A30);
+- `Log` → the log sink (stderr, the log file, `--json` lines; C7);
+- `StatusChanged` → the store's run state, through the next revision.
+
+After every step the new scheduler state (and the post, when the call posted) is committed as one
+revision through `Durability` (C3, B4-B9). Controls from other processes (`autodev stop`,
+`pause`, `resume`, `say`) arrive through the store's control table and become events.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, tzinfo
+from pathlib import Path
+from typing import Final, Protocol, TextIO
+
+import attrs
+
+from autodev_core.identity import RunIdentity
+from autodev_core.participant import Participant
+from autodev_core.persistence import describe_persistence
+from autodev_core.scheduler import (
+    CallEnded,
+    Effect,
+    Event,
+    Log,
+    MessageArrived,
+    PauseRequested,
+    ResumeRequested,
+    RunStarted,
+    SchedulerConfig,
+    SchedulerState,
+    Sleep,
+    StartCall,
+    StatusChanged,
+    StopRequested,
+    Woke,
+    call_ended,
+    initial_state,
+    step,
+)
+from autodev_core.serialization import from_json, to_json
+from autodev_core.turn_input import InputRecord, TurnStart, bind_input_context, plan_turn_input
+
+from .adapters import DEFAULT_TEMPLATES, CallResult, CommandTemplate, call_participant
+from .clock import Clock
+from .durability import Durability, PersistResult
+from .sleeper import COUNTDOWN_MIN_SECONDS, DEFAULT_SLICE_SECONDS, countdown_text, sleep_until
+from .store import NewPost, RunStore
+
+#: The thread's last posts shown to a participant in a fresh turn's prompt.
+PROMPT_THREAD_POSTS: Final = 20
+#: Real seconds between attempts to write a revision the turn gate is waiting for (B9).
+GATE_RETRY_SECONDS: Final = 1.0
+#: The participant name user messages are posted under.
+USER: Final = "user"
+
+
+class LogSink(Protocol):
+    """Where log lines go: the core's lines (`line`) and the shell's own notes (`note`)."""
+
+    def line(self, at: datetime, message: str) -> None: ...
+
+    def note(self, at: datetime, message: str) -> None: ...
+
+
+class StreamLog:
+    """Log lines to a stream (stderr) and a log file; JSON lines with `json_lines` (C7)."""
+
+    def __init__(
+        self,
+        zone: tzinfo,
+        *,
+        stream: TextIO | None = None,
+        file: Path | None = None,
+        json_lines: bool = False,
+    ) -> None:
+        self.zone = zone
+        self.stream = stream
+        self.json_lines = json_lines
+        self._file = file.open("a", encoding="utf-8") if file is not None else None
+        self.lines: list[tuple[datetime, str]] = []
+
+    def _stamp(self, at: datetime) -> str:
+        return at.astimezone(self.zone).strftime("%Y-%m-%dT%H:%M:%S")
+
+    def _write(self, at: datetime, message: str, kind: str) -> None:
+        text = f"{self._stamp(at)} {message}"
+        if self.json_lines:
+            text = json.dumps(
+                {"at": at.isoformat(), "local": self._stamp(at), "kind": kind, "message": message},
+                ensure_ascii=False,
+            )
+        for out in (self.stream, self._file):
+            if out is not None:
+                out.write(text + "\n")
+                out.flush()
+
+    def line(self, at: datetime, message: str) -> None:
+        self.lines.append((at, message))
+        self._write(at, message, "log")
+
+    def note(self, at: datetime, message: str) -> None:
+        self._write(at, message, "note")
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+#: Runs one call for the loop: (effect, participant, prompt) -> the adapter's result.
+CallPerformer = Callable[[StartCall, Participant, str], CallResult]
+
+
+@attrs.frozen
+class RunSummary:
+    """What a `Runner.run` did, for the CLI and the demo to print."""
+
+    status: str
+    events: int
+    calls: int
+    posts: tuple[tuple[str, str], ...]  # (participant, engine) per post, in order
+    revisions: int
+    persistence: str
+
+
+def restore_state(config: SchedulerConfig, saved_json: str) -> SchedulerState:
+    """The scheduler state to start from after a restart.
+
+    The turn order (who is due) and each participant's seat survive when the team is the same;
+    the limit and outage registry does not (A25: a restart forgets it and rediscovers limits by
+    calling), nor does a call or wait that the restart cut short.
+    """
+    fresh = initial_state(config)
+    if not saved_json:
+        return fresh
+    try:
+        saved = from_json(saved_json, SchedulerState)
+    except Exception:  # an unreadable saved state is a run starting over, not a crash
+        return fresh
+    if tuple(p.id for p in saved.config.team) != tuple(p.id for p in config.team):
+        return fresh
+    return attrs.evolve(
+        fresh, due=saved.due, gates=saved.gates, iterations=saved.iterations, runtime=saved.runtime
+    )
+
+
+class Controls:
+    """Commands queued by other processes (the store's control table), read without loss."""
+
+    def __init__(self, store: RunStore, clock: Clock) -> None:
+        self.store = store
+        self.clock = clock
+        self.queue: deque[tuple[str, str]] = deque()
+
+    def poll(self) -> None:
+        for control in self.store.take_controls(now=self.clock.now()):
+            self.queue.append((control.command, control.arg))
+
+    def has(self, *commands: str) -> bool:
+        self.poll()
+        return any(command in commands for command, _ in self.queue)
+
+    def take_all(self, command: str) -> list[tuple[str, str]]:
+        """Remove and return every queued `command`, leaving the others in order."""
+        self.poll()
+        taken = [item for item in self.queue if item[0] == command]
+        if taken:
+            self.queue = deque(item for item in self.queue if item[0] != command)
+        return taken
+
+    def take(self) -> tuple[str, str] | None:
+        self.poll()
+        return self.queue.popleft() if self.queue else None
+
+
+class Runner:
+    """One run's daemon: the scheduler state, the store, and the effect handlers (B21)."""
+
+    def __init__(
+        self,
+        *,
+        config: SchedulerConfig,
+        store: RunStore,
+        durability: Durability,
+        identity: RunIdentity,
+        clock: Clock,
+        log: LogSink,
+        perform_call: CallPerformer | None = None,
+        templates: Mapping[str, CommandTemplate] = DEFAULT_TEMPLATES,
+        env: Mapping[str, str] | None = None,
+        slice_seconds: float = DEFAULT_SLICE_SECONDS,
+        countdown: TextIO | None = None,
+        lane_sink: Callable[[str], Callable[[str, bytes], None]] | None = None,
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.durability = durability
+        self.identity = identity
+        self.clock = clock
+        self.log = log
+        self.templates = templates
+        self.env = env
+        self.slice_seconds = slice_seconds
+        self.countdown = countdown
+        self.lane_sink = lane_sink
+        self.perform_call = perform_call or self._call_cli
+        self.controls = Controls(store, clock)
+        self.members = {p.id: p for p in config.team}
+        self.state = restore_state(config, store.snapshot().scheduler_state_json)
+        self.revision = store.revision
+        self.events = 0
+        self.calls = 0
+        self.posts: list[tuple[str, str]] = []
+        self.statuses: list[str] = []
+        self._parent: tuple[str, str] = ("", "")  # the input the current turn answers (B19)
+        # B21: one handler per effect type the core can emit; a test checks none is missing.
+        self.handlers: dict[type, Callable[[Effect], Event | None]] = {
+            StartCall: self._on_start_call,  # type: ignore[dict-item]
+            Sleep: self._on_sleep,  # type: ignore[dict-item]
+            Log: self._on_log,  # type: ignore[dict-item]
+            StatusChanged: self._on_status,  # type: ignore[dict-item]
+        }
+        self._stop_at: datetime | None = None
+
+    # --- the loop --------------------------------------------------------------------------
+
+    def run(self, *, stop_at: datetime | None = None) -> RunSummary:
+        """Run until the run is stopped (by `autodev stop`, or at `stop_at` on the clock)."""
+        self._stop_at = stop_at
+        events: deque[Event] = deque([RunStarted(now=self.clock.now())])
+        while True:
+            while events:
+                event = events.popleft()
+                self._apply(event, events)
+                self._drain_controls(events)
+            if self.state.status == "stopped":
+                break
+            if self.state.status == "paused":
+                self._wait_while_paused(events)
+                continue
+            # A status with nothing to do next cannot happen; stop rather than spin.
+            self.log.note(self.clock.now(), f"nothing to do while {self.state.status}; stopping")
+            events.append(StopRequested(now=self.clock.now()))
+        return RunSummary(
+            status=self.state.status,
+            events=self.events,
+            calls=self.calls,
+            posts=tuple(self.posts),
+            revisions=self.revision,
+            persistence=describe_persistence(self.durability.state),
+        )
+
+    def _apply(self, event: Event, events: deque[Event]) -> None:
+        before = self.state
+        self.state, effects = step(before, event)
+        self.events += 1
+        posts: list[NewPost] = []
+        if isinstance(event, CallEnded) and event.posted and self._last_post is not None:
+            posts.append(self._last_post)
+            self.posts.append((event.participant, str(event.engine)))
+        self._last_post = None
+        self._commit(posts, reason=type(event).__name__)
+        follow: Event | None = None
+        for effect in effects:
+            handler = self.handlers[type(effect)]
+            result = handler(effect)
+            if result is not None:
+                follow = result
+        if follow is not None:
+            events.append(follow)
+        # A user message is posted as soon as the loop sees it, whatever the run is doing; the
+        # core decides what it changes (A19, A30).
+        for command, arg in self.controls.take_all("say"):
+            now = self.clock.now()
+            self._user_message(arg, now)
+            events.append(MessageArrived(now=now))
+
+    _last_post: NewPost | None = None
+
+    def _drain_controls(self, events: deque[Event]) -> None:
+        """Turn queued controls into events, once the events in hand are done."""
+        if events:
+            return
+        if self._stop_at is not None and self.clock.now() >= self._stop_at:
+            if self.state.status != "stopped":
+                events.append(StopRequested(now=self.clock.now()))
+            return
+        while (item := self.controls.take()) is not None:
+            command, arg = item
+            now = self.clock.now()
+            if command == "stop":
+                events.append(StopRequested(now=now))
+            elif command == "pause":
+                events.append(PauseRequested(now=now))
+            elif command == "resume":
+                events.append(ResumeRequested(now=now))
+            elif command == "say":
+                self._user_message(arg, now)
+                events.append(MessageArrived(now=now))
+            else:
+                self.log.note(now, f"unknown control {command!r} ignored")
+            return
+
+    def _wait_while_paused(self, events: deque[Event]) -> None:
+        while not events:
+            if self._stop_at is not None and self.clock.now() >= self._stop_at:
+                events.append(StopRequested(now=self.clock.now()))
+                return
+            now = self.clock.now()
+            self.store.heartbeat(now)
+            # Wait a slice (controls are polled all the while), never past the end of the run.
+            seconds = self.slice_seconds
+            if self._stop_at is not None:
+                seconds = min(seconds, max((self._stop_at - now).total_seconds(), 0.0))
+            self.clock.wait(seconds, lambda: self.controls.has("stop", "resume", "say", "pause"))
+            self._drain_controls(events)
+
+    def _clock_factor(self) -> float:
+        return float(getattr(self.clock, "factor", 1.0))
+
+    # --- persistence (C3, B4-B9) -----------------------------------------------------------
+
+    def _commit(self, posts: Sequence[NewPost], *, reason: str) -> PersistResult:
+        self.revision += 1
+        result = self.durability.persist_revision(
+            self.revision,
+            posts,
+            to_json(self.state),
+            identity=self.identity,
+            now=self.clock.now(),
+            reason=reason,
+        )
+        if result.outcome != "committed":
+            self.log.note(
+                self.clock.now(),
+                f"revision {self.revision} not confirmed "
+                f"({result.outcome}: {result.error or result.gate.reason})",
+            )
+        return result
+
+    def _gate_open(self) -> bool:
+        """B9: a turn starts only when the last writes are confirmed; else retry the write."""
+        while True:
+            gate = self.durability.gate(self.identity)
+            if gate.may_start:
+                return True
+            if not gate.retry_write:
+                self.log.note(self.clock.now(), f"turn deferred: {gate.reason} {gate.detail}")
+            result = self.durability.retry(identity=self.identity, now=self.clock.now())
+            if result.gate.may_start:
+                return True
+            if self.clock.wait(
+                GATE_RETRY_SECONDS * self._clock_factor(),
+                lambda: self.controls.has("stop", "pause"),
+            ):
+                return False
+
+    # --- effect handlers ---------------------------------------------------------------------
+
+    def _on_log(self, effect: Log) -> None:
+        self.log.line(effect.at, effect.message)
+
+    def _on_status(self, effect: StatusChanged) -> None:
+        # The status itself is part of the scheduler state committed after this step.
+        self.statuses.append(effect.status)
+
+    def _on_sleep(self, effect: Sleep) -> Event | None:
+        status = effect.status
+        shown = [""]
+
+        def heartbeat(now: datetime, target: datetime) -> None:
+            self.store.heartbeat(now)
+            left = (target - now).total_seconds()
+            if self.countdown is not None and left >= COUNTDOWN_MIN_SECONDS:
+                what = "the next attempt" if status == "backing_off" else "a provider"
+                text = countdown_text(what, target, now, self.config.zone)
+                if text != shown[0]:
+                    shown[0] = text
+                    self.countdown.write("\r" + text + "   ")
+                    self.countdown.flush()
+
+        target = effect.until
+        if self._stop_at is not None and self._stop_at < target:
+            target = self._stop_at
+        wake = sleep_until(
+            target,
+            clock=self.clock,
+            slice_seconds=self.slice_seconds,
+            heartbeat=heartbeat,
+            stop=lambda: self.controls.has("stop"),
+            pause=lambda: self.controls.has("pause"),
+            message=lambda: self.controls.has("say"),
+            wakes_on_message=effect.wakes_on_message,
+        )
+        if self.countdown is not None:
+            self.countdown.write("\n")
+        if wake.reason == "target" and target is not effect.until:
+            return StopRequested(now=wake.at)
+        if wake.reason == "target":
+            return Woke(now=wake.at)
+        if wake.reason == "message":
+            for _command, arg in self.controls.take_all("say"):
+                self._user_message(arg, wake.at)
+            return MessageArrived(now=wake.at)
+        return None  # stop/pause: the control is still queued and becomes the next event
+
+    def _on_start_call(self, effect: StartCall) -> Event | None:
+        member = self.members[effect.participant]
+        if self._stop_at is not None and self.clock.now() >= self._stop_at:
+            return None  # the run's time is up: the loop stops it before another call
+        if self.controls.has("stop", "pause") or not self._gate_open():
+            return None  # stop or pause arrived while waiting for the write
+        prompt = self._prompt(effect, member)
+        self.calls += 1
+        result = self.perform_call(effect, member, prompt)
+        if result.cancelled:
+            return None  # a stop or pause cut the call short; the control is still queued
+        post = (result.post or "").strip()
+        if post:
+            self._last_post = NewPost(
+                participant=effect.participant,
+                engine=str(effect.engine),
+                text=post,
+                at=result.ended_at,
+                key=f"r{self.revision + 1}:{effect.participant}",
+            )
+        now = max(self.clock.now(), effect.at)
+        return call_ended(
+            now,
+            effect.participant,
+            effect.engine,
+            result.classification,
+            posted=bool(post),
+            exit_code=result.exit_code,
+            timed_out=result.timed_out,
+        )
+
+    def _call_cli(self, effect: StartCall, member: Participant, prompt: str) -> CallResult:
+        sink = self.lane_sink(member.id) if self.lane_sink is not None else None
+        return call_participant(
+            member,
+            effect.engine,
+            prompt,
+            templates=self.templates,
+            clock=self.clock,
+            local_tz=self.config.zone,
+            env=self.env,
+            sink=sink,
+            cancel=lambda: self.controls.has("stop", "pause"),
+        )
+
+    # --- the thread and prompts (B18-B20) --------------------------------------------------
+
+    def _user_message(self, text: str, now: datetime) -> None:
+        if not text.strip():
+            return
+        self.revision += 1
+        self.durability.persist_revision(
+            self.revision,
+            [
+                NewPost(
+                    participant=USER,
+                    engine="",
+                    text=text.strip(),
+                    at=now,
+                    key=f"r{self.revision}:{USER}",
+                )
+            ],
+            to_json(self.state),
+            identity=self.identity,
+            now=now,
+            reason="user message",
+        )
+
+    def _prompt(self, effect: StartCall, member: Participant) -> str:
+        """The turn's prompt: computed for a fresh turn and persisted with its parent input;
+        reapplied verbatim for a retry or a hop when the parent is unchanged (B19)."""
+        thread = self.store.thread()
+        if effect.turn_kind == "fresh" or not self._parent[0]:
+            last = thread[-1] if thread else None
+            self._parent = (f"seq:{last.seq}" if last else "seq:0", last.text if last else "")
+        parent_id, parent_text = self._parent
+        turn_type = "normal" if effect.turn_kind == "fresh" else "retry"
+        record = self.store.load_turn_input(f"{parent_id}:{member.id}")
+        plan = plan_turn_input(
+            TurnStart(
+                turn_type,
+                f"{parent_id}:{member.id}",
+                parent_text,
+                committed_revision=self.revision,
+                working_revision=self.revision,
+            ),
+            record,
+        )
+        if plan.context is not None and not plan.needs_compute:
+            return plan.context
+        recent = thread[-PROMPT_THREAD_POSTS:]
+        lines = [member.prompt.strip(), "", "--- the thread so far (oldest first) ---"]
+        lines += [f"@{p.participant}: {p.text}" for p in recent] or ["(empty)"]
+        owner = "" if effect.turn_owner == member.id else f" (taking @{effect.turn_owner}'s turn)"
+        lines += ["---", f"You are @{member.id}. It is your turn{owner}. Post your reply."]
+        context = "\n".join(lines).strip()
+        self.store.save_turn_input(
+            bind_input_context(f"{parent_id}:{member.id}", parent_text, context),
+            now=self.clock.now(),
+        )
+        return context
+
+
+def default_countdown() -> TextIO | None:
+    """A countdown only when stderr is a terminal (C7)."""
+    return sys.stderr if sys.stderr.isatty() else None
+
+
+__all__ = [
+    "CallPerformer",
+    "Controls",
+    "InputRecord",
+    "LogSink",
+    "RunSummary",
+    "Runner",
+    "StreamLog",
+    "default_countdown",
+    "restore_state",
+]

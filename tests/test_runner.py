@@ -1,0 +1,152 @@
+"""The daemon loop (SPEC 0.2, B9, B19, B21, C2, C3): the shell drives the same `step` as the
+simulation, so a scripted team run through the real loop, the real store and the real sleeper
+on a fake clock writes exactly the lines `autodev simulate` writes for the same scenario."""
+
+from __future__ import annotations
+
+import io
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from autodev_core.detection import classify_output
+from autodev_core.identity import resolve_active_identity
+from autodev_core.participant import Participant
+from autodev_core.scenario import Scenario, parse_scenario
+from autodev_core.scheduler import EFFECT_TYPES, StartCall
+from autodev_core.simulation import scheduler_config, simulate
+from autodev_shell.adapters import CallResult
+from autodev_shell.clock import FakeClock
+from autodev_shell.durability import Durability
+from autodev_shell.runner import Runner, StreamLog
+from autodev_shell.store import RunStore
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "docs" / "examples"
+
+
+class ScriptedCLIs:
+    """Answers calls from a scenario's scripts, moving the fake clock by each call's duration."""
+
+    def __init__(self, scenario: Scenario, clock: FakeClock) -> None:
+        self.scenario = scenario
+        self.clock = clock
+        self.used: dict[str, int] = {}
+        self.prompts: list[tuple[str, str, str]] = []
+
+    def __call__(self, effect: StartCall, member: Participant, prompt: str) -> CallResult:
+        key = str(effect.engine)
+        index = self.used.get(key, 0)
+        self.used[key] = index + 1
+        answer = self.scenario.answer(effect.engine, index)
+        self.prompts.append((member.id, effect.turn_kind, prompt))
+        started = self.clock.now()
+        self.clock.advance(answer.duration.total_seconds())
+        ended = self.clock.now()
+        classification = classify_output(
+            effect.engine.provider,
+            stdout=answer.stdout,
+            stderr=answer.stderr,
+            exit_code=answer.exit,
+            now=ended,
+            local_tz=self.scenario.zone,
+        )
+        return CallResult(
+            provider=effect.engine.provider,
+            argv=(effect.engine.provider,),
+            started_at=started,
+            ended_at=ended,
+            exit_code=answer.exit,
+            stdout=answer.stdout,
+            stderr=answer.stderr,
+            stdout_bytes=len(answer.stdout),
+            stderr_bytes=len(answer.stderr),
+            timed_out=answer.timeout,
+            stopped_early=False,
+            cancelled=False,
+            classification=classification,
+            post=answer.post or None,
+            pid=None,
+        )
+
+
+def _runner(scenario: Scenario, tmp_path: Path) -> tuple[Runner, ScriptedCLIs, StreamLog]:
+    clock = FakeClock(scenario.start)
+    identity = resolve_active_identity(run_id="test-run")
+    store = RunStore.open(tmp_path / "run.db", create=True, run_id="test-run", now=scenario.start)
+    durability = Durability.open(store, identity)
+    clis = ScriptedCLIs(scenario, clock)
+    log = StreamLog(scenario.zone, stream=io.StringIO())
+    runner = Runner(
+        config=scheduler_config(scenario),
+        store=store,
+        durability=durability,
+        identity=identity,
+        clock=clock,
+        log=log,
+        perform_call=clis,
+        slice_seconds=3600,
+    )
+    return runner, clis, log
+
+
+def _stamp(at: datetime, scenario: Scenario) -> str:
+    return at.astimezone(scenario.zone).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+NO_MESSAGES = sorted(
+    p for p in EXAMPLES.glob("*.yaml") if "messages:" not in p.read_text(encoding="utf-8")
+)
+
+
+@pytest.mark.parametrize("path", NO_MESSAGES, ids=lambda p: p.stem)
+def test_0_2_the_shell_loop_writes_what_the_simulation_writes(path: Path, tmp_path: Path) -> None:
+    scenario = parse_scenario(path.read_text(encoding="utf-8"), source=str(path))
+    expected = simulate(scenario)
+    runner, _clis, log = _runner(scenario, tmp_path)
+    summary = runner.run(stop_at=scenario.until)
+    got = [f"{_stamp(at, scenario)} {message}" for at, message in log.lines]
+    want = [f"{_stamp(line.at, scenario)} {line.message}" for line in expected.lines]
+    assert got[: len(want)] == want
+    # The simulation ends at `until` (or a pause); the loop then stops the run.
+    assert expected.status in runner.statuses
+    assert summary.status == "stopped"
+
+
+def test_C3_every_post_is_committed_to_the_thread_once(tmp_path: Path) -> None:
+    scenario = parse_scenario((EXAMPLES / "02-colleague-round-robin.yaml").read_text())
+    runner, _clis, _log = _runner(scenario, tmp_path)
+    summary = runner.run(stop_at=scenario.until)
+    thread = runner.store.thread()
+    assert [(p.participant, p.engine) for p in thread] == list(summary.posts)
+    assert len({p.key for p in thread}) == len(thread)
+    assert runner.store.integrity_check() == ("ok",) or runner.store.integrity_check() == ()
+    assert runner.durability.state.pending_persist is False  # B8: everything confirmed
+    assert runner.durability.state.last_accepted_revision == summary.revisions
+
+
+def test_B19_retries_and_hops_reuse_the_fresh_turns_prompt(tmp_path: Path) -> None:
+    scenario = parse_scenario((EXAMPLES / "01-chain-hop.yaml").read_text())
+    runner, clis, _log = _runner(scenario, tmp_path)
+    runner.run(stop_at=scenario.until)
+    first_turn = [p for p in clis.prompts[:3]]
+    assert first_turn[0][1] == "fresh"
+    assert [kind for _, kind, _ in first_turn[1:]] == ["no-new-input", "no-new-input"]
+    assert len({prompt for _, _, prompt in first_turn}) == 1  # the same text, verbatim
+
+
+def test_B21_every_effect_the_core_can_emit_has_a_handler(tmp_path: Path) -> None:
+    scenario = parse_scenario((EXAMPLES / "01-chain-hop.yaml").read_text())
+    runner, _clis, _log = _runner(scenario, tmp_path)
+    assert set(EFFECT_TYPES) <= set(runner.handlers)
+    for effect_type in EFFECT_TYPES:
+        assert callable(runner.handlers[effect_type])
+
+
+def test_C6_a_stop_control_ends_the_run(tmp_path: Path) -> None:
+    scenario = parse_scenario((EXAMPLES / "02-colleague-round-robin.yaml").read_text())
+    runner, clis, _log = _runner(scenario, tmp_path)
+    runner.store.enqueue_control("stop", now=scenario.start)
+    summary = runner.run(stop_at=scenario.start + timedelta(days=1))
+    assert summary.status == "stopped"
+    assert clis.prompts == []  # stopped before any call was made
