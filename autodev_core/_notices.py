@@ -92,7 +92,8 @@ _QUOTA_WORD = re.compile(
 # Where a reset is written, in order of appearance after the phrase.
 _CUE = re.compile(
     r"(?P<pipe>\|(?=\s*\d{10}))"
-    r"|(?P<word>will\s+reset|\bresets?\b|\btry\s+again\b|\bretry\s+after\b|available\s+again"
+    r"|(?P<word>will\s+reset|\bresets?\b|\btry\s+again\b|\bretry\s+(?:after|in)\b"
+    r"|available\s+again"
     r"|regain\s+access|\buntil\b)"
     r"|(?P<key>\"?(?:quotaResetTimeStamp|resets_at|reset_at|resetsAt|quotaResetDelay)\"?\s*[:=]\s*\"?)"
     r"|(?P<secs>\"?(?:resets_in_seconds|retryDelay)\"?\s*[:=]\s*\"?(?P<n>\d{1,9}(?:\.\d{1,9})?)s?)",
@@ -133,6 +134,9 @@ def _read_reset(
     """The first reset written after `start` in `win` (and where it ends), else (None, start)."""
     pos = start
     reach = min(len(win), start + _RESET_REACH)
+    paragraph = win.find("\n\n", start, reach)  # a reset belongs to its own paragraph
+    if paragraph != -1:
+        reach = paragraph
     for _ in range(_MAX_CUES):
         cue = search(_CUE, win[pos:reach], meter)
         if cue is None:

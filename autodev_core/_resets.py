@@ -282,7 +282,8 @@ def read_when(
         duration = read_duration(rest, meter)
         if duration is not None:
             return from_duration(duration[0], now), offset + duration[1]
-        return None
+        if word != "after":  # "after 3:30 PM" is a time; "in"/"within" only take durations
+            return None
     epoch = read_epoch(rest, now, meter)
     if epoch is not None:
         return epoch[0], offset + epoch[1]

@@ -462,3 +462,22 @@ def test_A3_codex_app_server_error_notifications() -> None:
     assert notice is not None and notice.reset_at == NOW + timedelta(minutes=5)
     done = json.dumps({"method": "turn/completed", "params": {"turn": {"status": "completed"}}})
     assert kind("codex", stdout=done, stderr="connection reset by peer").kind == "other"
+
+
+def test_A6_reset_is_read_from_the_notice_paragraph_only() -> None:
+    text = "5-hour limit reached\n\nCurrent week (all models)\n  35% used\n  Resets Dec 15, 3:30pm"
+    notice = limit("claude", stdout=text)
+    assert notice is not None and notice.reset_at is None
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Rate limited: quota reached, please retry in 30s", NOW + timedelta(seconds=30)),
+        ("You've hit your usage limit. Please try again after 3:30 PM.",
+         datetime(2026, 12, 1, 15, 30, tzinfo=LISBON)),
+        ("You've hit your usage limit. Try again after 2 hours.", NOW + timedelta(hours=2)),
+    ],
+)
+def test_A6_retry_in_and_after(text: str, expected: datetime) -> None:
+    assert reset_of("agy", text) == expected
