@@ -97,6 +97,15 @@ def _text_of_content(content: Any) -> str:
     return ""
 
 
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        return float(value)
+    except OverflowError:  # an integer too large for a float is no epoch
+        return None
+
+
 def _event_pieces(event: dict[str, Any]) -> Iterator[Piece | RateLimitEvent | bool]:
     """Pieces of one structured event; True when the event is a terminal success."""
     kind = event.get("type")
@@ -108,11 +117,9 @@ def _event_pieces(event: dict[str, Any]) -> Iterator[Piece | RateLimitEvent | bo
             if isinstance(status, str):
                 yield RateLimitEvent(
                     status=status,
-                    resets_at=float(resets)
-                    if isinstance(resets, (int, float)) and not isinstance(resets, bool)
-                    else None,
-                    text=f"rate_limit_event: status {status}, resetsAt {resets}, "
-                    f"type {info.get('rateLimitType')}",
+                    resets_at=_number(resets),
+                    text=f"rate_limit_event: status {status}, resetsAt {str(resets)[:20]}, "
+                    f"type {str(info.get('rateLimitType'))[:40]}",
                 )
         return
     if kind == "result":

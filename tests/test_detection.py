@@ -481,3 +481,11 @@ def test_A6_reset_is_read_from_the_notice_paragraph_only() -> None:
 )
 def test_A6_retry_in_and_after(text: str, expected: datetime) -> None:
     assert reset_of("agy", text) == expected
+
+
+def test_D_huge_numbers_in_events_do_not_raise() -> None:
+    line = '{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":' + (
+        "9" * 1000 + "}}"
+    )
+    notice = limit("claude", stdout=line)
+    assert notice is not None and notice.reset_at is None
