@@ -16,6 +16,7 @@ target, fsync of the directory. A reader sees the old file or the new one, never
 
 from __future__ import annotations
 
+import glob
 import os
 import tempfile
 from collections.abc import Iterator
@@ -47,6 +48,8 @@ REPLACED_SUFFIX: Final = ".replaced-"
 CHECKPOINT_FORMAT: Final = "autodev-checkpoint"
 SHADOW_FORMAT: Final = "autodev-shadow"
 FILE_VERSION: Final = 1
+#: Suffix of the temp file an atomic write renames into place.
+TEMP_SUFFIX: Final = ".tmp"
 #: SQLite's companion files of a WAL database; they move with it.
 _SIDE_FILES: Final = ("-wal", "-shm")
 
@@ -86,7 +89,7 @@ def atomic_write_text(path: Path, text: str) -> None:
     the same directory, fsync, rename, fsync of the directory. Raises OSError on failure and
     leaves no temp file behind."""
     directory = path.parent
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=_temp_prefix(path), suffix=TEMP_SUFFIX)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
@@ -98,6 +101,23 @@ def atomic_write_text(path: Path, text: str) -> None:
             os.unlink(tmp)
         raise
     fsync_dir(directory)
+
+
+def _temp_prefix(path: Path) -> str:
+    return f".{path.name}."
+
+
+def sweep_temp_files(path: Path) -> int:
+    """Remove temp files a killed writer left behind while replacing `path` (a crash between
+    the temp file and the rename). Call it holding the run lock, so that no live writer owns
+    them. Returns how many were removed."""
+    removed = 0
+    prefix = _temp_prefix(path)
+    for leftover in path.parent.glob(f"{glob.escape(prefix)}*{TEMP_SUFFIX}"):
+        with suppress(FileNotFoundError):
+            leftover.unlink()
+            removed += 1
+    return removed
 
 
 def _read(path: Path, cls: Any, kind: str) -> Any:

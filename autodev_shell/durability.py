@@ -61,6 +61,7 @@ from .checkpoint import (
     read_shadow,
     remove_shadow,
     shadow_path,
+    sweep_temp_files,
     write_checkpoint,
     write_shadow,
 )
@@ -104,7 +105,8 @@ class Durability:
     """The persistence side of one run's daemon: the store, its checkpoint and shadow files,
     the persistence state the core reduces, and the revisions not yet committed.
 
-    Build it with `Durability.open` after taking the run lock (C4).
+    Build it with `Durability.open` after taking the run lock (C4): it sweeps the temp files
+    a killed predecessor left, which is safe only while no other writer is alive.
     """
 
     def __init__(
@@ -148,6 +150,8 @@ class Durability:
         in the file, never applied here (B9)."""
         ckpt_file = checkpoint_file or checkpoint_path(store.path)
         shadow_file = shadow_file or shadow_path(store.path)
+        for target in (ckpt_file, shadow_file):  # What a killed predecessor left half-written.
+            sweep_temp_files(target)
         snapshot = store.snapshot()
         # The state was committed queued, before its own Accepted (B6): the marker committed
         # beside it lets the core's B8 planner clear that stale flag for this run.

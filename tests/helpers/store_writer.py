@@ -1,6 +1,6 @@
 """A writer process for the kill -9 reliability test (tests/test_reliability_store.py).
 
-    python store_writer.py DB RUN_ID [--max N] [--replay-last]
+    python store_writer.py DB RUN_ID [--max N] [--replay-last] [--checkpoint]
 
 Opens (or creates) the run store at DB, continues from its last committed revision, and
 commits revisions one after another, each with posts keyed by turn and attempt and a state
@@ -17,6 +17,7 @@ import json
 import sys
 from datetime import UTC, datetime, timedelta
 
+from autodev_shell.checkpoint import checkpoint_path, write_checkpoint
 from autodev_shell.store import NewPost, RunStore
 
 BASE = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
@@ -44,6 +45,8 @@ def main() -> int:
     parser.add_argument("run_id")
     parser.add_argument("--max", type=int, default=1_000_000)
     parser.add_argument("--replay-last", action="store_true")
+    parser.add_argument("--checkpoint", action="store_true",
+                        help="write the checkpoint after each commit")
     args = parser.parse_args()
     store = RunStore.open(args.db, create=True, run_id=args.run_id, now=BASE)
     revision = store.revision
@@ -59,6 +62,8 @@ def main() -> int:
                      now=BASE + timedelta(minutes=revision))
         sys.stdout.write(f"ack {revision}\n")
         sys.stdout.flush()
+        if args.checkpoint:
+            write_checkpoint(store, checkpoint_path(args.db), now=BASE)
     store.close()
     return 0
 
