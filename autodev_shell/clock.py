@@ -14,11 +14,14 @@ is set: a `threading.Event` (woken at once) or a callable polled at that interva
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
+from pathlib import Path
 from typing import Protocol, TypeAlias
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 #: Something that says "stop waiting": an Event, a callable, or nothing.
 Interrupt: TypeAlias = threading.Event | Callable[[], bool] | None
@@ -53,6 +56,27 @@ def _real_wait(seconds: float, interrupt: Interrupt) -> bool:
         if left <= 0:
             return False
         time.sleep(min(POLL_SECONDS, left))
+
+
+def local_zone() -> tzinfo:
+    """The machine's zone, as a named zone when it can be found (A3, A6: clock times in notices
+    are read in it): `$TZ`, else the `/etc/localtime` link, else the current fixed offset."""
+    candidates: list[str] = []
+    tz_env = os.environ.get("TZ", "").lstrip(":")
+    if tz_env:
+        candidates.append(tz_env)
+    try:
+        target = str(Path("/etc/localtime").resolve())
+        if "/zoneinfo/" in target:
+            candidates.append(target.split("/zoneinfo/", 1)[1])
+    except OSError:
+        pass
+    for name in candidates:
+        try:
+            return ZoneInfo(name)
+        except (ZoneInfoNotFoundError, ValueError):
+            continue
+    return datetime.now().astimezone().tzinfo or UTC
 
 
 class Clock(Protocol):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 
 from hypothesis import given
@@ -13,7 +14,7 @@ from autodev_core.posts import extract_post
 FIXTURES = Path(__file__).parent / "fixtures" / "realcli"
 
 
-def _lines(*events: dict[str, object]) -> str:
+def _lines(*events: Mapping[str, object]) -> str:
     return "\n".join(json.dumps(e, ensure_ascii=False) for e in events) + "\n"
 
 

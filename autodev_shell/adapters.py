@@ -1,0 +1,589 @@
+"""Provider adapters: the command line of a call, and running it (SPEC C1, A12, A37).
+
+- `build_argv(provider, prompt, model)`: the argv of one call, from a `CommandTemplate`
+  (defaults below; overridable per provider by the run's config, `templates_from_config`).
+- `installed_providers()`: which CLIs this machine has (A12: an entry naming a missing CLI is
+  skipped — the core decides that; the shell only reports what is installed).
+- `run_call(argv, provider=…)`: spawn the CLI in a new process group with stdin from /dev/null,
+  stream its stdout and stderr with bounded memory (a tail of each, plus the structured events
+  that matter kept whole), stop the whole group on timeout (SIGTERM, then SIGKILL), and — while
+  it streams — ask the core's `classify_output` about the output so far: a CLI that retries the
+  network by itself without end (A37: codex's `Reconnecting... waiting for network`) is stopped
+  at once and reported as a network outage. The answer is a frozen `CallResult`.
+
+No policy lives here: what a limit, an outage or a missing post means is the core's decision.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import selectors
+import shutil
+import signal
+import subprocess
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime, tzinfo
+from types import MappingProxyType
+from typing import Any
+
+import attrs
+
+from autodev_core.classification import Classification
+from autodev_core.detection import classify_output
+from autodev_core.engine import PROVIDERS, Engine
+from autodev_core.errors import ConfigError
+from autodev_core.participant import Participant
+from autodev_core.posts import extract_post
+
+from .clock import Clock, Interrupt, SystemClock, is_set, local_zone
+
+# -- policy-free mechanics, in one place --------------------------------------------------------
+
+#: C1: default per-call timeout (the agy watchdog, and the same bound for claude and codex).
+#: The SPEC gives no number; an hour lets a long coding turn finish.
+DEFAULT_CALL_TIMEOUT_SECONDS = 3600.0
+#: C1: after SIGTERM to the group, this long before SIGKILL.
+KILL_GRACE_SECONDS = 5.0
+#: A37: how often the output so far is classified while the call streams.
+CHECK_INTERVAL_SECONDS = 0.5
+#: C1: bounded capture: the last bytes of each stream kept in memory.
+STDOUT_TAIL_BYTES = 256 * 1024
+STDERR_TAIL_BYTES = 64 * 1024
+#: Structured events that carry a post (claude `result`, codex agent message) are kept whole up
+#: to this size even when the tail has moved past them; larger ones are dropped.
+POST_EVENT_MAX_BYTES = 1024 * 1024
+#: Other kept events (claude `rate_limit_event`, codex `error`/`turn.failed`): size and count.
+SMALL_EVENT_MAX_BYTES = 16 * 1024
+SMALL_EVENTS_KEPT = 20
+#: After the CLI exits, how long to wait for the pipes to close before killing what holds them.
+DRAIN_SECONDS = 2.0
+_READ_CHUNK = 64 * 1024
+#: Exit codes reported when the CLI could not be started at all (as a shell reports them).
+EXIT_NOT_FOUND = 127
+EXIT_NOT_EXECUTABLE = 126
+
+# -- command lines (C1) --------------------------------------------------------------------------
+
+_PLACEHOLDER = re.compile(r"\{(binary|prompt|model)\}")
+#: In `argv`, the item replaced by `model_args` when a model applies (else dropped).
+MODEL_ARGS = "{model_args}"
+
+
+def _str_tuple(value: Iterable[str]) -> tuple[str, ...]:
+    return tuple(value)
+
+
+@attrs.frozen
+class CommandTemplate:
+    """How to call one provider's CLI.
+
+    `argv` items may hold `{binary}` and `{prompt}`; the item `{model_args}` stands where
+    `model_args` go when the call names a model (`{model}` inside them), and disappears when it
+    does not. `binary` is a command name looked up on PATH, or a path.
+    """
+
+    binary: str
+    argv: tuple[str, ...] = attrs.field(converter=_str_tuple)
+    model_args: tuple[str, ...] = attrs.field(converter=_str_tuple, default=())
+    timeout_seconds: float = DEFAULT_CALL_TIMEOUT_SECONDS
+
+    def __attrs_post_init__(self) -> None:
+        if not self.binary.strip():
+            raise ValueError("a command's binary must not be empty")
+        if not self.argv or not any("{prompt}" in item for item in self.argv):
+            raise ValueError("a command's argv must contain {prompt}")
+        if any("{model}" in item for item in self.argv):
+            raise ValueError("{model} belongs in model_args, not in argv")
+        if self.timeout_seconds <= 0:
+            raise ValueError("a command's timeout must be positive")
+
+
+DEFAULT_TEMPLATES: Mapping[str, CommandTemplate] = MappingProxyType(
+    {
+        # C1: `claude -p <prompt> --output-format stream-json --verbose [--model <m>]`
+        "claude": CommandTemplate(
+            binary="claude",
+            argv=("{binary}", "-p", "{prompt}", "--output-format", "stream-json", "--verbose",
+                  MODEL_ARGS),
+            model_args=("--model", "{model}"),
+        ),
+        # C1: `codex exec [-m <m>] <prompt>`; plain stdout is the final message.
+        "codex": CommandTemplate(
+            binary="codex",
+            argv=("{binary}", "exec", MODEL_ARGS, "{prompt}"),
+            model_args=("-m", "{model}"),
+        ),
+        # C1: `agy -p <prompt> [--model <m>]`, stdin from /dev/null (every call gets that).
+        "agy": CommandTemplate(
+            binary="agy",
+            argv=("{binary}", "-p", "{prompt}", MODEL_ARGS),
+            model_args=("--model", "{model}"),
+        ),
+    }
+)
+
+
+def _fill(item: str, values: Mapping[str, str]) -> str:
+    # One pass, so a prompt that contains "{model}" is never substituted into.
+    return _PLACEHOLDER.sub(lambda m: values[m.group(1)], item)
+
+
+def build_argv(
+    provider: str,
+    prompt: str,
+    model: str | None = None,
+    templates: Mapping[str, CommandTemplate] = DEFAULT_TEMPLATES,
+) -> tuple[str, ...]:
+    """The argv of one call of `provider` (C1); `model` is the one the core chose (A13)."""
+    if provider not in PROVIDERS:
+        raise ValueError(f"unknown provider {provider!r} (known: {', '.join(PROVIDERS)})")
+    template = templates[provider]
+    values = {"binary": template.binary, "prompt": prompt, "model": model or ""}
+    argv: list[str] = []
+    for item in template.argv:
+        if item == MODEL_ARGS:
+            if model:
+                argv.extend(_fill(arg, values) for arg in template.model_args)
+            continue
+        argv.append(_fill(item, values))
+    return tuple(argv)
+
+
+def argv_for(
+    participant: Participant,
+    entry: Engine,
+    prompt: str,
+    templates: Mapping[str, CommandTemplate] = DEFAULT_TEMPLATES,
+) -> tuple[str, ...]:
+    """The argv of `participant`'s call on `entry`: its pin on the primary only (A13)."""
+    return build_argv(entry.provider, prompt, participant.model_for(entry), templates)
+
+
+def _strings(value: Any, field: str, source: str) -> tuple[str, ...]:
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{field} must be a list of strings", source=source)
+    return tuple(value)
+
+
+def templates_from_config(
+    config: Mapping[str, Any] | None, *, source: str = "<config>", field: str = "commands"
+) -> Mapping[str, CommandTemplate]:
+    """The templates of a run: the defaults, overridden per provider by `config`.
+
+    `config` maps a provider to either an argv list (`["codex", "exec", "{prompt}"]`, its first
+    item the binary) or a mapping with any of `binary`, `argv`, `model_args`, `timeout`
+    (seconds). Mistakes raise `ConfigError` naming `source` and the field.
+    """
+    merged = dict(DEFAULT_TEMPLATES)
+    if not config:
+        return MappingProxyType(merged)
+    if not isinstance(config, Mapping):
+        raise ConfigError(f"{field} must map a provider to its command", source=source)
+    for provider, value in config.items():
+        where = f"{field}.{provider}"
+        if provider not in PROVIDERS:
+            raise ConfigError(
+                f"{where}: unknown provider {provider!r} (known: {', '.join(PROVIDERS)})",
+                source=source,
+            )
+        base = DEFAULT_TEMPLATES[provider]
+        try:
+            if isinstance(value, list | tuple):
+                argv = _strings(value, where, source)
+                if not argv:
+                    raise ConfigError(f"{where} must not be empty", source=source)
+                merged[provider] = attrs.evolve(base, binary=argv[0], argv=("{binary}", *argv[1:]))
+                continue
+            if not isinstance(value, Mapping):
+                raise ConfigError(f"{where} must be a list or a mapping", source=source)
+            unknown = set(value) - {"binary", "argv", "model_args", "timeout"}
+            if unknown:
+                raise ConfigError(
+                    f"{where}: unknown key {sorted(unknown)[0]!r} "
+                    "(known: binary, argv, model_args, timeout)",
+                    source=source,
+                )
+            changes: dict[str, Any] = {}
+            if "binary" in value:
+                if not isinstance(value["binary"], str):
+                    raise ConfigError(f"{where}.binary must be a string", source=source)
+                changes["binary"] = value["binary"]
+            if "argv" in value:
+                changes["argv"] = _strings(value["argv"], f"{where}.argv", source)
+            if "model_args" in value:
+                changes["model_args"] = _strings(value["model_args"], f"{where}.model_args", source)
+            if "timeout" in value:
+                timeout = value["timeout"]
+                if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+                    raise ConfigError(f"{where}.timeout must be a number of seconds", source=source)
+                changes["timeout_seconds"] = float(timeout)
+            merged[provider] = attrs.evolve(base, **changes)
+        except ValueError as exc:
+            if isinstance(exc, ConfigError):
+                raise
+            raise ConfigError(f"{where}: {exc}", source=source) from None
+    return MappingProxyType(merged)
+
+
+def resolve_binary(template: CommandTemplate, path: str | None = None) -> str | None:
+    """The full path of the template's binary, or None when this machine does not have it."""
+    return shutil.which(template.binary, path=path)
+
+
+def installed_providers(
+    templates: Mapping[str, CommandTemplate] = DEFAULT_TEMPLATES, *, path: str | None = None
+) -> frozenset[str]:
+    """The providers whose CLI is on PATH (or at its configured path) (A12)."""
+    return frozenset(p for p in PROVIDERS if p in templates and resolve_binary(templates[p], path))
+
+
+# -- running a call -------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class CallResult:
+    """What one call did.
+
+    `stdout` is what the detectors and `extract_post` read: the structured events kept whole
+    that the tail no longer holds, then the stdout tail (at most `STDOUT_TAIL_BYTES`, starting at
+    a line boundary when cut). `stdout_bytes`/`stderr_bytes` count everything the CLI wrote.
+    `exit_code` is the process's own (negative: killed by that signal; 127/126: could not start).
+    `post` is set only when the call ended by itself with exit code 0 and its output carries one.
+    """
+
+    provider: str
+    argv: tuple[str, ...]
+    started_at: datetime
+    ended_at: datetime
+    exit_code: int
+    stdout: str
+    stderr: str
+    stdout_bytes: int
+    stderr_bytes: int
+    timed_out: bool
+    stopped_early: bool
+    cancelled: bool
+    classification: Classification
+    post: str | None
+    pid: int | None
+
+    @property
+    def killed(self) -> bool:
+        """The shell ended the call (timeout, early stop, cancel) rather than the CLI."""
+        return self.timed_out or self.stopped_early or self.cancelled
+
+    @property
+    def stdout_dropped(self) -> bool:
+        return self.stdout_bytes > STDOUT_TAIL_BYTES
+
+    @property
+    def stderr_dropped(self) -> bool:
+        return self.stderr_bytes > STDERR_TAIL_BYTES
+
+
+#: Receives every chunk the CLI writes, as it comes: ("stdout" | "stderr", bytes). Lanes use it.
+Sink = Callable[[str, bytes], None]
+
+_EVENT_HEAD = re.compile(
+    rb'^\s*\{\s*"type"\s*:\s*"(result|rate_limit_event|item\.completed|turn\.failed'
+    rb'|turn\.completed|error)"'
+)
+_AGENT_MESSAGE = re.compile(rb'"(?:item_)?type"\s*:\s*"(?:agent_message|assistant_message)"')
+
+
+class _Tail:
+    """The last `limit` bytes of a stream, and how many bytes passed in all."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.data = bytearray()
+        self.total = 0
+
+    def feed(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        self.data += chunk
+        excess = len(self.data) - self.limit
+        if excess > 0:
+            del self.data[:excess]
+
+    @property
+    def start(self) -> int:
+        """Stream offset of the first byte still held."""
+        return self.total - len(self.data)
+
+    def text(self) -> str:
+        data = bytes(self.data)
+        if self.start > 0:  # cut mid-line: begin at the next full line
+            newline = data.find(b"\n")
+            data = data[newline + 1 :] if newline >= 0 else b""
+        return data.decode("utf-8", errors="replace")
+
+
+class _Events:
+    """Structured stdout lines kept whole (claude `result`/`rate_limit_event`, codex messages and
+    errors), so a post or a limit survives a chatty call whose tail moved past it."""
+
+    def __init__(self) -> None:
+        self.partial = bytearray()
+        self.skipping = False  # inside an over-long line: drop it until its end
+        self.line_start = 0  # stream offset of the line being assembled
+        self.total = 0
+        self.post: tuple[int, bytes] | None = None
+        self.small: deque[tuple[int, bytes]] = deque(maxlen=SMALL_EVENTS_KEPT)
+
+    def feed(self, chunk: bytes) -> None:
+        pos = 0
+        while True:
+            newline = chunk.find(b"\n", pos)
+            end = len(chunk) if newline < 0 else newline
+            if not self.skipping:
+                self.partial += chunk[pos:end]
+                if len(self.partial) > POST_EVENT_MAX_BYTES:
+                    self.partial.clear()
+                    self.skipping = True
+            if newline < 0:
+                break
+            if not self.skipping:
+                self._line(self.line_start, bytes(self.partial))
+            self.partial.clear()
+            self.skipping = False
+            pos = newline + 1
+            self.line_start = self.total + pos
+        self.total += len(chunk)
+
+    def finish(self) -> None:
+        """The stream ended: a last line without a newline still counts."""
+        if self.partial and not self.skipping:
+            self._line(self.line_start, bytes(self.partial))
+        self.partial.clear()
+
+    def _line(self, offset: int, line: bytes) -> None:
+        head = _EVENT_HEAD.match(line[:256])
+        if head is None:
+            return
+        kind = head.group(1)
+        if kind == b"result" or (kind == b"item.completed" and _AGENT_MESSAGE.search(line)):
+            self.post = (offset, line)
+        elif kind != b"item.completed" and len(line) <= SMALL_EVENT_MAX_BYTES:
+            self.small.append((offset, line))
+
+    def lines_before(self, offset: int) -> list[bytes]:
+        """The kept lines that start before stream offset `offset`, in stream order."""
+        kept = [*self.small, *([self.post] if self.post else [])]
+        return [line for at, line in sorted(kept) if at < offset]
+
+
+class _Capture:
+    def __init__(self, sink: Sink | None) -> None:
+        self.out = _Tail(STDOUT_TAIL_BYTES)
+        self.err = _Tail(STDERR_TAIL_BYTES)
+        self.events = _Events()
+        self.sink = sink
+        self.changed = False
+
+    def feed(self, stream: str, chunk: bytes) -> None:
+        if self.sink is not None:
+            self.sink(stream, chunk)
+        if stream == "stdout":
+            self.out.feed(chunk)
+            self.events.feed(chunk)
+        else:
+            self.err.feed(chunk)
+        self.changed = True
+
+    def stdout_text(self) -> str:
+        tail = self.out.text()
+        if self.out.start == 0:
+            return tail
+        # Events the tail no longer holds whole (anything that began before its first line).
+        first_line = self.out.start + (bytes(self.out.data).find(b"\n") + 1)
+        kept = self.events.lines_before(first_line)
+        head = "\n".join(line.decode("utf-8", errors="replace") for line in kept)
+        return f"{head}\n{tail}" if head else tail
+
+    def stderr_text(self) -> str:
+        return self.err.text()
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def _stop_group(proc: subprocess.Popen[bytes], grace: float) -> None:
+    """SIGTERM to the whole group, then SIGKILL to whatever is left of it (C1)."""
+    _signal_group(proc.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=grace)
+    # Grandchildren may outlive (or ignore) the TERM the leader obeyed: kill the group.
+    _signal_group(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def _not_started(
+    provider: str, argv: tuple[str, ...], clock: Clock, local_tz: tzinfo, code: int, why: str
+) -> CallResult:
+    now = clock.now()
+    stderr = f"{argv[0] if argv else provider}: {why}"
+    return CallResult(
+        provider=provider, argv=argv, started_at=now, ended_at=now, exit_code=code, stdout="",
+        stderr=stderr, stdout_bytes=0, stderr_bytes=len(stderr), timed_out=False,
+        stopped_early=False, cancelled=False,
+        classification=classify_output(
+            provider, stderr=stderr, exit_code=code, now=now, local_tz=local_tz
+        ),
+        post=None, pid=None,
+    )
+
+
+def run_call(
+    argv: Sequence[str],
+    *,
+    provider: str,
+    timeout: float = DEFAULT_CALL_TIMEOUT_SECONDS,
+    clock: Clock | None = None,
+    local_tz: tzinfo | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    sink: Sink | None = None,
+    cancel: Interrupt = None,
+    check_interval: float = CHECK_INTERVAL_SECONDS,
+    kill_grace: float = KILL_GRACE_SECONDS,
+) -> CallResult:
+    """Run one CLI call to its end, its timeout, an early stop (A37) or `cancel`.
+
+    `timeout` is in real seconds. `clock` stamps the call and gives `now` to the detectors;
+    `local_tz` is the machine's zone for clock times in notices (A3). Never raises for what the
+    CLI does; a CLI that cannot be started ends with exit code 127 (or 126) and its reason on
+    stderr.
+    """
+    if provider not in PROVIDERS:
+        raise ValueError(f"unknown provider {provider!r} (known: {', '.join(PROVIDERS)})")
+    clock = clock or SystemClock()
+    local_tz = local_tz or local_zone()
+    args = tuple(argv)
+    try:
+        proc = subprocess.Popen(
+            args,
+            stdin=subprocess.DEVNULL,  # C1: agy needs it; codex would wait for stdin otherwise
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,  # C1: its own process group, killed as a whole
+            env=dict(env) if env is not None else None,
+            cwd=cwd,
+            close_fds=True,
+        )
+    except FileNotFoundError:
+        return _not_started(provider, args, clock, local_tz, EXIT_NOT_FOUND, "command not found")
+    except PermissionError:
+        return _not_started(
+            provider, args, clock, local_tz, EXIT_NOT_EXECUTABLE, "permission denied"
+        )
+    started_at = clock.now()
+    capture = _Capture(sink)
+    assert proc.stdout is not None and proc.stderr is not None
+    selector = selectors.DefaultSelector()
+    for stream, name in ((proc.stdout, "stdout"), (proc.stderr, "stderr")):
+        os.set_blocking(stream.fileno(), False)
+        selector.register(stream, selectors.EVENT_READ, name)
+
+    deadline = time.monotonic() + timeout
+    next_check = time.monotonic() + check_interval
+    timed_out = stopped_early = cancelled = False
+    early: Classification | None = None
+    exited_at: float | None = None
+
+    def read_ready(wait: float) -> None:
+        for key, _ in selector.select(timeout=max(wait, 0.0)):
+            try:
+                chunk = os.read(key.fd, _READ_CHUNK)
+            except BlockingIOError:
+                continue
+            if chunk:
+                capture.feed(str(key.data), chunk)
+            else:
+                selector.unregister(key.fileobj)
+
+    try:
+        while selector.get_map():
+            now_mono = time.monotonic()
+            read_ready(min(check_interval, max(deadline - now_mono, 0.0), 0.25))
+            now_mono = time.monotonic()
+            if proc.poll() is not None:
+                # The CLI exited; its pipes may still be held by a child it left behind.
+                exited_at = exited_at if exited_at is not None else now_mono
+                if now_mono - exited_at > DRAIN_SECONDS:
+                    _signal_group(proc.pid, signal.SIGKILL)
+                    break
+                continue
+            if is_set(cancel):
+                cancelled = True
+                break
+            if now_mono >= deadline:
+                timed_out = True
+                break
+            if capture.changed and now_mono >= next_check:
+                next_check = now_mono + check_interval
+                capture.changed = False
+                seen = classify_output(
+                    provider,
+                    stdout=capture.stdout_text(),
+                    stderr=capture.stderr_text(),
+                    exit_code=None,
+                    now=clock.now(),
+                    local_tz=local_tz,
+                )
+                if seen.kind == "network":  # A37: it would retry without end
+                    stopped_early, early = True, seen
+                    break
+        if proc.poll() is None:
+            _stop_group(proc, kill_grace)
+        # Whatever the group wrote before it died.
+        drain_until = time.monotonic() + DRAIN_SECONDS
+        while selector.get_map() and time.monotonic() < drain_until:
+            read_ready(0.05)
+    finally:
+        selector.close()
+        proc.stdout.close()
+        proc.stderr.close()
+        if proc.poll() is None:  # only on an unexpected error above
+            _stop_group(proc, kill_grace)
+    exit_code = proc.wait()
+    capture.events.finish()
+    ended_at = clock.now()
+    stdout, stderr = capture.stdout_text(), capture.stderr_text()
+    killed = timed_out or stopped_early or cancelled
+    classification = early or classify_output(
+        provider,
+        stdout=stdout,
+        stderr=stderr,
+        exit_code=None if killed else exit_code,
+        now=ended_at,
+        local_tz=local_tz,
+    )
+    post = extract_post(provider, stdout) if not killed and exit_code == 0 else None
+    return CallResult(
+        provider=provider, argv=args, started_at=started_at, ended_at=ended_at,
+        exit_code=exit_code, stdout=stdout, stderr=stderr, stdout_bytes=capture.out.total,
+        stderr_bytes=capture.err.total, timed_out=timed_out, stopped_early=stopped_early,
+        cancelled=cancelled, classification=classification, post=post, pid=proc.pid,
+    )
+
+
+def call_participant(
+    participant: Participant,
+    entry: Engine,
+    prompt: str,
+    *,
+    templates: Mapping[str, CommandTemplate] = DEFAULT_TEMPLATES,
+    **kwargs: Any,
+) -> CallResult:
+    """Build the argv of `participant`'s call on `entry` and run it with its template's timeout
+    (keyword arguments go to `run_call`)."""
+    argv = argv_for(participant, entry, prompt, templates)
+    kwargs.setdefault("timeout", templates[entry.provider].timeout_seconds)
+    return run_call(argv, provider=entry.provider, **kwargs)
