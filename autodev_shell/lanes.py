@@ -1,0 +1,151 @@
+"""Lanes: the raw output of each participant's CLI calls, bounded and rotated (SPEC C8).
+
+A lane is where a CLI's own words stay visible — an unauthenticated codex's error, say (A32) —
+even when the core read the call as a plain failure. `autodev lane <id>` prints it.
+
+One lane per participant: `<dir>/<id>.log`, rotated to `<id>.log.1`, `<id>.log.2` when it would
+pass `LANE_MAX_BYTES`, so a lane never holds more than `LANE_FILES × LANE_MAX_BYTES` on disk.
+Every byte the CLI writes goes in as it comes (`Lanes.sink` is `run_call`'s sink), between a
+header line naming the call and a footer line with how it ended.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+
+from autodev_core.errors import AutodevError
+
+from .adapters import CallResult, Sink
+
+#: C8: one lane file's size before it rotates, and how many files a lane keeps.
+LANE_MAX_BYTES = 1024 * 1024
+LANE_FILES = 3
+#: Arguments longer than this (the prompt) are shown by their length in a call's header line.
+_ARG_SHOWN_CHARS = 120
+_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")  # participant ids (C5): no path parts
+
+
+class NoLaneError(AutodevError):
+    """`autodev lane <id>` for a participant that has no lane (yet)."""
+
+
+def _check_id(participant_id: str) -> str:
+    if not isinstance(participant_id, str) or not _ID_RE.match(participant_id):
+        raise ValueError(f"malformed participant id {participant_id!r}")
+    return participant_id
+
+
+def _shown(argv: Sequence[str]) -> str:
+    parts = []
+    for arg in argv:
+        if len(arg) > _ARG_SHOWN_CHARS or "\n" in arg:
+            parts.append(f"<{len(arg)} chars>")
+        else:
+            parts.append(arg)
+    return " ".join(parts)
+
+
+def _files(directory: Path, participant_id: str, count: int) -> list[Path]:
+    """The lane's files, newest first: `<id>.log`, `<id>.log.1`, …"""
+    base = directory / f"{participant_id}.log"
+    return [base] + [directory / f"{participant_id}.log.{i}" for i in range(1, count)]
+
+
+class Lanes:
+    """The lanes of one run, in `directory`."""
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        *,
+        max_bytes: int = LANE_MAX_BYTES,
+        files: int = LANE_FILES,
+    ) -> None:
+        if max_bytes <= 0 or files < 1:
+            raise ValueError("a lane needs a positive size and at least one file")
+        self.directory = Path(directory)
+        self.max_bytes = max_bytes
+        self.files = files
+        self._lock = threading.Lock()
+
+    def path(self, participant_id: str) -> Path:
+        """The lane's current file."""
+        return self.directory / f"{_check_id(participant_id)}.log"
+
+    def _rotate(self, participant_id: str) -> None:
+        paths = _files(self.directory, participant_id, self.files)
+        paths[-1].unlink(missing_ok=True)
+        for newer, older in zip(reversed(paths[:-1]), reversed(paths[1:]), strict=True):
+            if newer.exists():
+                newer.replace(older)
+
+    def append(self, participant_id: str, data: bytes | str) -> None:
+        """Append raw output to the lane, rotating first when it would pass `max_bytes`."""
+        chunk = data.encode("utf-8", errors="replace") if isinstance(data, str) else bytes(data)
+        if not chunk:
+            return
+        if len(chunk) > self.max_bytes:
+            chunk = chunk[-self.max_bytes :]  # one huge write keeps its tail
+        path = self.path(participant_id)
+        with self._lock:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            try:
+                size = path.stat().st_size
+            except FileNotFoundError:
+                size = 0
+            if size and size + len(chunk) > self.max_bytes:
+                self._rotate(participant_id)
+            with path.open("ab") as handle:
+                handle.write(chunk)
+
+    def sink(self, participant_id: str) -> Sink:
+        """A `run_call` sink that appends every chunk the CLI writes to this lane."""
+        _check_id(participant_id)
+
+        def write(_stream: str, chunk: bytes) -> None:
+            self.append(participant_id, chunk)
+
+        return write
+
+    def begin_call(
+        self, participant_id: str, *, engine: str, argv: Sequence[str], at: datetime
+    ) -> None:
+        self.append(
+            participant_id,
+            f"\n=== {at.isoformat(timespec='seconds')} {participant_id} on {engine}: "
+            f"{_shown(argv)}\n",
+        )
+
+    def end_call(self, participant_id: str, result: CallResult) -> None:
+        how = f"exit {result.exit_code}"
+        if result.timed_out:
+            how = "timed out; process group killed"
+        elif result.stopped_early:
+            how = f"stopped early: {result.classification.kind} ({result.classification.text})"
+        elif result.cancelled:
+            how = "cancelled"
+        self.append(
+            participant_id,
+            f"\n=== {result.ended_at.isoformat(timespec='seconds')} {how}; "
+            f"read as {result.classification.kind}"
+            f"{'; posted' if result.post is not None else ''}\n",
+        )
+
+    def read(self, participant_id: str) -> str:
+        return read_lane(self.directory, participant_id, files=self.files)
+
+
+def read_lane(
+    directory: str | os.PathLike[str], participant_id: str, *, files: int = LANE_FILES
+) -> str:
+    """The whole lane, oldest output first (for `autodev lane <id>`)."""
+    paths = _files(Path(directory), _check_id(participant_id), files)
+    chunks = [p.read_bytes() for p in reversed(paths) if p.exists()]
+    if not chunks:
+        raise NoLaneError(f"no lane for {participant_id!r} in {directory}: it has made no call yet")
+    return b"".join(chunks).decode("utf-8", errors="replace")
