@@ -11,6 +11,8 @@ from pathlib import Path
 from autodev_core import AutodevError
 from autodev_core.errors import ConfigError
 
+from .commands import add_commands
+
 EXIT_USAGE = 2
 
 
@@ -28,7 +30,29 @@ def build_parser() -> argparse.ArgumentParser:
     )
     simulate.add_argument("scenario", metavar="SCENARIO.yaml", help="the scenario file")
     simulate.set_defaults(handler=_simulate)
+    demo = commands.add_parser(
+        "demo",
+        help="watch a bundled team of stand-in CLIs run through the real shell (C6)",
+        description="Run a bundled team of stand-in CLIs (real subprocesses printing the real "
+        "CLIs' notices) through the real loop, store and sleeper on a fast clock, then print "
+        "what happened. Needs no account and no network.",
+    )
+    demo.add_argument(
+        "--dir",
+        default=None,
+        help="keep the demo's files here (default: a new temporary directory)",
+    )
+    demo.set_defaults(handler=_demo)
+    add_commands(commands)
     return parser
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo
+
+    _summary, lines = run_demo(Path(args.dir) if args.dir else None, stream=sys.stderr)
+    sys.stdout.write("".join(f"{line}\n" for line in lines))
+    return 0
 
 
 def _simulate(args: argparse.Namespace) -> int:

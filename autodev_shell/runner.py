@@ -283,7 +283,7 @@ class Runner:
             events.append(follow)
         # A user message is posted as soon as the loop sees it, whatever the run is doing; the
         # core decides what it changes (A19, A30).
-        for command, arg in self.controls.take_all("say"):
+        for _command, arg in self.controls.take_all("say"):
             now = self.clock.now()
             self._user_message(arg, now)
             events.append(MessageArrived(now=now))
@@ -424,6 +424,7 @@ class Runner:
         if self.controls.has("stop", "pause") or not self._gate_open():
             return None  # stop or pause arrived while waiting for the write
         prompt = self._prompt(effect, member)
+        self.store.heartbeat(self.clock.now())
         self.calls += 1
         result = self.perform_call(effect, member, prompt)
         if result.cancelled:

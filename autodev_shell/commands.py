@@ -1,0 +1,330 @@
+"""The commands of the reference CLI (SPEC C4, C6, C7, C8, A14).
+
+Each function takes the parsed arguments and returns an exit code. A mistake a user can make (a
+bad participant file, a missing CLI, a locked run, a corrupt database, an unknown run) raises an
+`AutodevError` whose message is one clear sentence; `cli.main` prints it without a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Final, TextIO
+
+from autodev_core.errors import AutodevError, ConfigError
+from autodev_core.identity import resolve_active_identity
+from autodev_core.persistence import (
+    Accepted,
+    PersistenceState,
+    describe_persistence,
+    reduce_persistence,
+)
+from autodev_core.scheduler import SchedulerConfig, SchedulerState
+from autodev_core.scheduler.logs import clock as clock_text
+from autodev_core.serialization import from_json
+
+from .adapters import installed_providers
+from .clock import Clock, ScaledClock, SystemClock, local_zone
+from .durability import Durability
+from .runlock import RunLock
+from .runner import Runner, RunSummary, StreamLog, default_countdown
+from .sleeper import format_left
+from .store import RunStore, Snapshot
+from .team import Team, load_team
+
+#: Where a run lives when `--run` is not given: beside the team, in the current directory.
+DEFAULT_RUN_DIR: Final = ".autodev/run"
+DB_FILE: Final = "run.db"
+LOG_FILE: Final = "autodev.log"
+LANES_DIR: Final = "lanes"
+
+
+def zone_name(zone: object) -> str:
+    """The IANA name of a zone, or UTC when the machine's zone has no name."""
+    key = getattr(zone, "key", None)
+    return key if isinstance(key, str) and key else "UTC"
+
+
+def scheduler_config_for(team: Team, installed: frozenset[str], timezone: str) -> SchedulerConfig:
+    """The scheduler's configuration; a participant with no installed CLI is a clear error."""
+    try:
+        return SchedulerConfig(
+            team=team.members,
+            installed=installed,
+            timezone=timezone,
+            max_iterations=team.max_iterations,
+            max_runtime=team.max_runtime,
+        )
+    except ValueError as exc:
+        raise ConfigError(str(exc), source=str(team.directory)) from None
+
+
+def run_db(run_dir: Path) -> Path:
+    return run_dir / DB_FILE
+
+
+def open_existing(run_dir: Path) -> RunStore:
+    """Open a run's store for a command other than `run` (no integrity scan, no lock)."""
+    path = run_db(run_dir)
+    if not path.exists():
+        raise AutodevError(
+            f"There is no run at {run_dir} (no {DB_FILE}); start one with `autodev run TEAM_DIR "
+            f"--run {run_dir}`."
+        )
+    return RunStore.open(path, check=False)
+
+
+def start_run(
+    team: Team,
+    run_dir: Path,
+    *,
+    run_id: str,
+    clock: Clock,
+    installed: frozenset[str] | None = None,
+    json_lines: bool = False,
+    stream: TextIO | None = None,
+    env: dict[str, str] | None = None,
+    slice_seconds: float | None = None,
+    stop_at: datetime | None = None,
+    timezone: str | None = None,
+) -> RunSummary:
+    """Lock the run (C4), open its store, and drive the loop until the run stops."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    zone_key = timezone or team.timezone or zone_name(local_zone())
+    have = (
+        installed
+        if installed is not None
+        else installed_providers(team.templates, path=(env or os.environ).get("PATH"))
+    )
+    config = scheduler_config_for(team, have, zone_key)
+    db = run_db(run_dir)
+    lock = RunLock.acquire(db, run=run_id)
+    try:
+        store = RunStore.open(db, create=True, run_id=run_id, now=clock.now())
+        try:
+            identity = resolve_active_identity(run_id=store.run_id)
+            if not identity.names(run_id):
+                raise AutodevError(
+                    f"The run store at {db} belongs to run {store.run_id!r}, not {run_id!r}; "
+                    "use another --run directory."
+                )
+            durability = Durability.open(store, identity)
+            lane_sink = _lane_sink(run_dir / LANES_DIR)
+            log = StreamLog(
+                config.zone,
+                stream=stream if stream is not None else sys.stderr,
+                file=run_dir / LOG_FILE,
+                json_lines=json_lines,
+            )
+            kwargs = {} if slice_seconds is None else {"slice_seconds": slice_seconds}
+            runner = Runner(
+                config=config,
+                store=store,
+                durability=durability,
+                identity=identity,
+                clock=clock,
+                log=log,
+                templates=team.templates,
+                env=env,
+                countdown=None if json_lines else default_countdown(),
+                lane_sink=lane_sink,
+                **kwargs,  # type: ignore[arg-type]
+            )
+            try:
+                return runner.run(stop_at=stop_at)
+            finally:
+                log.close()
+        finally:
+            store.close()
+    finally:
+        lock.release()
+
+
+def _lane_sink(directory: Path) -> Any:
+    try:
+        from .lanes import Lanes
+    except ImportError:  # pragma: no cover - lanes land separately
+        return None
+    return Lanes(directory).sink
+
+
+# --- commands -----------------------------------------------------------------------------------
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    team = load_team(args.team)
+    run_dir = Path(args.run)
+    run_id = args.thread or Path(args.team).resolve().name
+    clock: Clock = ScaledClock(args.fast) if args.fast else SystemClock()
+    summary = start_run(team, run_dir, run_id=run_id, clock=clock, json_lines=args.json)
+    print(
+        f"run {run_id}: {summary.status} after {summary.calls} calls and "
+        f"{len(summary.posts)} posts; {summary.persistence}"
+    )
+    return 0
+
+
+def cmd_control(args: argparse.Namespace) -> int:
+    """`autodev stop|pause|resume|say`: queue a command for the run's daemon."""
+    command = args.command
+    arg = " ".join(args.message) if command == "say" else ""
+    if command == "say" and not arg.strip():
+        raise AutodevError('`autodev say` needs a message, e.g. autodev say "please review".')
+    store = open_existing(Path(args.run))
+    try:
+        store.enqueue_control(command, arg, now=datetime.now(UTC))
+    finally:
+        store.close()
+    print(f"{command}: queued for the run at {args.run}")
+    return 0
+
+
+def _ago(then: datetime, now: datetime) -> str:
+    seconds = max((now - then).total_seconds(), 0.0)
+    return "just now" if seconds < 1 else f"{format_left(seconds)} ago"
+
+
+def status_lines(store: RunStore, now: datetime) -> list[str]:
+    """What `autodev status` prints (C6): status, limits, outages, streak, persistence."""
+    snapshot = store.snapshot()
+    lines = [f"run: {snapshot.run_id} ({store.path})"]
+    state: SchedulerState | None = None
+    if snapshot.scheduler_state_json:
+        try:
+            state = from_json(snapshot.scheduler_state_json, SchedulerState)
+        except Exception:
+            lines.append("scheduler state: unreadable (the daemon rewrites it on its next step)")
+    if state is None:
+        lines.append("status: not started")
+    else:
+        zone = state.config.zone
+        status: str = state.status
+        if state.wait_until is not None:
+            left = format_left(max((state.wait_until - now).total_seconds(), 0))
+            status += f" — until {clock_text(state.wait_until, now, zone)} ({left} left)"
+        lines.append(f"status: {status}")
+        lines.append(f"due: {state.config.team[state.due].id}")
+        for record in state.limits:
+            lines.append(f"limit: {record.engine} until {clock_text(record.until, now, zone)}")
+        for outage in state.outages:
+            lines.append(
+                f"outage: {outage.provider} unreachable ({outage.attempts} tries); "
+                f"next try at {clock_text(outage.retry_at, now, zone)}"
+            )
+        lines.append(f"failure streak: {state.failures}")
+        lines.append(f"calls: {state.iterations}")
+    persistence = describe_persistence(_confirmed(snapshot))
+    lines.append(f"persistence: {persistence}; store at revision {snapshot.revision}")
+    lines.append(f"posts: {len(snapshot.posts)}")
+    beat = store.last_heartbeat()
+    if beat is None:
+        lines.append("heartbeat: none yet")
+    else:
+        lines.append(f"heartbeat: {_ago(beat.at, now)} (pid {beat.pid})")
+    return lines
+
+
+def _confirmed(snapshot: Snapshot) -> PersistenceState:
+    """The persistence state as the store proves it: the state committed with the last
+    revision, plus the commit marker as the canonical tier's acceptance of it (B7, B8)."""
+    state = PersistenceState()
+    if snapshot.persistence_state_json:
+        try:
+            state = from_json(snapshot.persistence_state_json, PersistenceState)
+        except Exception:
+            state = PersistenceState()
+    marker = snapshot.marker
+    if marker is not None and marker.run_id == snapshot.run_id:
+        state = reduce_persistence(state, Accepted(marker.tier, marker.revision))
+    return state
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    store = open_existing(Path(args.run))
+    try:
+        print("\n".join(status_lines(store, datetime.now(UTC))))
+    finally:
+        store.close()
+    return 0
+
+
+def cmd_team_edit(args: argparse.Namespace) -> int:
+    """A14: print the path of the participant's file."""
+    team = load_team(args.team)
+    print(team.file_of(args.id).resolve())
+    return 0
+
+
+def cmd_lane(args: argparse.Namespace) -> int:
+    """C8: print a participant's lane (the raw output of its CLI calls)."""
+    from .lanes import Lanes
+
+    lanes = Lanes(Path(args.run) / LANES_DIR)
+    text = lanes.read(args.id)
+    if text is None:
+        raise AutodevError(f"There is no lane for {args.id!r} in {Path(args.run) / LANES_DIR}.")
+    sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
+    return 0
+
+
+def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register every command but `simulate` and `demo` on the CLI's parser."""
+
+    def with_run(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument(
+            "--run",
+            default=DEFAULT_RUN_DIR,
+            metavar="DIR",
+            help=f"the run's directory (default {DEFAULT_RUN_DIR})",
+        )
+
+    run = commands.add_parser("run", help="run a team of participant files on a thread (C6)")
+    run.add_argument("team", metavar="TEAM_DIR", help="directory of participant .md files")
+    with_run(run)
+    run.add_argument("--thread", default="", help="the run id (default: the team's folder name)")
+    run.add_argument("--json", action="store_true", help="log JSON lines (C7)")
+    run.add_argument(
+        "--fast",
+        type=float,
+        default=0.0,
+        metavar="FACTOR",
+        help="run the clock FACTOR times faster (for trying things out)",
+    )
+    run.set_defaults(handler=cmd_run)
+
+    status = commands.add_parser("status", help="show status, limits, outages, persistence")
+    with_run(status)
+    status.set_defaults(handler=cmd_status)
+
+    for name, text in (
+        ("stop", "stop the run"),
+        ("pause", "pause the run"),
+        ("resume", "resume a paused run"),
+    ):
+        sub = commands.add_parser(name, help=text)
+        with_run(sub)
+        sub.set_defaults(handler=cmd_control)
+    say = commands.add_parser("say", help="post a user message to the thread (A30)")
+    say.add_argument("message", nargs="+", help="the message")
+    with_run(say)
+    say.set_defaults(handler=cmd_control)
+
+    team = commands.add_parser("team", help="team commands")
+    team_commands = team.add_subparsers(dest="team_command", metavar="SUBCOMMAND", required=True)
+    edit = team_commands.add_parser("edit", help="print the path of a participant's file (A14)")
+    edit.add_argument("id", help="participant id")
+    edit.add_argument(
+        "--team",
+        default=".",
+        metavar="TEAM_DIR",
+        help="the team directory (default: the current directory)",
+    )
+    edit.set_defaults(handler=cmd_team_edit)
+
+    lane = commands.add_parser("lane", help="print a participant's lane (C8)")
+    lane.add_argument("id", help="participant id")
+    with_run(lane)
+    lane.set_defaults(handler=cmd_lane)

@@ -1,0 +1,144 @@
+"""Reading a team directory: participant files and the optional `autodev.yaml` (SPEC C5, C6).
+
+A team directory holds one markdown file per participant (`<id>.md`, YAML front matter) and,
+optionally, `autodev.yaml` with run settings. Turn order is the order of the file names (prefix
+them with numbers to choose it). Every mistake is a `ConfigError` naming the file and the line or
+field; nothing starts until the whole team reads cleanly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Final
+
+import attrs
+import yaml
+
+from autodev_core.errors import ConfigError
+from autodev_core.participant import Participant, parse_participant
+
+from .adapters import DEFAULT_TEMPLATES, CommandTemplate, templates_from_config
+
+#: The run settings file inside a team directory.
+SETTINGS_FILE: Final = "autodev.yaml"
+SETTINGS_KEYS: Final = ("timezone", "max_iterations", "max_runtime_min", "commands", "order")
+
+
+@attrs.frozen
+class Team:
+    """A team as read from its directory."""
+
+    directory: Path
+    members: tuple[Participant, ...]
+    files: tuple[Path, ...]
+    templates: Mapping[str, CommandTemplate] = DEFAULT_TEMPLATES
+    timezone: str | None = None
+    max_iterations: int | None = None
+    max_runtime: timedelta | None = None
+
+    def file_of(self, participant_id: str) -> Path:
+        """A14: the path of a participant's file; ConfigError when there is none."""
+        for member, path in zip(self.members, self.files, strict=True):
+            if member.id == participant_id:
+                return path
+        known = ", ".join(m.id for m in self.members) or "none"
+        raise ConfigError(
+            f"no participant {participant_id!r} in this team (participants: {known})",
+            source=str(self.directory),
+        )
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError("the file is not UTF-8 text", source=str(path)) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read the file ({exc.strerror})", source=str(path)) from None
+
+
+def _settings(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        data = yaml.safe_load(_read(path))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = int(mark.line) + 1 if mark is not None else None
+        raise ConfigError(
+            f"invalid YAML: {getattr(exc, 'problem', exc)}", source=str(path), line=line
+        ) from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError("settings must be a mapping of keys to values", source=str(path))
+    for key in data:
+        if key not in SETTINGS_KEYS:
+            raise ConfigError(
+                f"unknown key {key!r} (known keys: {', '.join(SETTINGS_KEYS)})", source=str(path)
+            )
+    return data
+
+
+def _positive(data: Mapping[str, Any], key: str, source: str) -> Any:
+    value = data.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ConfigError(f"{key}: must be a positive number, not {value!r}", source=source)
+    return value
+
+
+def load_team(directory: str | Path) -> Team:
+    """Read every `*.md` participant file of `directory` and its `autodev.yaml` (C5)."""
+    root = Path(directory)
+    if not root.is_dir():
+        raise ConfigError(
+            "not a team directory (it does not exist or is not a folder)", source=str(root)
+        )
+    settings_path = root / SETTINGS_FILE
+    settings = _settings(settings_path)
+    source = str(settings_path)
+    files = sorted(p for p in root.glob("*.md") if p.is_file() and p.name.lower() != "readme.md")
+    order = settings.get("order")
+    if order is not None:
+        if not isinstance(order, list) or not all(isinstance(i, str) for i in order):
+            raise ConfigError("order: must be a list of participant ids", source=source)
+        by_id = {p.stem: p for p in files}
+        missing = [i for i in order if i not in by_id]
+        if missing:
+            raise ConfigError(f"order: no participant file for {missing[0]!r}", source=source)
+        files = [by_id[i] for i in order] + [p for p in files if p.stem not in order]
+    if not files:
+        raise ConfigError("no participant files (*.md) in the team directory", source=str(root))
+    members: list[Participant] = []
+    seen: dict[str, Path] = {}
+    for path in files:
+        pid = path.stem
+        twin = seen.get(pid.lower())
+        if twin is not None:
+            raise ConfigError(
+                f"duplicate participant id {pid!r} (also {twin.name})", source=str(path), line=1
+            )
+        seen[pid.lower()] = path
+        members.append(parse_participant(_read(path), id=pid, source=str(path)))
+    timezone = settings.get("timezone")
+    if timezone is not None and not isinstance(timezone, str):
+        raise ConfigError(
+            "timezone: must be an IANA zone name such as Europe/Lisbon", source=source
+        )
+    max_iterations = _positive(settings, "max_iterations", source)
+    if max_iterations is not None and not isinstance(max_iterations, int):
+        raise ConfigError("max_iterations: must be a whole number", source=source)
+    runtime_min = _positive(settings, "max_runtime_min", source)
+    return Team(
+        directory=root,
+        members=tuple(members),
+        files=tuple(files),
+        templates=templates_from_config(settings.get("commands"), source=source),
+        timezone=timezone,
+        max_iterations=max_iterations,
+        max_runtime=timedelta(minutes=runtime_min) if runtime_min is not None else None,
+    )
