@@ -12,7 +12,7 @@ import os
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Final, TextIO
+from typing import Final, TextIO
 
 from autodev_core.errors import AutodevError, ConfigError
 from autodev_core.identity import resolve_active_identity
@@ -29,6 +29,7 @@ from autodev_core.serialization import from_json
 from .adapters import installed_providers
 from .clock import Clock, ScaledClock, SystemClock, local_zone
 from .durability import Durability
+from .lanes import Lanes
 from .runlock import RunLock
 from .runner import Runner, RunSummary, StreamLog, default_countdown
 from .sleeper import format_left
@@ -112,7 +113,6 @@ def start_run(
                     "use another --run directory."
                 )
             durability = Durability.open(store, identity)
-            lane_sink = _lane_sink(run_dir / LANES_DIR)
             log = StreamLog(
                 config.zone,
                 stream=stream if stream is not None else sys.stderr,
@@ -130,7 +130,7 @@ def start_run(
                 templates=team.templates,
                 env=env,
                 countdown=None if json_lines else default_countdown(),
-                lane_sink=lane_sink,
+                lanes=Lanes(run_dir / LANES_DIR),
                 **kwargs,  # type: ignore[arg-type]
             )
             try:
@@ -141,14 +141,6 @@ def start_run(
             store.close()
     finally:
         lock.release()
-
-
-def _lane_sink(directory: Path) -> Any:
-    try:
-        from .lanes import Lanes
-    except ImportError:  # pragma: no cover - lanes land separately
-        return None
-    return Lanes(directory).sink
 
 
 # --- commands -----------------------------------------------------------------------------------
@@ -260,12 +252,7 @@ def cmd_team_edit(args: argparse.Namespace) -> int:
 
 def cmd_lane(args: argparse.Namespace) -> int:
     """C8: print a participant's lane (the raw output of its CLI calls)."""
-    from .lanes import Lanes
-
-    lanes = Lanes(Path(args.run) / LANES_DIR)
-    text = lanes.read(args.id)
-    if text is None:
-        raise AutodevError(f"There is no lane for {args.id!r} in {Path(args.run) / LANES_DIR}.")
+    text = Lanes(Path(args.run) / LANES_DIR).read(args.id)
     sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
     return 0
 

@@ -53,9 +53,16 @@ from autodev_core.scheduler import (
 from autodev_core.serialization import from_json, to_json
 from autodev_core.turn_input import InputRecord, TurnStart, bind_input_context, plan_turn_input
 
-from .adapters import DEFAULT_TEMPLATES, CallResult, CommandTemplate, call_participant
+from .adapters import (
+    DEFAULT_TEMPLATES,
+    CallResult,
+    CommandTemplate,
+    argv_for,
+    call_participant,
+)
 from .clock import Clock
 from .durability import Durability, PersistResult
+from .lanes import Lanes
 from .sleeper import COUNTDOWN_MIN_SECONDS, DEFAULT_SLICE_SECONDS, countdown_text, sleep_until
 from .store import NewPost, RunStore
 
@@ -203,7 +210,7 @@ class Runner:
         env: Mapping[str, str] | None = None,
         slice_seconds: float = DEFAULT_SLICE_SECONDS,
         countdown: TextIO | None = None,
-        lane_sink: Callable[[str], Callable[[str, bytes], None]] | None = None,
+        lanes: Lanes | None = None,
     ) -> None:
         self.config = config
         self.store = store
@@ -215,7 +222,7 @@ class Runner:
         self.env = env
         self.slice_seconds = slice_seconds
         self.countdown = countdown
-        self.lane_sink = lane_sink
+        self.lanes = lanes
         self.perform_call = perform_call or self._call_cli
         self.controls = Controls(store, clock)
         self.members = {p.id: p for p in config.team}
@@ -450,8 +457,11 @@ class Runner:
         )
 
     def _call_cli(self, effect: StartCall, member: Participant, prompt: str) -> CallResult:
-        sink = self.lane_sink(member.id) if self.lane_sink is not None else None
-        return call_participant(
+        lanes = self.lanes
+        if lanes is not None:
+            argv = argv_for(member, effect.engine, prompt, self.templates)
+            lanes.begin_call(member.id, engine=str(effect.engine), argv=argv, at=self.clock.now())
+        result = call_participant(
             member,
             effect.engine,
             prompt,
@@ -459,9 +469,12 @@ class Runner:
             clock=self.clock,
             local_tz=self.config.zone,
             env=self.env,
-            sink=sink,
+            sink=lanes.sink(member.id) if lanes is not None else None,
             cancel=lambda: self.controls.has("stop", "pause"),
         )
+        if lanes is not None:
+            lanes.end_call(member.id, result)  # C8: the lane says how each call ended
+        return result
 
     # --- the thread and prompts (B18-B20) --------------------------------------------------
 
