@@ -1,0 +1,223 @@
+"""The adapters against the REAL claude and codex CLIs, installed from npm (SPEC A32, A37, C1).
+
+Each CLI is pointed, through its own configuration, at an unused loopback port, with a
+temporary HOME, so it never reaches a provider's servers and never reads real credentials:
+
+- claude: `ANTHROPIC_BASE_URL=http://127.0.0.1:<port>`, no key, nonessential traffic off;
+  real claude 2.1 answers `Not logged in · Please run /login` (exit 1) — the adapters must read
+  it as "login" (A32).
+- codex: a temporary `CODEX_HOME` whose config.toml names a provider at the dead port (update
+  check, analytics, feedback, apps and plugins off, so nothing else is looked up); real codex
+  0.171 then prints `ERROR: Reconnecting... waiting for network` forever — the adapters must
+  stop it early and report a network outage (A37), well before the call's timeout.
+
+Skipped, with the reason, when npm is missing or the install fails. The install is cached in
+`~/.cache/autodev-test/npm` (or `$AUTODEV_TEST_NPM_DIR`) and reused.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from autodev_core.detection import classify_output
+from autodev_shell.adapters import build_argv, run_call, templates_from_config
+
+FIXTURES = Path(__file__).parent / "fixtures" / "realcli"
+#: The versions these tests were written against (recorded in docs/shell.md).
+CLAUDE_PACKAGE, CLAUDE_VERSION = "@anthropic-ai/claude-code", "2.1.197"
+CODEX_PACKAGE, CODEX_VERSION = "@openai/codex", "0.171.0"
+NPM_INSTALL_TIMEOUT = 300
+CALL_TIMEOUT = 120.0  # generous: the early stop must come well before it (A37)
+
+
+# -- recorded real output (always run) -------------------------------------------------------------
+
+
+NOW = datetime(2026, 12, 1, 2, 30, tzinfo=UTC)
+
+
+def test_A37_recorded_codex_0_171_dead_loopback_output_is_a_network_outage() -> None:
+    stderr = (FIXTURES / "codex-dead-loopback.stderr").read_text(encoding="utf-8")
+    assert "Reconnecting... waiting for network" in stderr
+    seen = classify_output("codex", stderr=stderr, exit_code=None, now=NOW, local_tz=UTC)
+    assert seen.kind == "network"
+
+
+def test_A32_recorded_claude_2_1_not_logged_in_is_login() -> None:
+    stdout = (FIXTURES / "claude-not-logged-in.stdout").read_text(encoding="utf-8")
+    seen = classify_output("claude", stdout=stdout, exit_code=1, now=NOW, local_tz=UTC)
+    assert seen.kind == "login"
+
+
+def test_A26_recorded_claude_2_1_connection_refused_is_a_network_error() -> None:
+    stdout = (FIXTURES / "claude-connection-refused.stdout").read_text(encoding="utf-8")
+    assert '"subtype":"api_retry"' in stdout  # ten retries over three minutes, then the result
+    seen = classify_output("claude", stdout=stdout, exit_code=1, now=NOW, local_tz=UTC)
+    assert seen.kind == "network"
+
+
+# -- the real CLIs ---------------------------------------------------------------------------------
+
+
+def _npm_dir() -> Path:
+    configured = os.environ.get("AUTODEV_TEST_NPM_DIR")
+    return Path(configured) if configured else Path.home() / ".cache" / "autodev-test" / "npm"
+
+
+def _installed_version(prefix: Path, package: str) -> str | None:
+    manifest = prefix / "node_modules" / package / "package.json"
+    try:
+        return str(json.loads(manifest.read_text(encoding="utf-8"))["version"])
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+@pytest.fixture(scope="module")
+def npm_bin() -> Path:
+    npm = shutil.which("npm")
+    if npm is None or shutil.which("node") is None:
+        pytest.skip("npm/node not found: the real-CLI tests need them to install claude and codex")
+    prefix = _npm_dir()
+    wanted = {CLAUDE_PACKAGE: CLAUDE_VERSION, CODEX_PACKAGE: CODEX_VERSION}
+    if any(_installed_version(prefix, p) != v for p, v in wanted.items()):
+        prefix.mkdir(parents=True, exist_ok=True)
+        try:
+            done = subprocess.run(
+                [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund",
+                 "--loglevel=error", *(f"{p}@{v}" for p, v in wanted.items())],
+                capture_output=True, text=True, timeout=NPM_INSTALL_TIMEOUT,
+                stdin=subprocess.DEVNULL, check=False,
+            )
+        except subprocess.TimeoutExpired:
+            pytest.skip(f"npm install took longer than {NPM_INSTALL_TIMEOUT} s")
+        if done.returncode != 0:
+            last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
+            pytest.skip(f"npm install of claude/codex failed (exit {done.returncode}): {last}")
+    bin_dir = prefix / "node_modules" / ".bin"
+    for name in ("claude", "codex"):
+        if not (bin_dir / name).exists():
+            pytest.skip(f"npm installed no {name} executable in {bin_dir}")
+    return bin_dir
+
+
+def _dead_port() -> int:
+    """A loopback port nobody listens on: connections to it are refused."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _clean_env(home: Path) -> dict[str, str]:
+    """A fresh environment: no inherited keys or tokens, a temporary HOME."""
+    node = shutil.which("node")
+    assert node is not None
+    path = os.pathsep.join([os.path.dirname(node), "/usr/local/bin", "/usr/bin", "/bin"])
+    home.mkdir(parents=True, exist_ok=True)
+    return {"PATH": path, "HOME": str(home), "LANG": "C.UTF-8", "TMPDIR": str(home)}
+
+
+def _version(binary: Path) -> str:
+    done = subprocess.run([str(binary), "--version"], capture_output=True, text=True,
+                          timeout=60, stdin=subprocess.DEVNULL, check=False)
+    return done.stdout.strip()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.realcli
+def test_A32_real_claude_not_logged_in_is_login(npm_bin: Path, tmp_path: Path) -> None:
+    binary = npm_bin / "claude"
+    assert CLAUDE_VERSION in _version(binary)
+    env = _clean_env(tmp_path / "home")
+    env.update({
+        "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{_dead_port()}",
+        "CLAUDE_CONFIG_DIR": str(tmp_path / "home" / ".claude"),
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+    })
+    templates = templates_from_config({"claude": {"binary": str(binary)}})
+    result = run_call(
+        build_argv("claude", "Say hello.", None, templates),
+        provider="claude", env=env, cwd=tmp_path, timeout=CALL_TIMEOUT,
+    )
+    assert result.classification.kind == "login", result.stdout[-2000:]
+    assert "Not logged in" in result.classification.text
+    assert result.exit_code == 1
+    assert result.post is None
+    assert not result.killed
+
+
+@pytest.mark.realcli
+def test_A37_real_codex_without_network_is_stopped_early_as_an_outage(
+    npm_bin: Path, tmp_path: Path
+) -> None:
+    binary = npm_bin / "codex"
+    assert CODEX_VERSION in _version(binary)
+    home = tmp_path / "home"
+    env = _clean_env(home)
+    codex_home = home / ".codex"
+    codex_home.mkdir(parents=True)
+    (codex_home / "config.toml").write_text(
+        f"""model_provider = "autodevtest"
+model = "gpt-5"
+check_for_update_on_startup = false
+
+[analytics]
+enabled = false
+
+[feedback]
+enabled = false
+
+[features]
+apps = false
+plugins = false
+remote_plugin = false
+plugin_sharing = false
+
+[model_providers.autodevtest]
+name = "autodev test: a dead loopback port"
+base_url = "http://127.0.0.1:{_dead_port()}/v1"
+env_key = "AUTODEV_TEST_CODEX_KEY"
+wire_api = "responses"
+""",
+        encoding="utf-8",
+    )
+    env.update({"CODEX_HOME": str(codex_home), "AUTODEV_TEST_CODEX_KEY": "not-a-real-key"})
+    # The command line is configurable (C1): outside a git repository codex needs this flag.
+    templates = templates_from_config(
+        {"codex": [str(binary), "exec", "--skip-git-repo-check", "{model_args}", "{prompt}"]}
+    )
+    started = time.monotonic()
+    result = run_call(
+        build_argv("codex", "Say hello.", None, templates),
+        provider="codex", env=env, cwd=tmp_path, timeout=CALL_TIMEOUT,
+    )
+    elapsed = time.monotonic() - started
+    assert result.stopped_early, result.stderr[-2000:]
+    assert not result.timed_out
+    assert result.classification.kind == "network"
+    assert "waiting for network" in result.classification.text
+    assert result.post is None
+    assert result.pid is not None
+    deadline = time.monotonic() + 10
+    while _alive(result.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(result.pid)
+    print(f"codex stopped early after {elapsed:.1f} s (timeout {CALL_TIMEOUT:.0f} s)")
