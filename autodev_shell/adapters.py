@@ -270,6 +270,8 @@ class CallResult:
     classification: Classification
     post: str | None
     pid: int | None
+    #: Why the sink stopped receiving output (it raised), or None.
+    sink_error: str | None = None
 
     @property
     def killed(self) -> bool:
@@ -383,11 +385,16 @@ class _Capture:
         self.err = _Tail(STDERR_TAIL_BYTES)
         self.events = _Events()
         self.sink = sink
+        self.sink_error: str | None = None
         self.changed = False
 
     def feed(self, stream: str, chunk: bytes) -> None:
         if self.sink is not None:
-            self.sink(stream, chunk)
+            try:
+                self.sink(stream, chunk)
+            except Exception as exc:  # a lane that cannot be written must not fail the call
+                self.sink = None
+                self.sink_error = f"{type(exc).__name__}: {exc}"
         if stream == "stdout":
             self.out.feed(chunk)
             self.events.feed(chunk)
@@ -571,6 +578,7 @@ def run_call(
         exit_code=exit_code, stdout=stdout, stderr=stderr, stdout_bytes=capture.out.total,
         stderr_bytes=capture.err.total, timed_out=timed_out, stopped_early=stopped_early,
         cancelled=cancelled, classification=classification, post=post, pid=proc.pid,
+        sink_error=capture.sink_error,
     )
 
 

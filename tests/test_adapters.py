@@ -369,3 +369,12 @@ def test_C1_call_participant_uses_the_template_timeout_and_the_pin(
     log = (tmp_path / "calls.jsonl").read_text().splitlines()
     assert '"--model","opus"' in log[-1]
     assert os.path.basename(result.argv[0]) == "claude"
+
+
+def test_C8_a_failing_sink_does_not_fail_the_call(standins: Callable[..., dict[str, str]]) -> None:
+    def sink(_stream: str, _chunk: bytes) -> None:
+        raise OSError(28, "No space left on device")
+
+    result = _run(standins({"codex": [{"post": "fine"}]}), "codex", sink=sink)
+    assert result.post == "fine"
+    assert result.sink_error is not None and "No space left" in result.sink_error
