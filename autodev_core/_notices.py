@@ -194,7 +194,9 @@ def _confirm(
     if phrase is None:
         return None
     start, end = lo + phrase.start(), lo + phrase.end()
-    if search(_VETO, win[max(0, start - 24) : end], meter) or match(_SWITCHED, win[end:], meter):
+    # Warnings are told apart by the words just before the phrase, on its own line.
+    veto_from = max(0, start - 24, win.rfind("\n", 0, start) + 1)
+    if search(_VETO, win[veto_from:end], meter) or match(_SWITCHED, win[end:], meter):
         return None
     if search(_CAPACITY, win, meter) and not search(_QUOTA_WORD, win, meter):
         return None

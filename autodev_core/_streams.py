@@ -212,7 +212,59 @@ def _as_events(line: str) -> list[dict[str, Any]] | None:
 _AGY_ERROR = "AGY_ERROR:"
 
 
-def cut(stdout: str, stderr: str) -> Output:
+# `codex exec` writes a human transcript to stderr: the prompt it was given (`user`), the
+# model's reasoning and messages (`thinking`, `codex`), commands and tools with their output
+# (`exec`, `tool`), between its own lines (`ERROR:`, `warning:`, retries). Only the latter are
+# the CLI's words; a prompt that quotes a notice must not make codex look limited (A5).
+_TS = r"(?:\[\d{4}-\d{2}-\d{2}T[^\]\n]{1,30}\]\s*)?"
+_CODEX_BLOCK = re.compile(
+    _TS + r"(?P<head>user|thinking|codex|exec|tool|file update|apply_patch|apply patch"
+    r"|proposed plan|plan update|turn diff)(?P<rest>\s.{0,300})?",
+)
+_CODEX_CLI_LINE = re.compile(
+    _TS + r"(?:(?:ERROR|Error|error|warning|WARNING|deprecated|mcp|mcp startup)\s*:"
+    r"|■|Reconnecting|stream error|stream disconnected|tokens used|OpenAI Codex v|--------"
+    r"|Caused by)",
+)
+_MODEL_BLOCKS = frozenset({"thinking", "codex"})
+_HEADS_WITH_ARGUMENTS = frozenset({"exec", "tool"})  # `exec bash -lc ls in /tmp`
+
+
+def _codex_block(line: str) -> str | None:
+    """The transcript block a line opens (`user`, `codex`, `exec`, ...), if it opens one."""
+    if len(line) > 360:
+        return None
+    head = _CODEX_BLOCK.fullmatch(line)
+    if head is None:
+        return None
+    if head.group("rest") and head.group("head") not in _HEADS_WITH_ARGUMENTS:
+        return None
+    return head.group("head")
+
+
+def _split_codex_stderr(stderr: str) -> tuple[str, list[str]]:
+    """codex's own lines of its stderr transcript, and the model's message blocks."""
+    own: list[str] = []
+    said: list[list[str]] = []
+    block: str | None = None  # None: the CLI itself is speaking
+    for line in stderr.splitlines():
+        stripped = line.strip()
+        opened = _codex_block(stripped)
+        if opened is not None:
+            block = opened
+            if block in _MODEL_BLOCKS:
+                said.append([])
+            continue
+        if block is not None and _CODEX_CLI_LINE.match(stripped[:80]) is not None:
+            block = None
+        if block is None:
+            own.append(line)
+        elif block in _MODEL_BLOCKS:
+            said[-1].append(line)
+    return "\n".join(own), ["\n".join(lines) for lines in said]
+
+
+def cut(stdout: str, stderr: str, provider: str = "") -> Output:
     """Cut stdout and stderr into pieces (A5), in the order they were written."""
     pieces: list[Piece] = []
     rate_limits: list[RateLimitEvent] = []
@@ -245,6 +297,9 @@ def cut(stdout: str, stderr: str) -> Output:
     free_text = "\n".join(free).strip()
     if free_text:
         pieces.append(Piece(text=free_text, origin="model", where="stdout"))
+    if provider == "codex":
+        stderr, messages = _split_codex_stderr(stderr)
+        pieces.extend(Piece(text=m, origin="model", where="message") for m in messages)
     if stderr.strip():
         pieces.append(Piece(text=stderr, origin="cli", where="stderr"))
     return Output(pieces=tuple(pieces), rate_limits=tuple(rate_limits), succeeded=succeeded)

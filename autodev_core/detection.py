@@ -119,7 +119,7 @@ def _classify(
     meter: Meter | None = None,
 ) -> Classification:
     _check(provider, now, local_tz)
-    output = cut(_text(stdout), _text(stderr))
+    output = cut(_text(stdout), _text(stderr), provider)
     limit = _limit(provider, output, now, local_tz, meter)
     if limit is not None:
         return Classification(kind="limit", limit=limit, text=limit.text)
@@ -157,7 +157,7 @@ def detect_limit(
     """The limit the call reported (A2-A6), or None. `reset_at` is later than `now`, or None."""
     _check(provider, now, local_tz)
     del exit_code  # a limit is a limit however the CLI exits (A17: even after a post)
-    return _limit(provider, cut(_text(stdout), _text(stderr)), now, local_tz, None)
+    return _limit(provider, cut(_text(stdout), _text(stderr), provider), now, local_tz, None)
 
 
 def detect_network_error(
@@ -169,7 +169,7 @@ def detect_network_error(
     """
     if provider not in PROVIDERS:
         raise ValueError(f"unknown provider {provider!r} (known: {', '.join(PROVIDERS)})")
-    return _network(cut(_text(stdout), _text(stderr)), exit_code, None)
+    return _network(cut(_text(stdout), _text(stderr), provider), exit_code, None)
 
 
 def detect_login_error(provider: str, *, stdout: str = "", stderr: str = "") -> str | None:
@@ -177,4 +177,4 @@ def detect_login_error(provider: str, *, stdout: str = "", stderr: str = "") -> 
     (A32)."""
     if provider not in PROVIDERS:
         raise ValueError(f"unknown provider {provider!r} (known: {', '.join(PROVIDERS)})")
-    return _login(provider, cut(_text(stdout), _text(stderr)), None)
+    return _login(provider, cut(_text(stdout), _text(stderr), provider), None)

@@ -489,3 +489,17 @@ def test_D_huge_numbers_in_events_do_not_raise() -> None:
     )
     notice = limit("claude", stdout=line)
     assert notice is not None and notice.reset_at is None
+
+
+def test_A5_codex_stderr_transcript_prompt_and_messages_are_not_cli_words() -> None:
+    quote = "You've hit your usage limit. Try again in 2 hours."
+    long_message = "I looked into it. " + quote + " " + "More detail. " * 30
+    for ts in ("", "[2025-08-01T12:00:00] "):
+        transcript = (
+            f"{ts}OpenAI Codex v0.39.0\n--------\n{ts}user\n{quote}\n"
+            f"{ts}codex\n{long_message}\n{ts}tokens used\n120\n"
+        )
+        assert limit("codex", stderr=transcript) is None
+        assert limit("codex", stderr=transcript + f"{ts}ERROR: {quote}\n") is not None
+    # The same transcript from another CLI is read whole: only codex writes it.
+    assert limit("agy", stderr=f"user\n{quote}\n") is not None
