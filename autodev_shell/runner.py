@@ -232,6 +232,7 @@ class Runner:
         self.calls = 0
         self.posts: list[tuple[str, str]] = []
         self.statuses: list[str] = []
+        self._call_posts: dict[CallEnded, NewPost] = {}
         self._parent: tuple[str, str] = ("", "")  # the input the current turn answers (B19)
         # B21: one handler per effect type the core can emit; a test checks none is missing.
         self.handlers: dict[type, Callable[[Effect], Event | None]] = {
@@ -275,10 +276,10 @@ class Runner:
         self.state, effects = step(before, event)
         self.events += 1
         posts: list[NewPost] = []
-        if isinstance(event, CallEnded) and event.posted and self._last_post is not None:
-            posts.append(self._last_post)
-            self.posts.append((event.participant, str(event.engine)))
-        self._last_post = None
+        post = self._call_posts.pop(event, None) if isinstance(event, CallEnded) else None
+        if post is not None:
+            posts.append(post)
+            self.posts.append((post.participant, post.engine))
         self._commit(posts, reason=type(event).__name__)
         follow: Event | None = None
         for effect in effects:
@@ -294,8 +295,6 @@ class Runner:
             now = self.clock.now()
             self._user_message(arg, now)
             events.append(MessageArrived(now=now))
-
-    _last_post: NewPost | None = None
 
     def _drain_controls(self, events: deque[Event]) -> None:
         """Turn queued controls into events, once the events in hand are done."""
@@ -436,25 +435,25 @@ class Runner:
         result = self.perform_call(effect, member, prompt)
         if result.cancelled:
             return None  # a stop or pause cut the call short; the control is still queued
-        post = (result.post or "").strip()
-        if post:
-            self._last_post = NewPost(
-                participant=effect.participant,
-                engine=str(effect.engine),
-                text=post,
-                at=result.ended_at,
-                key=f"r{self.revision + 1}:{effect.participant}",
-            )
-        now = max(self.clock.now(), effect.at)
-        return call_ended(
-            now,
+        text = (result.post or "").strip()
+        ended = call_ended(
+            max(self.clock.now(), effect.at),
             effect.participant,
             effect.engine,
             result.classification,
-            posted=bool(post),
+            posted=bool(text),
             exit_code=result.exit_code,
             timed_out=result.timed_out,
         )
+        if text:  # committed with the revision that records this CallEnded (C3)
+            self._call_posts[ended] = NewPost(
+                participant=effect.participant,
+                engine=str(effect.engine),
+                text=text,
+                at=result.ended_at,
+                key=f"r{self.revision + 1}:{effect.participant}",
+            )
+        return ended
 
     def _call_cli(self, effect: StartCall, member: Participant, prompt: str) -> CallResult:
         lanes = self.lanes

@@ -1,0 +1,217 @@
+"""The reference CLI (SPEC C4-C8, A14): every command, and user mistakes as one clear sentence
+with a non-zero exit, never a traceback."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from autodev_shell.cli import main
+from autodev_shell.clock import FakeClock
+from autodev_shell.commands import run_db, start_run
+from autodev_shell.runlock import RunLock
+from autodev_shell.standins import install_standins, standin_env, write_script
+from autodev_shell.store import RunStore
+from autodev_shell.team import load_team
+
+
+def _team(root: Path, files: dict[str, str]) -> Path:
+    team = root / "team"
+    team.mkdir()
+    for name, text in files.items():
+        (team / name).write_text(text, encoding="utf-8")
+    return team
+
+
+def _run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "autodev_shell.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env or dict(os.environ),
+    )
+
+
+def test_A14_team_edit_prints_the_participants_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    team = _team(tmp_path, {"ana.md": "---\nprovider: claude\n---\nhi\n"})
+    assert main(["team", "edit", "ana", "--team", str(team)]) == 0
+    assert capsys.readouterr().out.strip() == str((team / "ana.md").resolve())
+
+
+def test_A14_team_edit_of_an_unknown_id_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    team = _team(tmp_path, {"ana.md": "---\nprovider: claude\n---\n"})
+    assert main(["team", "edit", "bob", "--team", str(team)]) == 2
+    err = capsys.readouterr().err
+    assert "no participant 'bob'" in err and "ana" in err
+
+
+@pytest.mark.parametrize(
+    ("files", "needle"),
+    [
+        ({"ana.md": "---\nprovider: gpt\n---\n"}, "ana.md:2: unknown provider 'gpt'"),
+        (
+            {"ana.md": "---\nprovider: claude\nfailover: [codex, 'x:y']\n---\n"},
+            "ana.md:3: bad failover entry 'x:y'",
+        ),
+        ({"ana.md": "no front matter"}, "ana.md:1: no YAML front matter"),
+        (
+            {"ana.md": "---\nprovider: claude\n---\n", "Ana.md": "---\nprovider: codex\n---\n"},
+            "duplicate participant id",
+        ),
+        (
+            {"ana.md": "---\nprovider: claude\n---\n", "autodev.yaml": "max_iteration: 3\n"},
+            "autodev.yaml: unknown key 'max_iteration'",
+        ),
+        (
+            {"ana.md": "---\nprovider: claude\n---\n", "autodev.yaml": "commands: {gpt: [x]}\n"},
+            "commands.gpt: unknown provider",
+        ),
+    ],
+)
+def test_C5_a_bad_team_is_one_clear_line_and_nothing_starts(
+    tmp_path: Path, files: dict[str, str], needle: str
+) -> None:
+    team = _team(tmp_path, files)
+    done = _run_cli("run", str(team), "--run", str(tmp_path / "run"))
+    assert done.returncode == 2
+    assert needle in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "run" / "run.db").exists()  # nothing started
+
+
+def test_C6_a_participant_with_no_installed_cli_is_refused(tmp_path: Path) -> None:
+    team = _team(tmp_path, {"ana.md": "---\nprovider: agy\n---\n"})
+    with pytest.raises(Exception) as caught:
+        start_run(
+            load_team(team),
+            tmp_path / "run",
+            run_id="t",
+            clock=FakeClock(datetime(2026, 12, 1, tzinfo=UTC)),
+            installed=frozenset(),
+        )
+    assert "ana" in str(caught.value) and "no installed CLI" in str(caught.value)
+
+
+@pytest.mark.parametrize("command", [["status"], ["stop"], ["say", "hello"], ["lane", "ana"]])
+def test_C6_commands_on_an_unknown_run_say_so(tmp_path: Path, command: list[str]) -> None:
+    done = _run_cli(*command, "--run", str(tmp_path / "nowhere"))
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert str(tmp_path / "nowhere") in done.stderr
+
+
+def test_C4_a_second_daemon_on_the_same_run_is_refused(tmp_path: Path) -> None:
+    team = _team(tmp_path, {"ana.md": "---\nprovider: claude\n---\n"})
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    env = standin_env(install_standins(tmp_path / "bin"))
+    held = RunLock.acquire(run_db(run_dir), run="t")
+    try:
+        done = _run_cli("run", str(team), "--run", str(run_dir), env=env)
+    finally:
+        held.release()
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert str(os.getpid()) in done.stderr  # the refusal names who holds the run
+
+
+def test_C6_a_corrupt_database_is_one_clear_sentence(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    run_db(run_dir).write_bytes(b"this is not a database, just text " * 100)
+    done = _run_cli("status", "--run", str(run_dir))
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr and "run.db" in done.stderr
+
+
+def test_C6_run_status_say_stop_through_real_stand_in_clis(tmp_path: Path) -> None:
+    """A run on stand-in CLIs: `say` posts to the thread, `status` reads it, `stop` ends it."""
+    team = _team(
+        tmp_path,
+        {"ana.md": "---\nprovider: claude\n---\n", "rui.md": "---\nprovider: codex\n---\n"},
+    )
+    bin_dir = install_standins(tmp_path / "bin")
+    script = write_script(tmp_path / "script.json", {"default": {"post": "ok", "sleep": 0.05}})
+    env = standin_env(bin_dir, script)
+    run_dir = tmp_path / "run"
+    result: dict[str, object] = {}
+
+    def daemon() -> None:
+        from autodev_shell.clock import SystemClock
+
+        result["summary"] = start_run(
+            load_team(team),
+            run_dir,
+            run_id="t",
+            clock=SystemClock(),
+            env=env,
+            installed=frozenset({"claude", "codex"}),
+            timezone="UTC",
+            stop_at=datetime.now(UTC) + timedelta(seconds=60),
+        )
+
+    thread = threading.Thread(target=daemon)
+    thread.start()
+    try:
+        deadline = datetime.now(UTC) + timedelta(seconds=30)
+        while not run_db(run_dir).exists() and datetime.now(UTC) < deadline:
+            threading.Event().wait(0.05)
+        assert main(["say", "please", "review", "--run", str(run_dir)]) == 0
+        while datetime.now(UTC) < deadline:
+            store = RunStore.open(run_db(run_dir), check=False)
+            try:
+                texts = [p.text for p in store.thread()]
+            finally:
+                store.close()
+            if "please review" in texts and len(texts) >= 3:
+                break
+            threading.Event().wait(0.1)
+        assert main(["stop", "--run", str(run_dir)]) == 0
+    finally:
+        thread.join(timeout=60)
+    assert not thread.is_alive()
+    summary = result["summary"]
+    assert summary.status == "stopped"
+    store = RunStore.open(run_db(run_dir), check=False)
+    try:
+        thread_posts = store.thread()
+    finally:
+        store.close()
+    assert "please review" in [p.text for p in thread_posts]
+    assert {p.participant for p in thread_posts} >= {"ana", "rui", "user"}
+    status = _run_cli("status", "--run", str(run_dir))
+    assert status.returncode == 0
+    assert "status: stopped" in status.stdout
+    assert "confirmed by sqlite" in status.stdout
+    lane = _run_cli("lane", "ana", "--run", str(run_dir))
+    assert lane.returncode == 0 and "ana on claude" in lane.stdout
+
+
+def test_C6_demo_shows_failover_waits_and_persistence(tmp_path: Path) -> None:
+    from autodev_shell.demo import run_demo
+
+    summary, lines = run_demo(tmp_path / "demo", speed=1200.0, span=timedelta(hours=2))
+    text = "\n".join(lines)
+    assert summary.status == "stopped"
+    assert "hops along a failover chain (A11, A26): 0" not in text
+    assert "handovers to a colleague (A15, A36): 0" not in text
+    assert "waits with nothing able to run (A18, A27): 0" not in text
+    assert "confirmed by sqlite" in text
+    assert "integrity check: ok" in text
+    log = (tmp_path / "demo" / "run" / "autodev.log").read_text(encoding="utf-8")
+    assert "claude limited until" in log
+    assert "ana: claude limited → codex" in log
+    assert "codex could not be reached; trying it again at" in log
+    assert "codex is reachable again" in log
+    assert "eva failed on agy (agy exited with code 2); next attempt at" in log
