@@ -16,6 +16,7 @@ from autodev_shell.cli import main
 from autodev_shell.clock import FakeClock
 from autodev_shell.commands import run_db, start_run
 from autodev_shell.runlock import RunLock
+from autodev_shell.runner import RunSummary
 from autodev_shell.standins import install_standins, standin_env, write_script
 from autodev_shell.store import RunStore
 from autodev_shell.team import load_team
@@ -182,6 +183,7 @@ def test_C6_run_status_say_stop_through_real_stand_in_clis(tmp_path: Path) -> No
         thread.join(timeout=60)
     assert not thread.is_alive()
     summary = result["summary"]
+    assert isinstance(summary, RunSummary)
     assert summary.status == "stopped"
     store = RunStore.open(run_db(run_dir), check=False)
     try:
