@@ -61,6 +61,8 @@ SMALL_EVENT_MAX_BYTES = 16 * 1024
 SMALL_EVENTS_KEPT = 20
 #: After the CLI exits, how long to wait for the pipes to close before killing what holds them.
 DRAIN_SECONDS = 2.0
+#: How often a `cancel` interrupt is asked while a call runs.
+CANCEL_POLL_SECONDS = 0.2
 _READ_CHUNK = 64 * 1024
 #: Exit codes reported when the CLI could not be started at all (as a shell reports them).
 EXIT_NOT_FOUND = 127
@@ -500,6 +502,7 @@ def run_call(
 
     deadline = time.monotonic() + timeout
     next_check = time.monotonic() + check_interval
+    next_cancel_check = 0.0
     timed_out = stopped_early = cancelled = False
     early: Classification | None = None
     exited_at: float | None = None
@@ -527,9 +530,12 @@ def run_call(
                     _signal_group(proc.pid, signal.SIGKILL)
                     break
                 continue
-            if is_set(cancel):
-                cancelled = True
-                break
+            if cancel is not None and now_mono >= next_cancel_check:
+                # A callable cancel may query a store: ask it a few times a second, not per chunk.
+                next_cancel_check = now_mono + CANCEL_POLL_SECONDS
+                if is_set(cancel):
+                    cancelled = True
+                    break
             if now_mono >= deadline:
                 timed_out = True
                 break
@@ -547,6 +553,15 @@ def run_call(
                 if seen.kind == "network":  # A37: it would retry without end
                     stopped_early, early = True, seen
                     break
+        # Both pipes closed but the CLI runs on: wait for it, still bounded by timeout and cancel.
+        while not (timed_out or stopped_early or cancelled) and proc.poll() is None:
+            if time.monotonic() >= deadline:
+                timed_out = True
+            elif is_set(cancel):
+                cancelled = True
+            else:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=CANCEL_POLL_SECONDS)
         if proc.poll() is None:
             _stop_group(proc, kill_grace)
         # Whatever the group wrote before it died.

@@ -378,3 +378,9 @@ def test_C8_a_failing_sink_does_not_fail_the_call(standins: Callable[..., dict[s
     result = _run(standins({"codex": [{"post": "fine"}]}), "codex", sink=sink)
     assert result.post == "fine"
     assert result.sink_error is not None and "No space left" in result.sink_error
+
+
+def test_C1_a_cli_that_closes_its_pipes_is_still_waited_for() -> None:
+    code = "import os, time\nos.close(1)\nos.close(2)\ntime.sleep(0.5)\nraise SystemExit(3)\n"
+    result = run_call((sys.executable, "-c", code), provider="agy", timeout=30)
+    assert (result.exit_code, result.timed_out) == (3, False)
