@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autodev_shell.clock import FakeClock, ScaledClock, SystemClock
+from autodev_shell.clock import FakeClock, ScaledClock, SystemClock, local_zone
 from autodev_shell.sleeper import (
     DEFAULT_SLICE_SECONDS,
     countdown_text,
@@ -208,3 +208,11 @@ def test_C7_countdown_on_another_day_names_the_date() -> None:
 )
 def test_C7_time_left_rounds_up_to_the_minute(seconds: float, text: str) -> None:
     assert format_left(seconds) == text
+
+
+def test_A3_local_zone_is_named_from_TZ(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TZ", "Europe/Lisbon")
+    assert local_zone() == ZoneInfo("Europe/Lisbon")
+    monkeypatch.setenv("TZ", "Not/AZone")
+    zone = local_zone()  # falls back to /etc/localtime or the current offset
+    assert datetime(2026, 12, 1, tzinfo=zone).utcoffset() is not None
