@@ -74,8 +74,10 @@ _AGY_PHRASE = re.compile(
 )
 # Near the phrase: a warning, the context window, or an API rate limit is not a usage limit.
 _VETO = re.compile(
-    r"approaching|\d{1,3}\s?%\s+of|\bused\s+\d|context|\btokens?\s+limit|\bturns?\s+limit"
-    r"|\brate\s+limit\s+reached|\bretry\s+limit",
+    r"approaching|\d{1,3}\s?%\s+of|\bused\s+\d|context"
+    r"|\b(?:tokens?|turns?|rate|retry|output|memory|recursion|depth|size|length|iterations?"
+    r"|steps?|budget|loop|calls?|characters?|lines?|pages?|attempts?|timeout|time|file|upload"
+    r"|attachment|payload|concurrency|connection)\s+limits?\b",
     re.IGNORECASE,
 )
 # Capacity is not a quota: "no capacity" without a quota word is "other" (A4, A7).

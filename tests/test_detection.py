@@ -118,6 +118,9 @@ def test_A2_usage_limit_try_again_in_hours() -> None:
         "Context limit reached · /compact or /clear to continue",
         "Claude Opus 4 limit reached, now using Sonnet 4",
         "API Error: Rate limit reached",
+        "Error: Output limit reached for this response",
+        "Maximum recursion limit reached",
+        "Tool call limit reached (25); stopping.",
     ],
 )
 def test_A7_warnings_context_and_fallbacks_are_not_limits(text: str) -> None:
