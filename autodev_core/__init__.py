@@ -2,22 +2,103 @@
 
 No I/O, clock, sleep, randomness, subprocess, environment or logging lives in this package;
 time is an argument and log lines are effects. `autodev_shell` carries the effects out.
+
+The names of SPEC D are re-exported here and are stable; so are the scheduler's events and
+effects, which an orchestrator needs to drive `step` from its own loop.
 """
 
 from __future__ import annotations
 
 from .classification import Classification, LimitNotice
+from .detection import classify_output, detect_limit, detect_network_error
 from .engine import PROVIDERS, Engine
 from .errors import AutodevError, ConfigError
+from .identity import RunIdentity, ids_equivalent, resolve_active_identity
 from .participant import Participant, parse_participant
+from .persistence import (
+    DEFAULT_TIERS,
+    Accepted,
+    PersistenceState,
+    Queued,
+    TierRoles,
+    TurnGate,
+    reduce_persistence,
+    tier_role,
+    turn_gate,
+)
+from .scenario import CallAnswer, Scenario, parse_scenario
+from .scheduler import (
+    CallEnded,
+    Effect,
+    Event,
+    GateApproved,
+    GateRequested,
+    Log,
+    MessageArrived,
+    PauseRequested,
+    ResumeRequested,
+    RunStarted,
+    SchedulerConfig,
+    SchedulerState,
+    Sleep,
+    StartCall,
+    StatusChanged,
+    StopRequested,
+    Woke,
+    call_ended,
+    initial_state,
+    next_deadline,
+    step,
+)
+from .simulation import simulate
 
 __all__ = [
+    "DEFAULT_TIERS",
     "PROVIDERS",
+    "Accepted",
     "AutodevError",
+    "CallAnswer",
+    "CallEnded",
     "Classification",
     "ConfigError",
+    "Effect",
     "Engine",
+    "Event",
+    "GateApproved",
+    "GateRequested",
     "LimitNotice",
+    "Log",
+    "MessageArrived",
     "Participant",
+    "PauseRequested",
+    "PersistenceState",
+    "Queued",
+    "ResumeRequested",
+    "RunIdentity",
+    "RunStarted",
+    "Scenario",
+    "SchedulerConfig",
+    "SchedulerState",
+    "Sleep",
+    "StartCall",
+    "StatusChanged",
+    "StopRequested",
+    "TierRoles",
+    "TurnGate",
+    "Woke",
+    "call_ended",
+    "classify_output",
+    "detect_limit",
+    "detect_network_error",
+    "ids_equivalent",
+    "initial_state",
+    "next_deadline",
     "parse_participant",
+    "parse_scenario",
+    "reduce_persistence",
+    "resolve_active_identity",
+    "simulate",
+    "step",
+    "tier_role",
+    "turn_gate",
 ]

@@ -1,0 +1,83 @@
+"""SPEC D: the public contract, exported from `autodev_core` with the documented shapes."""
+
+from __future__ import annotations
+
+import inspect
+from datetime import UTC, datetime
+
+import autodev_core
+from autodev_core import (
+    DEFAULT_TIERS,
+    Accepted,
+    Engine,
+    PersistenceState,
+    Queued,
+    TierRoles,
+    classify_output,
+    detect_limit,
+    parse_participant,
+    reduce_persistence,
+    tier_role,
+)
+
+SPEC_D_NAMES = (
+    "Engine", "parse_participant", "ConfigError", "detect_limit", "LimitNotice",
+    "classify_output", "PersistenceState", "Queued", "Accepted", "reduce_persistence",
+    "TierRoles", "DEFAULT_TIERS", "tier_role",
+)
+
+
+def test_D_every_name_is_exported_from_the_package() -> None:
+    for name in SPEC_D_NAMES:
+        assert name in autodev_core.__all__, name
+        assert getattr(autodev_core, name) is not None
+
+
+def test_D_keyword_only_signatures() -> None:
+    def kwonly(function: object) -> set[str]:
+        params = inspect.signature(function).parameters.values()  # type: ignore[arg-type]
+        return {p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY}
+
+    assert {"id", "source"} <= kwonly(parse_participant)
+    for detector in (detect_limit, classify_output):
+        assert {"stdout", "stderr", "exit_code", "now", "local_tz"} <= kwonly(detector)
+    assert "tiers" in kwonly(reduce_persistence)
+
+
+def test_D_engine_and_participant() -> None:
+    assert Engine.parse("claude:sonnet") == Engine(provider="claude", model="sonnet")
+    assert str(Engine.parse("claude:sonnet")) == "claude:sonnet"
+    p = parse_participant("---\nprovider: codex\ngate: true\n---\nbody", id="rui")
+    assert (p.id, p.provider, p.model, p.failover, p.gate, p.prompt) == (
+        "rui", "codex", None, (), True, "body")
+
+
+def test_D_detectors_return_the_documented_values() -> None:
+    now = datetime(2026, 12, 1, 9, tzinfo=UTC)
+    notice = detect_limit("claude", stdout="Claude AI usage limit reached|1796200000",
+                          now=now, local_tz=UTC)
+    assert notice is not None and notice.provider == "claude"
+    assert notice.reset_at == datetime.fromtimestamp(1796200000, UTC)
+    assert classify_output("codex", stderr="getaddrinfo ENOTFOUND api.openai.com", exit_code=1,
+                           now=now, local_tz=UTC).kind == "network"
+    assert classify_output("codex", stdout="all good", exit_code=0, now=now,
+                           local_tz=UTC).kind == "other"
+
+
+def test_D_persistence_defaults_and_tiers() -> None:
+    state = PersistenceState()
+    assert state.pending_persist is False and state.writes_blocked is False
+    assert state.last_accepted_revision == 0 and state.queued_revision == 0
+    assert state.accepted_tier == "none" and state.last_recoverable_tier == "none"
+    assert state.queued_run_id == ""
+    assert DEFAULT_TIERS == TierRoles(
+        canonical=frozenset({"sqlite"}), recovery_only=frozenset({"shadow", "checkpoint"}),
+        replica_only=frozenset({"search"}),
+    )
+    assert [tier_role(t) for t in (" SQLite ", "shadow", "search", "none", "")] == [
+        "canonical", "recovery-only", "replica-only", "unknown", "unknown"]
+    queued = reduce_persistence(state, Queued(2, "run-a"))
+    assert queued.pending_persist and queued.writes_blocked and queued.queued_revision == 2
+    done = reduce_persistence(queued, Accepted("sqlite", 2))
+    assert not done.pending_persist and done.last_accepted_revision == 2
+    assert reduce_persistence(queued, Accepted("shadow", 5)) == queued
