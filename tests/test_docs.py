@@ -1,0 +1,24 @@
+"""Documentation that runs: the orchestrator guide's example prints what the page says."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+from pathlib import Path
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+
+
+def _blocks(text: str, language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", text, flags=re.DOTALL)
+
+
+def test_the_orchestrator_guide_example_prints_what_the_page_shows() -> None:
+    page = (DOCS / "orchestrators.md").read_text(encoding="utf-8")
+    (code,) = _blocks(page, "python")
+    (shown,) = _blocks(page, "text")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, "docs/orchestrators.md", "exec"), {"__name__": "docs_example"})
+    assert out.getvalue() == shown
