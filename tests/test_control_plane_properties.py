@@ -17,7 +17,7 @@ from hypothesis.stateful import (
 )
 
 from autodev_core.identity import RecoveryHint, RunIdentity, ids_equivalent
-from autodev_core.mutation import LOAD_STATES, MutationContext
+from autodev_core.mutation import LOAD_STATES, MutationContext, mutation_block_reason
 from autodev_core.persistence import (
     DEFAULT_TIERS,
     Accepted,
@@ -46,6 +46,7 @@ from autodev_core.replicas import (
     audit_replicas,
     combine_sync_results,
     plan_checkpoint,
+    plan_checkpoint_restore,
     plan_replica_sync,
 )
 from autodev_core.serialization import from_json, from_yaml, to_json, to_yaml
@@ -275,6 +276,67 @@ def test_B16_every_step_is_reported_and_failures_are_independent(
                                      if ok)
 
 
+@given(st.none() | st.integers(-1, 20), st.none() | st.integers(-1, 20))
+def test_B14_restore_never_overwrites_a_newer_primary(
+    primary: int | None, checkpoint: int | None
+) -> None:
+    decision = plan_checkpoint_restore(primary, checkpoint)
+    if decision.allowed:
+        assert checkpoint is not None and checkpoint > 0
+        assert primary is None or primary < checkpoint
+
+
+# --- mutation gate and retried turns ------------------------------------------------------------
+
+mutation_contexts = st.builds(
+    MutationContext, identities, st.sampled_from(LOAD_STATES), st.booleans(), st.booleans(),
+    st.booleans(), st.booleans(),
+)
+
+
+@given(mutation_contexts, st.sampled_from(["append to the thread", "restore the run"]))
+def test_B10_B11_writing_allowed_exactly_when_nothing_blocks(
+    context: MutationContext, operation: str
+) -> None:
+    reason = mutation_block_reason(operation, context)
+    settled = context.load_state in ("loaded", "empty-confirmed") or (
+        context.store_ready and context.load_state in ("loading", "shadow-restored")
+    )
+    allowed = (
+        not context.restore_lock and context.identity.is_active and settled
+        and not context.writes_blocked and context.initialised
+    )
+    assert (reason is None) == allowed
+    if reason is not None:
+        assert reason.startswith(f"Cannot {operation}: ") and reason.endswith(".")
+
+
+retried_turns = st.builds(
+    TurnStart, turn_type=st.sampled_from(["normal", "retry", "failover", "continue", "swipe"]),
+    parent_input_id=st.sampled_from(["m1", "m2"]), parent_text=st.sampled_from(["a", "b"]),
+    committed_revision=st.integers(0, 5), working_revision=st.integers(0, 5),
+)
+matching_records = st.none() | st.builds(
+    InputRecord, st.sampled_from(["m1", "m2"]), st.sampled_from(["a", "b"]), st.text(max_size=3)
+)
+
+
+@given(retried_turns, matching_records)
+def test_B19_B20_reapply_only_the_matching_record_and_always_roll_back(
+    turn: TurnStart, record: InputRecord | None
+) -> None:
+    plan = plan_turn_input(turn, record)
+    matches = (
+        record is not None and record.parent_input_id == turn.parent_input_id
+        and record.bound_text == turn.parent_text
+    )
+    assert (plan.action == "reapply") == (plan.kind == "no-new-input" and matches)
+    if plan.action == "reapply":
+        assert record is not None and plan.context == record.context
+    assert plan.rollback.required == (turn.working_revision > turn.committed_revision)
+    assert plan.rollback.to_revision == turn.committed_revision
+
+
 # --- 0.3: every value round-trips -------------------------------------------------------------
 
 turn_starts = st.builds(
@@ -293,8 +355,7 @@ values: st.SearchStrategy[tuple[Any, Any]] = st.one_of(
     st.builds(plan_stale_pending_clear, states, identities).map(lambda v: (v, StalePendingPlan)),
     st.builds(turn_gate, states, identities, recovery=recoveries, marker=markers).map(
         lambda v: (v, TurnGate)),
-    st.builds(MutationContext, identities, st.sampled_from(LOAD_STATES), st.booleans(),
-              st.booleans(), st.booleans(), st.booleans()).map(lambda v: (v, MutationContext)),
+    mutation_contexts.map(lambda v: (v, MutationContext)),
     st.builds(audit_replicas, st.none() | st.integers(-1, 9), unique_replicas).map(
         lambda v: (v, ReplicaAudit)),
     st.builds(plan_replica_sync, st.none() | st.integers(-1, 9), unique_replicas,
