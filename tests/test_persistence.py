@@ -356,3 +356,9 @@ def test_C6_describe_persistence() -> None:
     )
     blocked = reduce_persistence(state, Queued(6, "run-7"))
     assert "writes blocked" in describe_persistence(blocked)
+
+
+def test_B7_B8_applying_an_old_plan_never_lowers_last_accepted_revision() -> None:
+    old_plan = StalePendingPlan("clear-stale-pending", "clear-stale-pending", 2, 2, "sqlite")
+    state = pending(3, last_accepted_revision=5, accepted_tier="sqlite")
+    assert apply_stale_pending_plan(state, old_plan).last_accepted_revision == 5
