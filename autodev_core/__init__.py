@@ -15,6 +15,7 @@ from .engine import PROVIDERS, Engine
 from .errors import AutodevError, ConfigError
 from .identity import RunIdentity, ids_equivalent, resolve_active_identity
 from .participant import Participant, parse_participant
+from .posts import extract_post
 from .persistence import (
     DEFAULT_TIERS,
     Accepted,
@@ -90,6 +91,7 @@ __all__ = [
     "classify_output",
     "detect_limit",
     "detect_network_error",
+    "extract_post",
     "ids_equivalent",
     "initial_state",
     "next_deadline",
