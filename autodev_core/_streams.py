@@ -114,7 +114,8 @@ def _event_pieces(event: dict[str, Any]) -> Iterator[Piece | RateLimitEvent | bo
         if isinstance(info, dict):
             status = info.get("status")
             resets = info.get("resetsAt")
-            if isinstance(status, str):
+            # A turn that went on on extra usage (overage) was not stopped by the window.
+            if isinstance(status, str) and info.get("isUsingOverage") is not True:
                 yield RateLimitEvent(
                     status=status,
                     resets_at=_number(resets),

@@ -506,3 +506,13 @@ def test_A5_codex_stderr_transcript_prompt_and_messages_are_not_cli_words() -> N
         assert limit("codex", stderr=transcript + f"{ts}ERROR: {quote}\n") is not None
     # The same transcript from another CLI is read whole: only codex writes it.
     assert limit("agy", stderr=f"user\n{quote}\n") is not None
+
+
+def test_A2_a_rejected_window_served_by_extra_usage_is_not_a_limit() -> None:
+    info = {"status": "rejected", "resetsAt": 1796122800, "rateLimitType": "five_hour",
+            "overageStatus": "allowed", "isUsingOverage": True}
+    line = json.dumps({"type": "rate_limit_event", "rate_limit_info": info})
+    assert limit("claude", stdout=line) is None
+    info["isUsingOverage"] = False
+    line = json.dumps({"type": "rate_limit_event", "rate_limit_info": info})
+    assert limit("claude", stdout=line) is not None
