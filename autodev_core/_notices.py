@@ -29,7 +29,7 @@ from datetime import datetime, tzinfo
 import attrs
 
 from ._bounded import Meter, keyword_hits, match, search, window
-from ._resets import from_duration, read_when
+from ._resets import from_duration, read_duration, read_when
 
 # How far around a keyword the phrase and its reset are looked for (characters).
 _BEFORE = 80
@@ -97,10 +97,13 @@ _CUE = re.compile(
     r"|(?P<word>will\s+reset|\bresets?\b|\btry\s+again\b|\bretry\s+(?:after|in)\b"
     r"|available\s+again"
     r"|regain\s+access|\buntil\b)"
-    r"|(?P<key>\"?(?:quotaResetTimeStamp|resets_at|reset_at|resetsAt|quotaResetDelay)\"?\s*[:=]\s*\"?)"
-    r"|(?P<secs>\"?(?:resets_in_seconds|retryDelay)\"?\s*[:=]\s*\"?(?P<n>\d{1,9}(?:\.\d{1,9})?)s?)",
+    r"|(?P<key>\"?(?:quotaResetTimeStamp|resets?_?at|reset_?time)\"?\s*[:=]\s*\"?)"
+    r"|(?P<delay>\"?(?:quotaResetDelay|retryDelay|retry[-_]?after(?:_?seconds)?"
+    r"|resets?_?after(?:_?seconds)?|resets?_?in(?:_?seconds)?|retry_?in)\"?\s*[:=]\s*\"?)",
     re.IGNORECASE,
 )
+# A delay written as a bare number (`"resets_in_seconds": 13872`, `Retry-After: 120`) is seconds.
+_SECONDS = re.compile(r"\s*(?P<n>\d{1,9}(?:\.\d{1,9})?)(?![\d.]|\s?[a-zA-Z])")
 _MAX_CUES = 8
 # `Claude Opus 4 limit reached, now using Sonnet 4`: the call went on, on another model.
 _SWITCHED = re.compile(r"\W{0,4}now\s+using\b", re.IGNORECASE)
@@ -144,10 +147,16 @@ def _read_reset(
         if cue is None:
             break
         cue_end = pos + cue.end()
-        if cue.group("secs"):
-            reset = from_duration(float(cue.group("n")), now)
-            if reset is not None:
-                return reset, cue_end
+        if cue.group("delay"):
+            rest = win[cue_end:reach]
+            seconds = match(_SECONDS, rest, meter)
+            written = (float(seconds.group("n")), seconds.end()) if seconds else (
+                read_duration(rest, meter)
+            )
+            if written is not None:
+                reset = from_duration(written[0], now)
+                if reset is not None:
+                    return reset, cue_end + written[1]
         else:
             read = read_when(win[cue_end:], now, local_tz, meter)
             if read is not None and read[0] is not None:

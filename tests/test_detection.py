@@ -516,3 +516,19 @@ def test_A2_a_rejected_window_served_by_extra_usage_is_not_a_limit() -> None:
     info["isUsingOverage"] = False
     line = json.dumps({"type": "rate_limit_event", "rate_limit_info": info})
     assert limit("claude", stdout=line) is not None
+
+
+@pytest.mark.parametrize(
+    ("line", "delta"),
+    [
+        ('AGY_ERROR: {"status": "RESOURCE_EXHAUSTED", "retryAfter": "2h31m33s"}',
+         timedelta(hours=2, minutes=31, seconds=33)),
+        ('AGY_ERROR: {"code": 429, "retry_after_seconds": 120}', timedelta(seconds=120)),
+        ('AGY_ERROR: {"code": 429, "resets_in_seconds": 13872}', timedelta(seconds=13872)),
+        ('AGY_ERROR: {"code": 429, "quotaResetDelay": "25h20m26.17s"}',
+         timedelta(hours=25, minutes=20, seconds=26.17)),
+    ],
+)
+def test_A4_agy_error_json_delay_keys(line: str, delta: timedelta) -> None:
+    notice = limit("agy", stdout=line)
+    assert notice is not None and notice.reset_at == NOW + delta
