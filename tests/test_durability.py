@@ -20,7 +20,12 @@ from autodev_core.identity import RunIdentity, resolve_active_identity
 from autodev_core.persistence import PersistenceState
 from autodev_core.replicas import PRIMARY_CHECKPOINT_SOURCE_EMPTY
 from autodev_core.serialization import from_json
-from autodev_shell.checkpoint import CheckpointWrite, read_checkpoint, read_shadow
+from autodev_shell.checkpoint import (
+    CheckpointWrite,
+    ReplicaFileError,
+    read_checkpoint,
+    read_shadow,
+)
 from autodev_shell.durability import Durability, PersistResult, SearchRebuild
 from autodev_shell.store import NewPost, RunStore, Snapshot
 
@@ -313,3 +318,22 @@ def test_C3_nothing_acknowledged_is_ever_lost_or_duplicated(steps: list[str]) ->
         assert not state.pending_persist
         assert state.last_accepted_revision == revision or revision == 0
         rig.store.close()
+
+
+def test_C3_an_unreadable_shadow_copy_stops_the_start_naming_it(rig: Rig) -> None:
+    """It may hold the only copy of uncommitted revisions: never dropped silently."""
+    rig.durability.shadow_file.write_text("{ half a shadow")
+    with pytest.raises(ReplicaFileError) as info:
+        rig.restart()
+    assert str(rig.durability.shadow_file) in str(info.value)
+    assert rig.durability.shadow_file.read_text() == "{ half a shadow"
+
+
+def test_C3_an_unreadable_checkpoint_is_rewritten_by_the_next_sync(rig: Rig) -> None:
+    rig.persist(1)
+    rig.durability.checkpoint_file.write_text("garbage")
+    rig.restart()
+    result = rig.persist(2)
+    assert result.checkpoint is not None and result.checkpoint.ok
+    ckpt = read_checkpoint(rig.durability.checkpoint_file)
+    assert ckpt is not None and ckpt.revision == 2
