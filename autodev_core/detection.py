@@ -27,9 +27,18 @@ from ._bounded import Meter
 from ._failures import scan_login, scan_network
 from ._notices import Found, scan_limit
 from ._resets import from_epoch
-from ._streams import Output, cut, examinable
+from ._streams import MODEL_TEXT_MAX_CHARS, Output, cut, examinable
 from .classification import Classification, LimitNotice
 from .engine import PROVIDERS
+
+__all__ = [
+    "LIMIT_STATUSES",
+    "MODEL_TEXT_MAX_CHARS",
+    "classify_output",
+    "detect_limit",
+    "detect_login_error",
+    "detect_network_error",
+]
 
 # A2: claude's `rate_limit_event` statuses that are limits. `allowed` and `allowed_warning`
 # come on every healthy turn (often with `overageStatus: "rejected"`) and are never limits.
