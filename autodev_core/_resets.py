@@ -45,6 +45,11 @@ _MONTHS = {
     "jan": 1, "feb": 2, "mar": 3, "apr": 4, "may": 5, "jun": 6,
     "jul": 7, "aug": 8, "sep": 9, "oct": 10, "nov": 11, "dec": 12,
 }
+# Day-first dates in the other languages codex is localised to (`10 de jul. de 2026, 11:52`).
+_MONTHS_DAY_FIRST = {
+    **_MONTHS, "fev": 2, "abr": 4, "mai": 5, "ago": 8, "set": 9, "out": 10, "dez": 12,
+    "dic": 12, "ene": 1,
+}
 _WEEKDAYS = {"mon": 0, "tue": 1, "wed": 2, "thu": 3, "fri": 4, "sat": 5, "sun": 6}
 
 _DATETIME = re.compile(
@@ -55,6 +60,11 @@ _DATETIME = re.compile(
        (?P<day>\d{1,2})(?:st|nd|rd|th)?(?![\d:])
        (?:,?\s+(?P<year>\d{4})(?!\d))?
        (?:\s*,\s*|\s+at\s+|\s+)?
+      |(?P<dday>\d{1,2})(?:st|nd|rd|th)?\s+(?:de\s+)?
+       (?P<dmon>jan|feb|fev|mar|apr|abr|may|mai|jun|jul|aug|ago|sep|set|oct|out|nov|dec|dez|dic
+         |ene)[a-z]{0,6}\.?,?\s+(?:de\s+)?
+       (?:(?P<dyear>\d{4})(?!\d))?
+       (?:\s*,\s*|\s+(?:at|às|a\s+las)\s+|\s+)?
     )?
     (?:(?P<hour>\d{1,2})(?::(?P<minute>\d{2}))?(?::\d{2})?\s?
        (?P<ampm>[ap]\.?\s?m\b\.?)?(?![\d:]))?
@@ -215,7 +225,7 @@ def read_datetime(
     if iso is not None:
         return iso
     found = match(_DATETIME, text, meter)
-    if not found or not (found.group("hour") or found.group("mon")):
+    if not found or not (found.group("hour") or found.group("mon") or found.group("dmon")):
         return None
     hour_text, minute_text, ampm = found.group("hour"), found.group("minute"), found.group("ampm")
     if hour_text and not (minute_text or ampm):
@@ -232,13 +242,17 @@ def read_datetime(
     local_now = now.astimezone(zone)
     clock = time(hour, minute)
     end = found.end()
-    if found.group("mon"):
-        month = _MONTHS[found.group("mon").lower()[:3]]
-        day = int(found.group("day"))
-        if found.group("year"):
-            return _at(date_or_none(int(found.group("year")), month, day), clock, zone, now), end
-        for year in range(local_now.year, local_now.year + 9):  # next occurrence (Feb 29 too)
-            reset = _at(date_or_none(year, month, day), clock, zone, now)
+    if found.group("mon") or found.group("dmon"):
+        if found.group("mon"):
+            month = _MONTHS[found.group("mon").lower()[:3]]
+            day, year = int(found.group("day")), found.group("year")
+        else:
+            month = _MONTHS_DAY_FIRST[found.group("dmon").lower()[:3]]
+            day, year = int(found.group("dday")), found.group("dyear")
+        if year:
+            return _at(date_or_none(int(year), month, day), clock, zone, now), end
+        for candidate in range(local_now.year, local_now.year + 9):  # next occurrence (Feb 29)
+            reset = _at(date_or_none(candidate, month, day), clock, zone, now)
             if reset is not None:
                 return reset, end
         return None, end
