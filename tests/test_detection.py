@@ -532,3 +532,16 @@ def test_A2_a_rejected_window_served_by_extra_usage_is_not_a_limit() -> None:
 def test_A4_agy_error_json_delay_keys(line: str, delta: timedelta) -> None:
     notice = limit("agy", stdout=line)
     assert notice is not None and notice.reset_at == NOW + delta
+
+
+@pytest.mark.parametrize(
+    ("written", "expected"),
+    [
+        ("10 de jul. de 2027, 11:52", datetime(2027, 7, 10, 11, 52, tzinfo=LISBON)),
+        ("29 Apr 2027 6:49 AM", datetime(2027, 4, 29, 6, 49, tzinfo=LISBON)),
+        ("3 de dez. de 2026, 09:00", datetime(2026, 12, 3, 9, 0, tzinfo=LISBON)),
+    ],
+)
+def test_A3_localised_day_first_dates(written: str, expected: datetime) -> None:
+    text = f"You've hit your usage limit. Upgrade your plan to continue, or try again at {written}."
+    assert reset_of("codex", text) == expected
