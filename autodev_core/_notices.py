@@ -209,7 +209,8 @@ def _confirm(
     veto_from = max(0, start - 24, win.rfind("\n", 0, start) + 1)
     if search(_VETO, win[veto_from:end], meter) or match(_SWITCHED, win[end:], meter):
         return None
-    if search(_CAPACITY, win, meter) and not search(_QUOTA_WORD, win, meter):
+    # A bare 429 / RESOURCE_EXHAUSTED next to a capacity error is the capacity error.
+    if agy_only and search(_CAPACITY, win, meter) and not search(_QUOTA_WORD, win, meter):
         return None
     reset, reset_end = _read_reset(win, start, now, local_tz, meter)
     return Found(text=_line_around(win, start, max(end, reset_end)), reset_at=reset)
