@@ -274,8 +274,9 @@ def cut(stdout: str, stderr: str, provider: str = "") -> Output:
     stdout, stderr = strip_ansi(stdout), strip_ansi(stderr)
     for raw in stdout.splitlines():
         line = raw.strip()
-        if line.startswith(_AGY_ERROR):  # agy's own structured error line (A4)
-            payload = line[len(_AGY_ERROR) :].strip()
+        marker = line.find(_AGY_ERROR, 0, 40 + len(_AGY_ERROR))
+        if marker != -1:  # agy's own structured error line (A4), perhaps after a timestamp
+            payload = line[marker + len(_AGY_ERROR) :].strip()
             parsed = _as_events(payload)
             pieces.append(
                 Piece(text=payload, origin="cli", where="event")

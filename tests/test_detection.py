@@ -545,3 +545,9 @@ def test_A4_agy_error_json_delay_keys(line: str, delta: timedelta) -> None:
 def test_A3_localised_day_first_dates(written: str, expected: datetime) -> None:
     text = f"You've hit your usage limit. Upgrade your plan to continue, or try again at {written}."
     assert reset_of("codex", text) == expected
+
+
+def test_A4_agy_error_line_after_a_prefix() -> None:
+    line = '[12:00:01] AGY_ERROR: {"code": 429, "message": "Quota reached. Resets in 1h."}'
+    notice = limit("agy", stdout="some answer text\n" + line)
+    assert notice is not None and notice.reset_at == NOW + timedelta(hours=1)
