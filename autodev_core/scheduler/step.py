@@ -390,10 +390,17 @@ def _reroute(d: _Draft, now: datetime, runner: int, source: Engine, unreachable:
             d.log(now, logs.hop_limited(member.id, source, target))
         _start(d, now, runner, position, owner)
         return
-    if _keeps_turn(d, owner):
+    found: tuple[int, int] | None = None
+    if runner != owner:
+        # A colleague's chain is exhausted: the owner itself comes first if it can run now.
+        own = d.earliest_free(owner, now)
+        if own is not None:
+            found = (owner, own)
+    if found is None and _keeps_turn(d, owner):
         _wait_for_own(d, now, owner)
         return
-    found = _colleague(d, now, owner)
+    if found is None:
+        found = _colleague(d, now, owner)
     if found is None:
         _wait_for_anyone(d, now)
         return
@@ -581,8 +588,10 @@ _ALL: Final[frozenset[Status]] = frozenset(
     ("running", "rate_limited", "unreachable", "backing_off", "paused", "stopped")
 )
 _WAITS: Final[tuple[Status, ...]] = ("rate_limited", "unreachable", "backing_off")
+#: Starting a turn runs a call, waits for an engine or provider, or stops at a limit (A43);
+#: only a call's end can lead to a failure wait or a pause.
 _AFTER_DECIDING: Final[frozenset[Status]] = frozenset(
-    ("running", "rate_limited", "unreachable", "backing_off", "stopped")
+    ("running", "rate_limited", "unreachable", "stopped")
 )
 
 
@@ -610,7 +619,7 @@ def _table() -> Mapping[tuple[Status, type], tuple[Handler, frozenset[Status]]]:
     t[("running", MessageArrived)] = (_on_message, frozenset(("running",)))
     t[("running", GateApproved)] = (_on_gate_approved, frozenset(("running",)))
     for status in _WAITS:
-        t[(status, Woke)] = (_on_woke, _AFTER_DECIDING)
+        t[(status, Woke)] = (_on_woke, _AFTER_DECIDING | {status})  # early: sleep on
         t[(status, GateApproved)] = (_on_gate_approved, _AFTER_DECIDING)
     t[("backing_off", MessageArrived)] = (_on_message_in_backoff, _AFTER_DECIDING)
     t[("rate_limited", MessageArrived)] = (_on_message, frozenset(("rate_limited",)))

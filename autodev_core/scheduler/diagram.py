@@ -1,0 +1,25 @@
+"""A mermaid state diagram of the run's statuses, generated from `TRANSITIONS` (STYLE: h2).
+
+docs/scheduler.md embeds exactly this text (a test checks it), so the picture cannot drift from
+the code.
+"""
+
+from __future__ import annotations
+
+from .effects import STATUSES
+from .step import TRANSITIONS
+
+
+def mermaid() -> str:
+    """`stateDiagram-v2` text: one edge per (from, to) pair, labelled with the events, sorted."""
+    edges: dict[tuple[str, str], set[str]] = {}
+    for (source, event_type), (_handler, targets) in TRANSITIONS.items():
+        for target in targets:
+            if target != source:
+                edges.setdefault((source, target), set()).add(event_type.__name__)
+    order = {status: i for i, status in enumerate(STATUSES)}
+    lines = ["stateDiagram-v2", "    [*] --> stopped"]
+    for source, target in sorted(edges, key=lambda e: (order[e[0]], order[e[1]])):
+        label = ", ".join(sorted(edges[(source, target)]))
+        lines.append(f"    {source} --> {target} : {label}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,464 @@
+"""A reusable Hypothesis harness for the scheduler (SPEC 0.4), shipped like `zarr.testing`.
+
+Orchestrators that import autodev can property-test the scheduler against their own teams:
+
+    from autodev_core.testing import SchedulerMachine, scheduler_configs
+    class MyTeam(SchedulerMachine):
+        configs = scheduler_configs(max_team=3)
+    TestMyTeam = MyTeam.TestCase
+
+`SchedulerMachine` feeds random interleavings of call outcomes (posts, notices with random
+resets, network errors, crashes, timeouts, empty turns, login failures), messages, clock jumps,
+stops, pauses, resumes and gates to `step`, and after every step checks the invariants of
+SPEC A against a tiny independent model. This module imports hypothesis; nothing else in
+`autodev_core` does.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import ClassVar
+
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+)
+
+from .classification import LimitNotice
+from .engine import PROVIDERS, Engine
+from .participant import Participant
+from .scheduler import logs
+from .scheduler.effects import STATUSES, Effect, Log, Sleep, StartCall, StatusChanged
+from .scheduler.events import (
+    CallEnded,
+    Event,
+    GateApproved,
+    GateRequested,
+    MessageArrived,
+    PauseRequested,
+    ResumeRequested,
+    RunStarted,
+    StopRequested,
+    Woke,
+)
+from .scheduler.policy import EMPTY_TURNS_PAUSE, GIVE_UP_AFTER, backoff_after
+from .scheduler.state import SchedulerConfig, SchedulerState, initial_state
+from .scheduler.step import TRANSITIONS, step
+from .serialization import from_json, from_yaml, to_json, to_yaml
+
+ZONES: tuple[str, ...] = ("UTC", "Europe/Lisbon", "America/New_York", "Asia/Tokyo")
+MODELS: tuple[str, ...] = ("opus", "sonnet", "haiku", "gpt-5", "flash")
+#: Failures are drawn often enough that the 12-failure and 3-empty-turn pauses get reached.
+OUTCOME_WEIGHTS: tuple[str, ...] = (
+    "post", "post", "post", "limit", "limit", "limit", "network", "network",
+    "exit", "exit", "timeout", "empty", "empty", "login",
+)
+
+
+# ------------------------------------------------------------------------------------------------
+# Strategies
+
+
+def engines(providers: tuple[str, ...] = PROVIDERS) -> st.SearchStrategy[Engine]:
+    """`provider` or `provider:model` (A9)."""
+    return st.builds(
+        Engine,
+        provider=st.sampled_from(providers),
+        model=st.none() | st.sampled_from(MODELS),
+    )
+
+
+@st.composite
+def participants(draw: st.DrawFn, *, id: str, installed: frozenset[str]) -> Participant:
+    """A participant with at least one installed entry (A10, A12)."""
+    provider = draw(st.sampled_from(PROVIDERS))
+    chain = draw(st.lists(engines(), max_size=3, unique=True))
+    chain = [e for e in chain if e != Engine(provider)]
+    entries = [Engine(provider), *chain]
+    if not any(e.provider in installed for e in entries):
+        chain.append(Engine(draw(st.sampled_from(sorted(installed)))))
+    return Participant(
+        id=id,
+        provider=provider,
+        model=draw(st.none() | st.sampled_from(MODELS)),
+        failover=tuple(chain),
+        gate=draw(st.sampled_from((False, False, True))),
+    )
+
+
+@st.composite
+def scheduler_configs(
+    draw: st.DrawFn, *, max_team: int = 6, limited_iterations: bool = True
+) -> SchedulerConfig:
+    """Random teams, chains, installed CLIs, zones and (sometimes) an iteration limit."""
+    installed = frozenset(draw(st.sets(st.sampled_from(PROVIDERS), min_size=1)))
+    size = draw(st.integers(min_value=1, max_value=max_team))
+    team = tuple(draw(participants(id=f"p{i}", installed=installed)) for i in range(size))
+    max_iterations = None
+    if limited_iterations:
+        max_iterations = draw(st.none() | st.integers(min_value=0, max_value=40))
+    return SchedulerConfig(
+        team=team,
+        installed=installed,
+        timezone=draw(st.sampled_from(ZONES)),
+        max_iterations=max_iterations,
+    )
+
+
+def instants() -> st.SearchStrategy[datetime]:
+    return st.datetimes(
+        min_value=datetime(2026, 1, 1), max_value=datetime(2027, 12, 31)
+    ).map(lambda naive: naive.replace(microsecond=0, tzinfo=UTC))
+
+
+def durations(max_hours: int = 6) -> st.SearchStrategy[timedelta]:
+    """Mostly short call durations and clock jumps, sometimes hours."""
+    return st.one_of(
+        st.integers(min_value=0, max_value=600).map(lambda s: timedelta(seconds=s)),
+        st.integers(min_value=0, max_value=max_hours * 60).map(lambda m: timedelta(minutes=m)),
+    )
+
+
+def reset_offsets() -> st.SearchStrategy[timedelta | None]:
+    """A notice's reset relative to the call's end: none readable, past, or up to two days."""
+    return st.none() | st.integers(min_value=-120, max_value=48 * 60).map(
+        lambda m: timedelta(minutes=m)
+    )
+
+
+# ------------------------------------------------------------------------------------------------
+# Expectations, computed independently of the reducer
+
+
+def back_at(state: SchedulerState, engine: Engine, now: datetime) -> datetime | None:
+    """When a lane entry is usable again (its engine's reset and its provider's retry), or None
+    when it is usable now (A8, A26, A38)."""
+    times = [r.until for r in state.limits if r.engine == engine and r.until > now]
+    times += [o.retry_at for o in state.outages if o.provider == engine.provider
+              and o.retry_at > now]
+    return max(times) if times else None
+
+
+def expected_wait(state: SchedulerState, now: datetime, runners: list[int]) -> datetime:
+    """A18/A35: the first instant any entry of `runners` is usable again."""
+    found = [back_at(state, e, now) for r in runners for e in state.config.lanes[r]]
+    assert all(t is not None for t in found), "a wait was chosen while an entry was usable"
+    return min(t for t in found if t is not None)
+
+
+def is_learned(message: str) -> bool:
+    """A39: the lines that say what was learned (the rest say what was decided)."""
+    return (
+        " limited until " in message
+        or " posted via " in message
+        or message.endswith(" is reachable again")
+        or " could not be reached; trying it again at " in message
+    )
+
+
+class SchedulerMachine(RuleBasedStateMachine):
+    """Random runs of the scheduler; every SPEC A invariant is checked after each step."""
+
+    #: Override to test your own teams (any strategy of `SchedulerConfig`).
+    configs: ClassVar[st.SearchStrategy[SchedulerConfig]] = scheduler_configs()
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.state: SchedulerState | None = None
+        self.now = datetime(2026, 12, 1, tzinfo=UTC)
+        self.failures = 0
+        self.empties: dict[str, int] = {}
+        self.steps = 0
+
+    # -- driving ---------------------------------------------------------------------------
+
+    @property
+    def s(self) -> SchedulerState:
+        assert self.state is not None
+        return self.state
+
+    def feed(self, event: Event) -> tuple[Effect, ...]:
+        before = self.s
+        frozen_before = to_json(before)
+        new, effects = step(before, event)
+        again, effects_again = step(before, event)
+        # Deterministic, and the input is never mutated (SPEC 0.1).
+        assert (again, effects_again) == (new, effects)
+        assert to_json(before) == frozen_before
+        self.check_step(before, event, new, effects)
+        self.state = new
+        self.steps += 1
+        return effects
+
+    @initialize(config=st.deferred(lambda: SchedulerMachine.configs), start=instants())
+    def start(self, config: SchedulerConfig, start: datetime) -> None:
+        self.state = initial_state(config)
+        self.now = start
+        self.empties = {p.id: 0 for p in config.team}
+        self.feed(RunStarted(now=start))
+
+    @precondition(lambda self: self.state is not None and self.state.call is not None)
+    @rule(
+        data=st.data(),
+        duration=durations(),
+        kind=st.sampled_from(OUTCOME_WEIGHTS),
+        posted_too=st.booleans(),
+        reset=reset_offsets(),
+        exit_code=st.integers(min_value=1, max_value=255),
+    )
+    def end_call(
+        self,
+        data: st.DataObject,
+        duration: timedelta,
+        kind: str,
+        posted_too: bool,
+        reset: timedelta | None,
+        exit_code: int,
+    ) -> None:
+        call = self.s.call
+        assert call is not None
+        self.now += duration
+        engine = call.engine
+        limit = None
+        if kind == "limit":
+            limit = LimitNotice(
+                provider=engine.provider,
+                reset_at=None if reset is None else self.now + reset,
+                text="limit",
+            )
+        if kind == "login" and engine.provider != "claude":
+            kind = "exit"  # A32: only claude has a login check
+        event = CallEnded(
+            now=self.now,
+            participant=call.participant,
+            engine=engine,
+            kind=kind,  # type: ignore[arg-type]
+            posted=kind == "post" or (kind == "limit" and posted_too),
+            limit=limit,
+            exit_code=exit_code if kind == "exit" else None,
+        )
+        self.feed(event)
+
+    @precondition(lambda self: self.state is not None and self.state.wait_until is not None)
+    @rule(early=st.booleans(), late=st.integers(min_value=0, max_value=300))
+    def wake(self, early: bool, late: int) -> None:
+        until = self.s.wait_until
+        assert until is not None
+        if early and self.now < until - timedelta(seconds=1):
+            self.now = until - timedelta(seconds=1)  # woke early: the core sleeps again
+        else:
+            # On time, or late as a suspended machine is (A20).
+            self.now = max(self.now, until) + timedelta(seconds=late)
+        self.feed(Woke(now=self.now))
+
+    @precondition(lambda self: self.state is not None)
+    @rule(jump=durations(max_hours=1))
+    def message(self, jump: timedelta) -> None:
+        if self.s.wait_until is not None:
+            self.now = min(self.now + jump, max(self.now, self.s.wait_until))
+        self.feed(MessageArrived(now=self.now))
+
+    @precondition(lambda self: self.state is not None and self.state.status != "stopped")
+    @rule()
+    def pause(self) -> None:
+        self.feed(PauseRequested(now=self.now))
+
+    @precondition(lambda self: self.state is not None and self.state.status == "paused")
+    @rule(jump=durations())
+    def resume(self, jump: timedelta) -> None:
+        self.now += jump
+        self.failures = 0
+        self.empties = dict.fromkeys(self.empties, 0)
+        self.feed(ResumeRequested(now=self.now))
+
+    @precondition(lambda self: self.state is not None and self.state.status != "stopped")
+    @rule()
+    def stop(self) -> None:
+        self.feed(StopRequested(now=self.now))
+
+    @precondition(lambda self: self.state is not None and self.state.status == "stopped")
+    @rule(jump=durations())
+    def restart(self, jump: timedelta) -> None:
+        self.now += jump
+        self.failures = 0
+        self.empties = dict.fromkeys(self.empties, 0)
+        self.feed(RunStarted(now=self.now))
+
+    @precondition(lambda self: self.state is not None)
+    @rule(data=st.data(), approve=st.booleans())
+    def gate(self, data: st.DataObject, approve: bool) -> None:
+        who = data.draw(st.sampled_from([p.id for p in self.s.config.team]))
+        if approve:
+            self.feed(GateApproved(now=self.now, participant=who))
+        else:
+            self.feed(GateRequested(now=self.now, participant=who))
+
+    # -- the invariants --------------------------------------------------------------------
+
+    def check_step(
+        self,
+        before: SchedulerState,
+        event: Event,
+        after: SchedulerState,
+        effects: tuple[Effect, ...],
+    ) -> None:
+        now = event.now
+        # The table (h2): the status reached is one the table allows.
+        _handler, targets = TRANSITIONS[(before.status, type(event))]
+        assert after.status in targets
+        starts = [e for e in effects if isinstance(e, StartCall)]
+        sleeps = [e for e in effects if isinstance(e, Sleep)]
+        messages = [e.message for e in effects if isinstance(e, Log)]
+        assert len(starts) <= 1 and len(sleeps) <= 1 and not (starts and sleeps)
+        for effect in effects:
+            assert getattr(effect, "at", now) == now  # A39: lines stamped at the instant
+        # A39: what was learned is written before what was decided.
+        learned = [is_learned(m) for m in messages]
+        assert learned == sorted(learned, reverse=True), messages
+        # A8/A26: no call on an engine known limited or a provider known down at decision time.
+        for start in starts:
+            assert back_at(after, start.engine, now) is None, (start, after.limits, after.outages)
+            lane = after.config.lanes[after.config.index[start.participant]]
+            assert start.engine in lane  # A12: installed entries only
+            if isinstance(event, CallEnded) and event.kind == "limit":
+                assert start.engine != event.engine  # A15: never onto the limited engine
+            assert after.call is not None and after.call.engine == start.engine
+            if start.turn_owner in after.gates or len(after.config.team) == 1 or (
+                after.approved == start.turn_owner
+            ):
+                # A16, A22: never handed over (a colleague that already held the turn when the
+                # gate came may go on along its own chain).
+                assert start.participant == start.turn_owner or (
+                    before.call is not None and before.call.participant == start.participant
+                )
+        # A23: a recorded reset never moves earlier except by lifting.
+        old = {r.engine: r.until for r in before.limits}
+        for record in after.limits:
+            if record.engine in old and old[record.engine] > now:
+                assert record.until >= old[record.engine]
+        # A42: status and the state agree.
+        assert after.status in STATUSES
+        if after.status == "running":
+            assert after.call is not None
+        if after.status in ("rate_limited", "unreachable", "backing_off"):
+            assert after.call is None and after.wait_until is not None
+        else:
+            assert after.wait_until is None
+        changes = [e.status for e in effects if isinstance(e, StatusChanged)]
+        if changes:
+            assert changes[-1] == after.status
+        else:
+            assert after.status == before.status
+        # Failures and empty turns, counted by the model (A28-A31, A41).
+        if isinstance(event, (RunStarted, ResumeRequested)):
+            self.failures = 0
+            self.empties = dict.fromkeys(self.empties, 0)
+        if isinstance(event, CallEnded):
+            self.check_call_end(before, event, after, messages, sleeps)
+        for sleep in sleeps:
+            assert sleep.until > now and sleep.until == after.wait_until
+            assert sleep.status == after.status
+            if isinstance(event, Woke) and before.wait_until is not None and now < before.wait_until:
+                assert sleep.until == before.wait_until  # woke early: same deadline
+            elif sleep.status != "backing_off":
+                self.check_limit_wait(after, now, sleep, messages)
+        # SPEC 0.3: lossless round trips.
+        assert from_json(to_json(after), SchedulerState) == after
+        if self.steps % 7 == 0:
+            assert from_yaml(to_yaml(after), SchedulerState) == after
+
+    def check_call_end(
+        self,
+        before: SchedulerState,
+        event: CallEnded,
+        after: SchedulerState,
+        messages: list[str],
+        sleeps: list[Sleep],
+    ) -> None:
+        now = event.now
+        live = before.status == "running"
+        if event.posted:
+            self.failures = 0
+            self.empties[event.participant] = 0
+            assert logs.posted_via(event.participant, event.engine) in messages
+        if event.kind == "limit" and event.posted:  # A17: the post, then the limit
+            posted = messages.index(logs.posted_via(event.participant, event.engine))
+            assert messages[posted + 1].startswith(f"{event.engine} limited until ")
+        if event.kind in ("exit", "timeout", "empty"):
+            self.failures += 1
+            if event.kind == "empty":
+                self.empties[event.participant] += 1
+        assert after.failures == self.failures
+        if event.kind == "limit":
+            assert any(r.engine == event.engine and r.until > now for r in after.limits)
+        if event.kind == "network":
+            assert any(o.provider == event.engine.provider and o.retry_at > now
+                       for o in after.outages)
+        if not live:
+            assert after.status == before.status and after.call is None
+            return
+        empty_pause = event.kind == "empty" and (
+            self.empties[event.participant] >= EMPTY_TURNS_PAUSE
+        )
+        if empty_pause:  # A31: the 3rd empty turn of one participant pauses at once
+            assert after.status == "paused"
+            assert messages[-1] == logs.empty_turns(event.participant)
+        elif event.kind in ("exit", "timeout", "empty") and self.failures >= GIVE_UP_AFTER:
+            assert after.status == "paused"  # A29: exactly at the 12th failure
+            assert messages[-1].startswith(f"Gave up after {GIVE_UP_AFTER} failed attempts")
+        elif event.kind == "login":
+            assert after.status == "paused"
+        elif event.kind in ("exit", "timeout", "empty"):
+            if after.status == "stopped":
+                assert after.config.max_iterations is not None
+                return
+            assert after.status == "backing_off"
+            expected = now + backoff_after(self.failures)  # A28, A38
+            for record in after.limits:
+                if now < record.until < expected:
+                    expected = record.until  # A30
+            assert sleeps[0].until == expected and sleeps[0].wakes_on_message
+        else:
+            assert after.status != "paused"
+        if after.status == "paused":
+            assert before.status == "running"
+
+    def check_limit_wait(
+        self, after: SchedulerState, now: datetime, sleep: Sleep, messages: list[str]
+    ) -> None:
+        """A18/A35/A40: a limit or outage wait ends at the first instant something is usable."""
+        assert not sleep.wakes_on_message  # A19
+        owner = (
+            after.config.index[after.approved] if after.approved is not None else after.due
+        )
+        if any("cannot hand its turn over" in m for m in messages):
+            runners = [owner]
+        else:
+            runners = list(range(len(after.config.team)))
+        assert sleep.until == expected_wait(after, now, runners)
+
+    @invariant()
+    def due_is_a_member(self) -> None:
+        if self.state is not None:
+            assert 0 <= self.state.due < len(self.state.config.team)
+            assert self.state.failures < GIVE_UP_AFTER or self.state.status != "backing_off"
+
+
+__all__ = [
+    "OUTCOME_WEIGHTS",
+    "ZONES",
+    "SchedulerMachine",
+    "back_at",
+    "durations",
+    "engines",
+    "expected_wait",
+    "instants",
+    "is_learned",
+    "participants",
+    "reset_offsets",
+    "scheduler_configs",
+]
