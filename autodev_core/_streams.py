@@ -114,8 +114,9 @@ def _event_pieces(event: dict[str, Any]) -> Iterator[Piece | RateLimitEvent | bo
         if isinstance(info, dict):
             status = info.get("status")
             resets = info.get("resetsAt")
-            # A turn that went on on extra usage (overage) was not stopped by the window.
-            if isinstance(status, str) and info.get("isUsingOverage") is not True:
+            # A2: the status alone decides (rejected/blocked are limits, allowed and
+            # allowed_warning are not), whatever the overage fields say.
+            if isinstance(status, str):
                 yield RateLimitEvent(
                     status=status,
                     resets_at=_number(resets),

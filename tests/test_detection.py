@@ -508,14 +508,18 @@ def test_A5_codex_stderr_transcript_prompt_and_messages_are_not_cli_words() -> N
     assert limit("agy", stderr=f"user\n{quote}\n") is not None
 
 
-def test_A2_a_rejected_window_served_by_extra_usage_is_not_a_limit() -> None:
+def test_A2_the_status_alone_decides_whatever_the_overage_fields_say() -> None:
     info = {"status": "rejected", "resetsAt": 1796122800, "rateLimitType": "five_hour",
             "overageStatus": "allowed", "isUsingOverage": True}
-    line = json.dumps({"type": "rate_limit_event", "rate_limit_info": info})
-    assert limit("claude", stdout=line) is None
-    info["isUsingOverage"] = False
-    line = json.dumps({"type": "rate_limit_event", "rate_limit_info": info})
-    assert limit("claude", stdout=line) is not None
+    for overage in (True, False):
+        info["isUsingOverage"] = overage
+        line = json.dumps({"type": "rate_limit_event", "rate_limit_info": info})
+        notice = limit("claude", stdout=line)
+        assert notice is not None
+        assert notice.reset_at == datetime.fromtimestamp(1796122800, UTC)
+    info["status"] = "allowed_warning"
+    assert limit("claude", stdout=json.dumps({"type": "rate_limit_event",
+                                                "rate_limit_info": info})) is None
 
 
 @pytest.mark.parametrize(
