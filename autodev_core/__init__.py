@@ -10,7 +10,7 @@ effects, which an orchestrator needs to drive `step` from its own loop.
 from __future__ import annotations
 
 from .classification import Classification, LimitNotice
-from .detection import classify_output, detect_limit, detect_network_error
+from .detection import classify_output, detect_limit, detect_login_error, detect_network_error
 from .engine import PROVIDERS, Engine
 from .errors import AutodevError, ConfigError
 from .identity import RunIdentity, ids_equivalent, resolve_active_identity
@@ -90,6 +90,7 @@ __all__ = [
     "call_ended",
     "classify_output",
     "detect_limit",
+    "detect_login_error",
     "detect_network_error",
     "extract_post",
     "ids_equivalent",
