@@ -362,7 +362,8 @@ class SchedulerMachine(RuleBasedStateMachine):
         for sleep in sleeps:
             assert sleep.until > now and sleep.until == after.wait_until
             assert sleep.status == after.status
-            if isinstance(event, Woke) and before.wait_until is not None and now < before.wait_until:
+            early = before.wait_until is not None and now < before.wait_until
+            if isinstance(event, Woke) and early:
                 assert sleep.until == before.wait_until  # woke early: same deadline
             elif sleep.status != "backing_off":
                 self.check_limit_wait(after, now, sleep, messages)

@@ -19,7 +19,7 @@ def mermaid() -> str:
                 edges.setdefault((source, target), set()).add(event_type.__name__)
     order = {status: i for i, status in enumerate(STATUSES)}
     lines = ["stateDiagram-v2", "    [*] --> stopped"]
-    for source, target in sorted(edges, key=lambda e: (order[e[0]], order[e[1]])):
-        label = ", ".join(sorted(edges[(source, target)]))
-        lines.append(f"    {source} --> {target} : {label}")
+    for origin, goal in sorted(edges, key=lambda e: (order[e[0]], order[e[1]])):
+        label = ", ".join(sorted(edges[(origin, goal)]))
+        lines.append(f"    {origin} --> {goal} : {label}")
     return "\n".join(lines) + "\n"

@@ -113,12 +113,14 @@ class Outage:
 
 @attrs.frozen
 class Call:
-    """The call in flight: who runs it, on which engine, since when, and whose turn it is."""
+    """The call in flight: who runs it, on which engine, since when, and whose turn it is
+    (`approved`: the gate-approved turn of A22, inserted before the owed one)."""
 
     participant: str
     engine: Engine
     started_at: datetime = attrs.field(validator=_aware)
     turn_owner: str
+    approved: bool = False
 
 
 @attrs.frozen

@@ -235,7 +235,11 @@ def _start(d: _Draft, now: datetime, runner: int, position: int, owner: int) -> 
     d.iterations += 1
     d.wait_until = None
     d.call = Call(
-        participant=member.id, engine=engine, started_at=now, turn_owner=d.member(owner).id
+        participant=member.id,
+        engine=engine,
+        started_at=now,
+        turn_owner=d.member(owner).id,
+        approved=d.approved is not None,
     )
     d.set_status(now, "running")
     d.effects.append(
@@ -482,8 +486,9 @@ def _on_call_ended(d: _Draft, event: CallEnded) -> None:
         d.failures = 0  # A30: a call that works resets the count
         if d.empties[runner]:
             d.empties = _replace(d.empties, runner, 0)  # A31: a post resets the count
-        if d.approved is not None:
-            d.approved = None  # A22: the inserted turn is taken; the owed one still is owed
+        if call.approved:
+            if d.approved == call.turn_owner:
+                d.approved = None  # A22: the inserted turn is taken; the owed one still is owed
         else:
             d.due = (d.due + 1) % len(d.config.team)  # A33
         d.fresh = True
