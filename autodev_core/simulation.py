@@ -30,7 +30,7 @@ from .scheduler.step import step
 DEFAULT_HORIZON: Final = timedelta(days=7)
 #: Events at one virtual instant beyond which a scenario is refused: only calls lasting zero
 #: seconds, answered without end, can keep the clock from moving.
-MAX_EVENTS_AT_ONE_INSTANT: Final = 100_000
+MAX_EVENTS_AT_ONE_INSTANT: Final = 10_000
 
 
 @attrs.frozen
