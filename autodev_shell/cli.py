@@ -11,7 +11,8 @@ from pathlib import Path
 from autodev_core import AutodevError
 from autodev_core.errors import ConfigError
 
-from .commands import add_commands
+from .commands import add_commands, restore_hint
+from .store import StoreError
 
 EXIT_USAGE = 2
 
@@ -82,6 +83,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(handler(args))
     except AutodevError as exc:
         print(f"autodev: {exc}", file=sys.stderr)
+        hint = restore_hint(exc) if isinstance(exc, StoreError) else ""
+        if hint:
+            print(f"autodev: {hint}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130

@@ -33,7 +33,8 @@ from .lanes import Lanes
 from .runlock import RunLock
 from .runner import Runner, RunSummary, StreamLog, default_countdown
 from .sleeper import format_left
-from .store import RunStore, Snapshot
+from .checkpoint import offer_restore, restore_from_checkpoint
+from .store import RunStore, Snapshot, StoreError
 from .team import Team, load_team
 
 #: Where a run lives when `--run` is not given: beside the team, in the current directory.
@@ -257,6 +258,32 @@ def cmd_lane(args: argparse.Namespace) -> int:
     return 0
 
 
+def restore_hint(error: StoreError) -> str:
+    """For a corrupt store: what the checkpoint can do about it, as the core's audit allows
+    (B14). Empty when there is nothing to offer."""
+    if error.kind != "corrupt":
+        return ""
+    try:
+        offer = offer_restore(error.path)
+    except AutodevError:
+        return ""
+    if not offer.allowed:
+        return offer.message
+    run_dir = Path(error.path).parent
+    return f"{offer.message} Run `autodev restore --run {run_dir}` to restore it."
+
+
+def cmd_restore(args: argparse.Namespace) -> int:
+    """Restore the run store from its checkpoint, only when the audit allows it (B14)."""
+    db = run_db(Path(args.run))
+    result = restore_from_checkpoint(db, now=datetime.now(UTC))
+    print(result.offer.message)
+    if not result.restored:
+        return 1
+    print(f"restored revision {result.revision}; the old store was kept as {result.replaced}")
+    return 0
+
+
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register every command but `simulate` and `demo` on the CLI's parser."""
 
@@ -310,6 +337,12 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="the team directory (default: the current directory)",
     )
     edit.set_defaults(handler=cmd_team_edit)
+
+    restore = commands.add_parser(
+        "restore", help="restore the run store from its checkpoint, when the audit allows (B14)"
+    )
+    with_run(restore)
+    restore.set_defaults(handler=cmd_restore)
 
     lane = commands.add_parser("lane", help="print a participant's lane (C8)")
     lane.add_argument("id", help="participant id")

@@ -217,3 +217,40 @@ def test_C6_demo_shows_failover_waits_and_persistence(tmp_path: Path) -> None:
     assert "codex could not be reached; trying it again at" in log
     assert "codex is reachable again" in log
     assert "eva failed on agy (agy exited with code 2); next attempt at" in log
+
+
+def test_B14_a_corrupt_store_offers_the_checkpoint_and_restore_brings_it_back(
+    tmp_path: Path,
+) -> None:
+    from autodev_core.identity import resolve_active_identity
+    from autodev_shell.durability import Durability
+    from autodev_shell.store import NewPost
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    now = datetime(2026, 12, 1, 9, tzinfo=UTC)
+    identity = resolve_active_identity(run_id="t")
+    store = RunStore.open(run_db(run_dir), create=True, run_id="t", now=now)
+    durability = Durability.open(store, identity)
+    for revision in (1, 2):
+        post = NewPost(participant="ana", engine="claude", text=f"post {revision}", at=now)
+        result = durability.persist_revision(revision, [post], "", identity=identity, now=now)
+        assert result.outcome == "committed"
+    store.close()
+    data = run_db(run_dir).read_bytes()
+    run_db(run_dir).write_bytes(data[: len(data) // 2])  # truncated: half a database
+    for suffix in ("-wal", "-shm"):
+        Path(str(run_db(run_dir)) + suffix).unlink(missing_ok=True)
+    status = _run_cli("status", "--run", str(run_dir))
+    assert status.returncode == 2 and "Traceback" not in status.stderr
+    assert f"autodev restore --run {run_dir}" in status.stderr
+    restored = _run_cli("restore", "--run", str(run_dir))
+    assert restored.returncode == 0, restored.stderr
+    store = RunStore.open(run_db(run_dir))
+    try:
+        assert [p.text for p in store.thread()] == ["post 1", "post 2"]
+    finally:
+        store.close()
+    # Now the store is as new as the checkpoint: restoring again is refused (B14).
+    again = _run_cli("restore", "--run", str(run_dir))
+    assert again.returncode == 1 and "nothing to restore" in again.stdout
