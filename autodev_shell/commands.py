@@ -27,13 +27,13 @@ from autodev_core.scheduler.logs import clock as clock_text
 from autodev_core.serialization import from_json
 
 from .adapters import installed_providers
+from .checkpoint import offer_restore, restore_from_checkpoint
 from .clock import Clock, ScaledClock, SystemClock, local_zone
 from .durability import Durability
 from .lanes import Lanes
 from .runlock import RunLock
 from .runner import Runner, RunSummary, StreamLog, default_countdown
 from .sleeper import format_left
-from .checkpoint import offer_restore, restore_from_checkpoint
 from .store import RunStore, Snapshot, StoreError
 from .team import Team, load_team
 
