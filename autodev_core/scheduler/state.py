@@ -61,8 +61,9 @@ class SchedulerConfig:
     max_iterations: int | None = None
     max_runtime: timedelta | None = None
     # Derived, never serialised: each participant's installed entries, in chain order (A10, A12),
-    # the index of every id, and the zone object.
+    # the model to ask for on each (A13), the index of every id, and the zone object.
     lanes: tuple[tuple[Engine, ...], ...] = attrs.field(init=False, eq=False, repr=False)
+    models: tuple[tuple[str | None, ...], ...] = attrs.field(init=False, eq=False, repr=False)
     index: Mapping[str, int] = attrs.field(init=False, eq=False, repr=False)
     zone: tzinfo = attrs.field(init=False, eq=False, repr=False)
 
@@ -90,6 +91,10 @@ class SchedulerConfig:
                 )
             lanes.append(lane)
         object.__setattr__(self, "lanes", tuple(lanes))
+        models = tuple(
+            tuple(p.model_for(e) for e in lane) for p, lane in zip(self.team, lanes, strict=True)
+        )
+        object.__setattr__(self, "models", models)  # A13: the pin on the primary only
         object.__setattr__(self, "index", MappingProxyType({pid: i for i, pid in enumerate(ids)}))
         object.__setattr__(self, "zone", _zone(self.timezone))
 

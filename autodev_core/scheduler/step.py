@@ -114,7 +114,7 @@ class _Draft:
     def limit_of(self, engine: Engine, now: datetime) -> datetime | None:
         """When `engine` comes back, if it is known limited at `now` (A8, A38: `now >= t` lifts)."""
         for record in self.limits:
-            if record.engine == engine:
+            if record.engine is engine or record.engine == engine:
                 return record.until if record.until > now else None
         return None
 
@@ -130,8 +130,23 @@ class _Draft:
 
     def earliest_free(self, runner: int, now: datetime) -> int | None:
         """A23/A24: the first lane entry of `runner` that is neither limited nor unreachable."""
+        limits = self.limits
+        outages = self.outages
+        if not limits and not outages:
+            return 0  # the common case, kept cheap: nothing is out
         for position, engine in enumerate(self.config.lanes[runner]):
-            if self.free(engine, now):
+            usable = True
+            for record in limits:  # inlined `free`: this loop is the scheduler's hot path
+                if record.engine is engine or record.engine == engine:
+                    usable = record.until <= now
+                    break
+            if usable:
+                provider = engine.provider
+                for outage in outages:
+                    if outage.provider == provider:
+                        usable = outage.retry_at <= now
+                        break
+            if usable:
                 return position
         return None
 
@@ -180,14 +195,14 @@ def _record_outage(d: _Draft, now: datetime, provider: str) -> None:
 
 def _record_reachable(d: _Draft, now: datetime, provider: str) -> None:
     """A27/A40: any answer proves a provider reachable; its outage ends."""
-    if any(record.provider == provider for record in d.outages):
+    if d.outages and any(record.provider == provider for record in d.outages):
         d.outages = tuple(r for r in d.outages if r.provider != provider)
         d.log(now, logs.reachable_again(provider))
 
 
 def _lift_passed_limits(d: _Draft, now: datetime) -> None:
     """A23: at the start of every turn, limits whose reset has passed are lifted."""
-    if any(record.until <= now for record in d.limits):
+    if d.limits and any(record.until <= now for record in d.limits):
         d.limits = tuple(record for record in d.limits if record.until > now)
 
 
@@ -213,9 +228,10 @@ def _seat(d: _Draft, now: datetime, runner: int, position: int) -> None:
     """Remember where `runner` sits, and which earlier entries it passed because of a limit."""
     lane = d.config.lanes[runner]
     mask = 0
-    for i in range(position):
-        if d.limit_of(lane[i], now) is not None:
-            mask |= 1 << i
+    if d.limits:
+        for i in range(position):
+            if d.limit_of(lane[i], now) is not None:
+                mask |= 1 << i
     if d.seats[runner] != position:
         d.seats = _replace(d.seats, runner, position)
     if d.passed[runner] != mask:
@@ -226,30 +242,33 @@ def _start(d: _Draft, now: datetime, runner: int, position: int, owner: int) -> 
     """Start a call of `runner` on lane entry `position` for `owner`'s turn."""
     if _limits_reached(d, now):
         return
-    member = d.member(runner)
-    engine = d.config.lanes[runner][position]
-    _seat(d, now, runner, position)
-    kind: TurnKind = "fresh" if d.fresh or d.last_runner != member.id else "no-new-input"
+    config = d.config
+    runner_id = config.team[runner].id
+    owner_id = config.team[owner].id
+    engine = config.lanes[runner][position]
+    if position or d.seats[runner]:
+        _seat(d, now, runner, position)
+    kind: TurnKind = "fresh" if d.fresh or d.last_runner != runner_id else "no-new-input"
     d.fresh = False
-    d.last_runner = member.id
+    d.last_runner = runner_id
     d.iterations += 1
     d.wait_until = None
     d.call = Call(
-        participant=member.id,
+        participant=runner_id,
         engine=engine,
         started_at=now,
-        turn_owner=d.member(owner).id,
+        turn_owner=owner_id,
         approved=d.approved is not None,
     )
     d.set_status(now, "running")
     d.effects.append(
         StartCall(
             at=now,
-            participant=member.id,
+            participant=runner_id,
             engine=engine,
-            model=member.model_for(engine),  # A13: the pin only on the primary
+            model=config.models[runner][position],  # A13: the pin only on the primary
             turn_kind=kind,
-            turn_owner=d.member(owner).id,
+            turn_owner=owner_id,
         )
     )
 
