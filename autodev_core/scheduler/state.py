@@ -104,7 +104,7 @@ class EngineLimit:
     """A8: `engine` reported a usage limit; it is taken out until `until` (A6 defaults applied)."""
 
     engine: Engine
-    until: datetime = attrs.field(validator=_aware)
+    until: datetime
 
 
 @attrs.frozen
@@ -112,7 +112,7 @@ class Outage:
     """A26: `provider` could not be reached `attempts` times in a row; tried again at `retry_at`."""
 
     provider: str = attrs.field(validator=attrs.validators.in_(PROVIDERS))
-    retry_at: datetime = attrs.field(validator=_aware)
+    retry_at: datetime
     attempts: int = 1
 
 
@@ -123,7 +123,7 @@ class Call:
 
     participant: str
     engine: Engine
-    started_at: datetime = attrs.field(validator=_aware)
+    started_at: datetime
     turn_owner: str
     approved: bool = False
 
@@ -145,7 +145,7 @@ class SchedulerState:
     """
 
     config: SchedulerConfig
-    status: Status = attrs.field(default="stopped", validator=attrs.validators.in_(STATUSES))
+    status: Status = "stopped"
     due: int = 0
     approved: str | None = None
     gates: frozenset[str] = frozenset()
@@ -156,13 +156,17 @@ class SchedulerState:
     seats: tuple[int, ...] = ()
     passed: tuple[int, ...] = ()
     call: Call | None = None
-    wait_until: datetime | None = attrs.field(default=None, validator=_aware)
+    wait_until: datetime | None = None
     fresh: bool = True
     last_runner: str | None = None
     iterations: int = 0
     runtime: timedelta = timedelta(0)
 
+    # Times inside the state are checked once, as events (their source) are built; the state is
+    # rebuilt at every step, so its own checks are kept to what an event cannot guarantee.
     def __attrs_post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"unknown status {self.status!r} (one of {', '.join(STATUSES)})")
         n = len(self.config.team)
         if not (len(self.empties) == len(self.seats) == len(self.passed) == n):
             raise ValueError("empties, seats and passed hold one entry per participant")

@@ -113,8 +113,11 @@ class _Draft:
 
     def limit_of(self, engine: Engine, now: datetime) -> datetime | None:
         """When `engine` comes back, if it is known limited at `now` (A8, A38: `now >= t` lifts)."""
+        provider = engine.provider
+        model = engine.model
         for record in self.limits:
-            if record.engine is engine or record.engine == engine:
+            other = record.engine  # fields compared inline: cheaper than Engine.__eq__
+            if other.provider == provider and other.model == model:
                 return record.until if record.until > now else None
         return None
 
@@ -136,12 +139,14 @@ class _Draft:
             return 0  # the common case, kept cheap: nothing is out
         for position, engine in enumerate(self.config.lanes[runner]):
             usable = True
+            provider = engine.provider
+            model = engine.model
             for record in limits:  # inlined `free`: this loop is the scheduler's hot path
-                if record.engine is engine or record.engine == engine:
+                other = record.engine
+                if other.provider == provider and other.model == model:
                     usable = record.until <= now
                     break
             if usable:
-                provider = engine.provider
                 for outage in outages:
                     if outage.provider == provider:
                         usable = outage.retry_at <= now
@@ -202,8 +207,10 @@ def _record_reachable(d: _Draft, now: datetime, provider: str) -> None:
 
 def _lift_passed_limits(d: _Draft, now: datetime) -> None:
     """A23: at the start of every turn, limits whose reset has passed are lifted."""
-    if d.limits and any(record.until <= now for record in d.limits):
-        d.limits = tuple(record for record in d.limits if record.until > now)
+    for record in d.limits:
+        if record.until <= now:
+            d.limits = tuple(r for r in d.limits if r.until > now)
+            return
 
 
 # ------------------------------------------------------------------------------------------------
