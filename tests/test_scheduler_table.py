@@ -1,0 +1,125 @@
+"""h2's discipline: transitions are a table, anything outside it is refused, and the documented
+diagram is exactly the one generated from the table."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from autodev_core.engine import Engine
+from autodev_core.participant import Participant
+from autodev_core.scheduler import (
+    EVENT_TYPES,
+    STATUSES,
+    TRANSITIONS,
+    CallEnded,
+    GateApproved,
+    GateRequested,
+    Log,
+    RunStarted,
+    SchedulerConfig,
+    SchedulerProtocolError,
+    SchedulerState,
+    Sleep,
+    StartCall,
+    StatusChanged,
+    initial_state,
+    step,
+)
+from autodev_core.scheduler.diagram import mermaid
+from autodev_core.serialization import from_json, from_yaml, to_json, to_yaml
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "scheduler.md"
+NOW = datetime(2026, 12, 1, 9, tzinfo=UTC)
+
+
+def test_docs_embed_exactly_the_generated_diagram() -> None:
+    text = DOC.read_text(encoding="utf-8")
+    block = text.split("```mermaid\n", 1)[1].split("```", 1)[0]
+    assert block == mermaid()
+
+
+def test_the_diagram_shows_every_status() -> None:
+    for status in STATUSES:
+        assert f"    {status} --> " in mermaid() or f"--> {status} :" in mermaid()
+
+
+def test_every_status_accepts_stop_and_call_end_but_run_started_only_when_stopped() -> None:
+    for status in STATUSES:
+        assert (status, CallEnded) in TRANSITIONS
+        assert ((status, RunStarted) in TRANSITIONS) == (status == "stopped")
+
+
+def _state(status: str) -> SchedulerState:
+    config = SchedulerConfig(team=(Participant(id="ana", provider="claude"),))
+    return SchedulerState(
+        config=config, status=status, empties=(0,), seats=(0,), passed=(0,),  # type: ignore[arg-type]
+        wait_until=NOW if status in ("rate_limited", "unreachable", "backing_off") else None,
+    )
+
+
+def _event(kind: type) -> object:
+    if kind is CallEnded:
+        return CallEnded(now=NOW, participant="ana", engine=Engine("claude"), kind="post",
+                         posted=True)
+    if kind in (GateApproved, GateRequested):
+        return kind(now=NOW, participant="ana")
+    return kind(now=NOW)
+
+
+@pytest.mark.parametrize("status", STATUSES)
+@pytest.mark.parametrize("kind", EVENT_TYPES, ids=lambda k: k.__name__)
+def test_closure_every_pair_is_in_the_table_or_refused(status: str, kind: type) -> None:
+    state = _state(status)
+    event = _event(kind)
+    if (status, kind) not in TRANSITIONS:
+        with pytest.raises(SchedulerProtocolError):
+            step(state, event)  # type: ignore[arg-type]
+        return
+    if kind is CallEnded:  # no call in flight: the caller's mistake
+        with pytest.raises(SchedulerProtocolError, match="no call in flight"):
+            step(state, event)  # type: ignore[arg-type]
+        return
+    new, _effects = step(state, event)  # type: ignore[arg-type]
+    assert new.status in TRANSITIONS[(status, kind)][1]
+
+
+def test_a_call_end_for_another_call_is_refused() -> None:
+    state, _ = step(initial_state(SchedulerConfig(team=(Participant(id="ana", provider="claude"),))),
+                    RunStarted(now=NOW))
+    with pytest.raises(SchedulerProtocolError, match="in flight is ana on claude"):
+        step(state, CallEnded(now=NOW, participant="ana", engine=Engine("codex"), kind="empty"))
+
+
+def test_illegal_events_cannot_be_built() -> None:
+    with pytest.raises(ValueError):
+        CallEnded(now=NOW, participant="ana", engine=Engine("claude"), kind="limit")
+    with pytest.raises(ValueError):
+        CallEnded(now=NOW.replace(tzinfo=None), participant="a", engine=Engine("claude"),
+                  kind="empty")
+    with pytest.raises(ValueError):
+        CallEnded(now=NOW, participant="a", engine=Engine("claude"), kind="exit", exit_code=0)
+    with pytest.raises(ValueError):
+        CallEnded(now=NOW, participant="a", engine=Engine("claude"), kind="network", posted=True)
+
+
+def test_0_3_events_and_effects_round_trip_with_a_type_tag() -> None:
+    from autodev_core.scheduler import Effect, Event
+
+    effects = [
+        StartCall(at=NOW, participant="ana", engine=Engine("claude", "sonnet"), model="sonnet",
+                  turn_kind="fresh", turn_owner="ana"),
+        Sleep(until=NOW, status="rate_limited", wakes_on_message=False),
+        Log(at=NOW, message="claude limited until 10:00 — →"),
+        StatusChanged(at=NOW, status="paused"),
+    ]
+    for effect in effects:
+        text = to_json(effect, as_type=Effect)
+        assert f'"type":"{type(effect).__name__}"' in text
+        assert from_json(text, Effect) == effect
+        assert from_yaml(to_yaml(effect, as_type=Effect), Effect) == effect
+    for kind in EVENT_TYPES:
+        event = _event(kind)
+        assert from_json(to_json(event, as_type=Event), Event) == event
