@@ -87,8 +87,8 @@ def test_closure_every_pair_is_in_the_table_or_refused(status: str, kind: type) 
 
 
 def test_a_call_end_for_another_call_is_refused() -> None:
-    state, _ = step(initial_state(SchedulerConfig(team=(Participant(id="ana", provider="claude"),))),
-                    RunStarted(now=NOW))
+    config = SchedulerConfig(team=(Participant(id="ana", provider="claude"),))
+    state, _ = step(initial_state(config), RunStarted(now=NOW))
     with pytest.raises(SchedulerProtocolError, match="in flight is ana on claude"):
         step(state, CallEnded(now=NOW, participant="ana", engine=Engine("codex"), kind="empty"))
 
