@@ -54,7 +54,7 @@ ZONES: tuple[str, ...] = ("UTC", "Europe/Lisbon", "America/New_York", "Asia/Toky
 MODELS: tuple[str, ...] = ("opus", "sonnet", "haiku", "gpt-5", "flash")
 #: Failures are drawn often enough that the 12-failure and 3-empty-turn pauses get reached.
 OUTCOME_WEIGHTS: tuple[str, ...] = (
-    "post", "post", "post", "limit", "limit", "limit", "network", "network",
+    "post", "post", "post", "limit", "limit", "limit", "limit", "limit", "network", "network",
     "exit", "exit", "timeout", "empty", "empty", "login",
 )
 
@@ -86,7 +86,7 @@ def participants(draw: st.DrawFn, *, id: str, installed: frozenset[str]) -> Part
         provider=provider,
         model=draw(st.none() | st.sampled_from(MODELS)),
         failover=tuple(chain),
-        gate=draw(st.sampled_from((False, False, True))),
+        gate=draw(st.sampled_from((False, False, False, True))),
     )
 
 
@@ -100,7 +100,10 @@ def scheduler_configs(
     team = tuple(draw(participants(id=f"p{i}", installed=installed)) for i in range(size))
     max_iterations = None
     if limited_iterations:
-        max_iterations = draw(st.none() | st.integers(min_value=0, max_value=40))
+        # Mostly unlimited (A43), sometimes a small budget to reach the stop.
+        max_iterations = draw(
+            st.one_of(st.none(), st.none(), st.none(), st.integers(min_value=0, max_value=60))
+        )
     return SchedulerConfig(
         team=team,
         installed=installed,
@@ -213,6 +216,39 @@ class SchedulerMachine(RuleBasedStateMachine):
     def end_call(
         self,
         data: st.DataObject,
+        duration: timedelta,
+        kind: str,
+        posted_too: bool,
+        reset: timedelta | None,
+        exit_code: int,
+    ) -> None:
+        self._end_call(duration, kind, posted_too, reset, exit_code)
+
+    @precondition(lambda self: self.state is not None and self.state.call is not None)
+    @rule(
+        count=st.integers(min_value=1, max_value=GIVE_UP_AFTER + 1),
+        kind=st.sampled_from(("exit", "timeout", "empty")),
+        message_at=st.none() | st.integers(min_value=0, max_value=GIVE_UP_AFTER),
+    )
+    def failure_burst(self, count: int, kind: str, message_at: int | None) -> None:
+        """Failures in a row, each wait slept out (or cut by a message): reaches A29 and A31."""
+        for index in range(count):
+            if self.s.call is None:
+                if self.s.status != "backing_off":
+                    return
+                if index == message_at:
+                    self.feed(MessageArrived(now=self.now))
+                else:
+                    wait_until = self.s.wait_until
+                    assert wait_until is not None
+                    self.now = wait_until
+                    self.feed(Woke(now=self.now))
+                if self.s.call is None:
+                    return
+            self._end_call(timedelta(seconds=30), kind, False, None, 1)
+
+    def _end_call(
+        self,
         duration: timedelta,
         kind: str,
         posted_too: bool,
