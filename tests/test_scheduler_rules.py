@@ -698,3 +698,28 @@ def test_a_recorded_reset_never_moves_earlier() -> None:
     )
     run.end("limit", reset=at(11))
     assert EngineLimit(Engine("claude"), at(15)) in run.state.limits
+
+
+def test_A22_approving_the_due_participant_makes_its_turn_the_owed_one() -> None:
+    from autodev_core.scheduler import GateApproved
+
+    run = Run(member("ana", "claude", gate=True), member("bob", "codex"))
+    run.start()
+    run.end("limit", reset=at(12))  # ana waits for claude (A35)
+    run.now = at(10)
+    run.feed(GateApproved(now=run.now, participant="ana"))
+    assert run.all_lines[-1] == "ana cannot hand its turn over — waiting for claude, back at 12:00"
+    assert "ana" not in run.state.gates and run.state.status == "rate_limited"
+    run.wake()
+    run.end("post")
+    assert run.runner == ("bob", "codex")  # not a second turn of ana
+
+
+def test_A42_waking_from_a_wait_changes_status_once() -> None:
+    from autodev_core.scheduler import StatusChanged
+
+    run = Run(member("ana", "claude"))
+    run.start()
+    run.end("limit", reset=at(12))
+    run.wake()
+    assert [e.status for e in run.effects if isinstance(e, StatusChanged)] == ["running"]

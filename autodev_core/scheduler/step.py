@@ -380,7 +380,8 @@ def _colleague(d: _Draft, now: datetime, owner: int) -> tuple[int, int] | None:
 
 def _begin_turn(d: _Draft, now: datetime) -> None:
     """A23/A24/A33/A34: start (or attempt again) the owed turn, choosing the engine afresh."""
-    if d.call is not None:
+    if d.call is not None:  # resumed or restarted while a call ran: its end decides
+        d.set_status(now, "running")
         return
     _lift_passed_limits(d, now)
     owner = _owner(d)
@@ -481,7 +482,6 @@ def _on_run_started(d: _Draft, event: RunStarted) -> None:
     d.failures = 0
     d.empties = (0,) * len(d.empties)
     d.fresh = True
-    d.set_status(event.now, "running")
     _begin_turn(d, event.now)
 
 
@@ -512,11 +512,11 @@ def _on_call_ended(d: _Draft, event: CallEnded) -> None:
         d.failures = 0  # A30: a call that works resets the count
         if d.empties[runner]:
             d.empties = _replace(d.empties, runner, 0)  # A31: a post resets the count
-        if call.approved:
-            if d.approved == call.turn_owner:
-                d.approved = None  # A22: the inserted turn is taken; the owed one still is owed
-        else:
-            d.due = (d.due + 1) % len(d.config.team)  # A33
+        owner = d.config.index[call.turn_owner]
+        if call.approved and d.approved == call.turn_owner:
+            d.approved = None  # A22: the inserted turn is taken; the owed one still is owed ...
+        if not call.approved or owner == d.due:
+            d.due = (d.due + 1) % len(d.config.team)  # A33 (... unless it was the owed one)
         d.fresh = True
     if event.limit is not None:
         _record_limit(d, now, engine, event.limit.reset_at)  # A17: after the post, if any
@@ -550,7 +550,6 @@ def _on_woke(d: _Draft, event: Woke) -> None:
             d.status == "backing_off")))
         return
     d.wait_until = None
-    d.set_status(now, "running")
     _begin_turn(d, now)
 
 
@@ -558,7 +557,6 @@ def _on_message_in_backoff(d: _Draft, event: MessageArrived) -> None:
     """A30: a user message ends a failure wait; the next attempt is made at once."""
     d.fresh = True
     d.wait_until = None
-    d.set_status(event.now, "running")
     _begin_turn(d, event.now)
 
 
@@ -581,7 +579,6 @@ def _on_resume(d: _Draft, event: ResumeRequested) -> None:
     """Resume: 'resume to try again' (A29, A31) starts the counts afresh."""
     d.failures = 0
     d.empties = (0,) * len(d.empties)
-    d.set_status(event.now, "running")
     _begin_turn(d, event.now)
 
 
@@ -602,7 +599,6 @@ def _on_gate_approved(d: _Draft, event: GateApproved) -> None:
     d.approved = event.participant
     if d.status in ("rate_limited", "unreachable", "backing_off"):
         d.wait_until = None
-        d.set_status(event.now, "running")
         d.fresh = True
         _begin_turn(d, event.now)
 
