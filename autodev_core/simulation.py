@@ -19,7 +19,7 @@ from .classification import Classification
 from .detection import classify_output
 from .engine import Engine
 from .errors import ConfigError
-from .scenario import Scenario
+from .scenario import OK_ANSWER, CallAnswer, Scenario
 from .scheduler.effects import Effect, Log, Sleep, StartCall
 from .scheduler.events import CallEnded, Event, MessageArrived, RunStarted, Woke, call_ended
 from .scheduler.state import SchedulerConfig, SchedulerState, initial_state
@@ -90,6 +90,12 @@ class _Machine:
     def __init__(self, scenario: Scenario) -> None:
         self.scenario = scenario
         self.zone = scenario.zone
+        # SPEC D: per engine exactly (A9), then `default`, then `{post: ok}` — as
+        # `Scenario.answer` says, looked up once here rather than at every call.
+        self.lists: dict[Engine, tuple[CallAnswer, ...]] = {
+            Engine.parse(key): answers for key, answers in scenario.calls
+        }
+        self.fallback = scenario.default if scenario.default is not None else OK_ANSWER
         self.used: dict[Engine, int] = {}
         self.calls = 0
         # Output with no text cannot depend on the instant it is read: classify it once.
@@ -100,7 +106,8 @@ class _Machine:
         index = self.used.get(engine, 0)
         self.used[engine] = index + 1
         self.calls += 1
-        answer = self.scenario.answer(engine, index)
+        answers = self.lists.get(engine, ())
+        answer = answers[index] if index < len(answers) else self.fallback
         end = effect.at + answer.duration
         provider = engine.provider
         if not answer.stdout and not answer.stderr:
