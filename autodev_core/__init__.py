@@ -15,7 +15,6 @@ from .engine import PROVIDERS, Engine
 from .errors import AutodevError, ConfigError
 from .identity import RunIdentity, ids_equivalent, resolve_active_identity
 from .participant import Participant, parse_participant
-from .posts import extract_post
 from .persistence import (
     DEFAULT_TIERS,
     Accepted,
@@ -27,6 +26,7 @@ from .persistence import (
     tier_role,
     turn_gate,
 )
+from .posts import extract_post
 from .scenario import CallAnswer, Scenario, parse_scenario
 from .scheduler import (
     CallEnded,

@@ -70,10 +70,10 @@ def test_D_persistence_defaults_and_tiers() -> None:
     assert state.last_accepted_revision == 0 and state.queued_revision == 0
     assert state.accepted_tier == "none" and state.last_recoverable_tier == "none"
     assert state.queued_run_id == ""
-    assert DEFAULT_TIERS == TierRoles(
+    assert TierRoles(
         canonical=frozenset({"sqlite"}), recovery_only=frozenset({"shadow", "checkpoint"}),
         replica_only=frozenset({"search"}),
-    )
+    ) == DEFAULT_TIERS
     assert [tier_role(t) for t in (" SQLite ", "shadow", "search", "none", "")] == [
         "canonical", "recovery-only", "replica-only", "unknown", "unknown"]
     queued = reduce_persistence(state, Queued(2, "run-a"))
