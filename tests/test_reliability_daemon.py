@@ -75,13 +75,13 @@ def test_C3_kill_9_of_the_daemon_loses_no_acknowledged_post(tmp_path: Path) -> N
     chance = random.Random(20261201)
     unacknowledged = 0  # posts committed just as a kill came, before their log line
     for trial in range(TRIALS):
-        before = len(_thread(run_dir)) if run_db(run_dir).exists() else 0
+        acked_before = _acknowledged(log)
         daemon = _start(team, run_dir, env)
         try:
             # The run continues after each restart: it posts again before we kill it.
-            assert _wait_for(
-                lambda: run_db(run_dir).exists() and _acknowledged(log) > before, 30
-            ), f"trial {trial}: the daemon never posted"
+            assert _wait_for(lambda n=acked_before: _acknowledged(log) > n, 30), (
+                f"trial {trial}: the daemon never posted"
+            )
             time.sleep(chance.uniform(0.0, 0.6))
         finally:
             os.killpg(daemon.pid, signal.SIGKILL)
