@@ -723,3 +723,41 @@ def test_A42_waking_from_a_wait_changes_status_once() -> None:
     run.end("limit", reset=at(12))
     run.wake()
     assert [e.status for e in run.effects if isinstance(e, StatusChanged)] == ["running"]
+
+
+# ------------------------------------------------------------------------------------------------
+# call_ended: the one summary of a finished call (shared by the shell and the simulation)
+
+
+def _summary(kind: str, *, posted: bool = False, exit_code: int | None = 0,
+             timed_out: bool = False, provider: str = "claude") -> CallEnded:
+    from autodev_core.classification import Classification
+    from autodev_core.scheduler import call_ended
+
+    limit = LimitNotice(provider, None, "limit") if kind == "limit" else None
+    return call_ended(
+        T0, "ana", Engine(provider), Classification(kind=kind, limit=limit),  # type: ignore[arg-type]
+        posted=posted, exit_code=exit_code, timed_out=timed_out,
+    )
+
+
+def test_A17_a_post_and_a_notice_summarise_as_a_limit_after_a_post() -> None:
+    event = _summary("limit", posted=True, exit_code=1)
+    assert (event.kind, event.posted) == ("limit", True)
+
+
+def test_A26_A37_network_output_wins_over_a_timeout() -> None:
+    assert _summary("network", exit_code=None, timed_out=True).kind == "network"
+
+
+def test_A28_other_output_is_a_timeout_an_exit_or_an_empty_turn() -> None:
+    assert _summary("other", timed_out=True, exit_code=None).kind == "timeout"
+    assert _summary("other", exit_code=3).exit_code == 3
+    assert _summary("other", exit_code=3).kind == "exit"
+    assert _summary("other", exit_code=0).kind == "empty"
+    assert _summary("other", posted=True, exit_code=0).kind == "post"
+
+
+def test_A32_only_claude_has_a_login_check() -> None:
+    assert _summary("login", exit_code=1).kind == "login"
+    assert _summary("login", exit_code=1, provider="codex").kind == "exit"
