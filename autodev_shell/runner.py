@@ -391,8 +391,7 @@ class Runner:
             self.store.heartbeat(now)
             left = (target - now).total_seconds()
             if self.countdown is not None and left >= COUNTDOWN_MIN_SECONDS:
-                what = "the next attempt" if status == "backing_off" else "a provider"
-                text = countdown_text(what, target, now, self.config.zone)
+                text = countdown_text(self._waiting_for(effect), target, now, self.config.zone)
                 if text != shown[0]:
                     shown[0] = text
                     self.countdown.write("\r" + text + "   ")
@@ -422,6 +421,19 @@ class Runner:
                 self._user_message(arg, wake.at)
             return MessageArrived(now=wake.at)
         return None  # stop/pause: the control is still queued and becomes the next event
+
+    def _waiting_for(self, effect: Sleep) -> str:
+        """What a wait waits for, for the countdown (C7): the engine or provider that comes back
+        at its end, as the state records it."""
+        if effect.status == "backing_off":
+            return "the next attempt"
+        for record in self.state.limits:
+            if record.until == effect.until:
+                return str(record.engine)
+        for outage in self.state.outages:
+            if outage.retry_at == effect.until:
+                return outage.provider
+        return "a provider"
 
     def _on_start_call(self, effect: StartCall) -> Event | None:
         member = self.members[effect.participant]

@@ -150,3 +150,20 @@ def test_C6_a_stop_control_ends_the_run(tmp_path: Path) -> None:
     summary = runner.run(stop_at=scenario.start + timedelta(days=1))
     assert summary.status == "stopped"
     assert clis.prompts == []  # stopped before any call was made
+
+
+def test_C7_long_waits_show_a_countdown_naming_what_comes_back(tmp_path: Path) -> None:
+    scenario = parse_scenario(
+        (EXAMPLES / "05-default-resets-everyone-limited.yaml").read_text(encoding="utf-8")
+    )
+    runner, _clis, log = _runner(scenario, tmp_path)
+    screen = io.StringIO()
+    runner.countdown = screen
+    runner.slice_seconds = 600
+    runner.run(stop_at=scenario.until)
+    waits = [m for _, m in log.lines if m.startswith("every participant limited — waiting for ")]
+    assert waits, "the scenario has an A18 wait"
+    engine = waits[0].split("waiting for ", 1)[1].split(",", 1)[0]
+    shown = screen.getvalue()
+    assert f"waiting for {engine}, back first at " in shown
+    assert " left" in shown
