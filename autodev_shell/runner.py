@@ -384,7 +384,6 @@ class Runner:
         self.statuses.append(effect.status)
 
     def _on_sleep(self, effect: Sleep) -> Event | None:
-        status = effect.status
         shown = [""]
 
         def heartbeat(now: datetime, target: datetime) -> None:
