@@ -3,16 +3,26 @@
 Run: `.venv/bin/python bench/bench_detection.py`. Prints seconds per call and the ratio to
 the previous size; linear work keeps the ratio near the size ratio (8). Not a test: timing
 belongs here, the tests count work instead (tests/test_detection_properties.py).
+
+`measure(...)` (used by `bench/run.py`) times `detect_limit` against a bare `str.find` scan of the
+same text, interleaved round by round, as medians of per-round ratios: over a 10 MB claude
+stream-json transcript whose limit notice comes at the very end, over the same transcript at 1, 2,
+4 and 8 MB (linearity), and over 1 MB adversarial inputs. Target: within 10x of the scan.
 """
 
 from __future__ import annotations
 
 import json
+import statistics
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 from zoneinfo import ZoneInfo
 
-from autodev_core.detection import classify_output
+from bench_decision import median_ratio, timed_rounds
+
+from autodev_core.detection import classify_output, detect_limit
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 TZ = ZoneInfo("Europe/Lisbon")
@@ -37,6 +47,108 @@ def _seconds(provider: str, stdout: str, stderr: str) -> float:
     classify_output(provider, stdout=stdout, stderr=stderr, exit_code=None, now=NOW,
                     local_tz=TZ)
     return time.perf_counter() - start
+
+
+#: The issue's target: detection costs at most this many bare `str.find` scans of the same text.
+TARGET_RATIO = 10.0
+#: Linear: doubling the input at most doubles the cost per scan, give or take this much noise.
+LINEARITY_SLACK = 1.5
+MB = 1_000_000
+NOTICE = "You've hit your limit · resets 2:30pm (Europe/Lisbon)"
+#: What the bare scan looks for: the notice's phrase, found only at the very end of the text.
+SCAN_FOR = "hit your limit"
+
+
+def _line(value: dict[str, Any]) -> str:
+    return json.dumps(value, ensure_ascii=False) + "\n"
+
+
+def claude_transcript(size: int) -> str:
+    """A claude `--output-format stream-json` transcript of about `size` characters: an init,
+    then assistant text, tool calls and their (long) results, and at the very end the limit
+    notice as the last assistant message and the error result (A2-A5)."""
+    head = _line({"type": "system", "subtype": "init", "session_id": "s1", "model": "opus",
+                  "tools": ["Bash", "Read", "Edit"], "cwd": "/work/repo"})
+    turn = "".join((
+        _line({"type": "assistant", "message": {"id": "m1", "role": "assistant", "content": [
+            {"type": "text", "text": "Let me look at the failing test and the module it covers."}
+        ]}, "session_id": "s1"}),
+        _line({"type": "assistant", "message": {"id": "m2", "role": "assistant", "content": [
+            {"type": "tool_use", "id": "t1", "name": "Bash",
+             "input": {"command": "pytest -q tests/test_store.py -x"}}]}, "session_id": "s1"}),
+        _line({"type": "user", "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t1",
+             "content": "tests/test_store.py ........F\n" + "E   assert 3 == 4\n" * 40}]},
+            "session_id": "s1"}),
+        _line({"type": "assistant", "message": {"id": "m3", "role": "assistant", "content": [
+            {"type": "text", "text": "The revision counter is off by one; fixing commit()."}
+        ]}, "session_id": "s1"}),
+    ))
+    tail = "".join((
+        _line({"type": "assistant", "message": {"id": "m9", "role": "assistant", "content": [
+            {"type": "text", "text": NOTICE}]}, "session_id": "s1"}),
+        _line({"type": "result", "subtype": "success", "is_error": True, "result": NOTICE,
+               "session_id": "s1", "num_turns": 40}),
+    ))
+    body = turn * max(1, (size - len(head) - len(tail)) // len(turn))
+    return head + body + tail
+
+
+#: 1 MB adversarial inputs: (name, provider, stream, chunk repeated to 1 MB, notice appended?).
+ADVERSARIAL = (
+    ("keyword flood", "agy", "stderr", "limit reached hit your 429 RESOURCE_EXHAUSTED resets "),
+    ("digits and colons", "claude", "stderr", "resets 12:12:12:12 " + "9" * 40 + " "),
+    ("open brackets", "codex", "stdout", "{[" * 10),
+    ("one huge JSON line", "claude", "stdout", '{"type":"user","x":"' + "a" * 1000),
+    ("network retries", "codex", "stderr", "Reconnecting... 1/5\nstream disconnected\n"),
+)
+
+
+def _adversarial(chunk: str, size: int) -> str:
+    return (chunk * (size // len(chunk) + 1))[:size]
+
+
+def _detect(provider: str, stream: str, text: str, expect: bool) -> Callable[[], float]:
+    kwargs = {stream: text}
+
+    def run() -> float:
+        began = time.perf_counter()
+        found = detect_limit(provider, now=NOW, local_tz=TZ, **kwargs)
+        took = time.perf_counter() - began
+        if expect and found is None:
+            raise AssertionError("the notice at the end of the transcript was not found")
+        return took
+
+    return run
+
+
+def _scan(text: str) -> Callable[[], float]:
+    def run() -> float:
+        began = time.perf_counter()
+        text.find(SCAN_FOR)
+        return time.perf_counter() - began
+
+    return run
+
+
+def _pair(provider: str, stream: str, text: str, expect: bool, rounds: int) -> dict[str, float]:
+    detect_s, scan_s = timed_rounds([_detect(provider, stream, text, expect), _scan(text)], rounds)
+    return {"ratio": median_ratio(detect_s, scan_s), "detect_ms": statistics.median(detect_s)
+            * 1e3, "scan_ms": statistics.median(scan_s) * 1e3, "chars": len(text)}
+
+
+def measure(rounds: int, big: int = 10 * MB, sizes: tuple[int, ...] = (1, 2, 4, 8),
+            adversarial: int = MB) -> dict[str, Any]:
+    transcript = _pair("claude", "stdout", claude_transcript(big), True, rounds)
+    linear = {n: _pair("claude", "stdout", claude_transcript(n * MB), True, rounds)
+              for n in sizes}
+    attacks = {name: _pair(provider, stream, _adversarial(chunk, adversarial), False, rounds)
+               for name, provider, stream, chunk in ADVERSARIAL}
+    # Linear: the cost per character of the largest size is within the slack of the smallest's.
+    first, last = linear[sizes[0]], linear[sizes[-1]]
+    growth = (last["detect_ms"] / last["chars"]) / (first["detect_ms"] / first["chars"])
+    return {"transcript": transcript, "linear": linear, "adversarial": attacks,
+            "growth": growth, "linear_met": growth <= LINEARITY_SLACK, "rounds": rounds}
 
 
 def main() -> None:

@@ -1,0 +1,152 @@
+"""Simulation throughput: events per second of `simulate` over 30 days of a limit storm.
+
+Six participants (chains of one to three engines) run for 30 simulated days; about one call in
+four answers with a real limit notice (claude, codex and agy wording, read through
+`classify_output` as real output is, SPEC D), some with network errors or failed exits, the rest
+post after 1-15 minutes. Each round times one whole `simulate` and, beside it, a trivial Python
+loop (`for _ in range(n): total += 1`), so the baseline-relative figure — events/s divided by
+loop iterations/s — cancels the machine's noise. Target: >= 50,000 events/s on one core.
+
+    python bench/bench_simulation.py [--rounds N] [--days D] [--profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import random
+import statistics
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from bench_decision import median_ratio, timed_rounds
+
+from autodev_core.engine import Engine
+from autodev_core.participant import Participant
+from autodev_core.scenario import CallAnswer, Scenario
+from autodev_core.simulation import simulate
+
+#: The issue's target, on one core.
+TARGET_EVENTS_PER_S = 50_000
+DAYS = 30
+LOOP_ITERATIONS = 2_000_000
+START = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+
+TEAM = (
+    Participant(id="ana", provider="claude", model="opus",
+                failover=(Engine("codex"), Engine("claude", "sonnet"))),
+    Participant(id="rui", provider="codex", failover=(Engine("agy"),)),
+    Participant(id="eva", provider="agy", failover=(Engine("claude", "haiku"),)),
+    Participant(id="leo", provider="claude", failover=(Engine("agy"),)),
+    Participant(id="mia", provider="codex"),
+    Participant(id="noa", provider="claude", model="sonnet", failover=(Engine("codex"),)),
+)
+NOTICES = {
+    "claude": "You've hit your limit · resets {h}pm (Europe/Lisbon)",
+    "codex": "You've hit your usage limit. Upgrade to Pro or try again in {h} hours 2 minutes.",
+    "agy": "Individual quota reached. Resets in {h}h31m33s.",
+}
+
+
+def storm_scenario(days: int = DAYS, seed: int = 11) -> Scenario:
+    """`days` of TEAM where about one call in four reports a limit."""
+    rng = random.Random(seed)
+    keys = sorted({str(e) for p in TEAM for e in p.entries})
+    calls = []
+    for key in keys:
+        provider = key.split(":")[0]
+        answers = []
+        for _ in range(600 * days):
+            duration = timedelta(seconds=rng.randint(60, 900))
+            roll = rng.random()
+            if roll < 0.25:
+                text = NOTICES[provider].format(h=rng.randint(1, 5))
+                stream = {"stdout": text} if provider == "claude" else {"stderr": text}
+                answers.append(CallAnswer(exit=1, duration=duration, **stream))
+            elif roll < 0.27:
+                answers.append(CallAnswer(stderr="getaddrinfo ENOTFOUND api.example.com",
+                                          exit=1, duration=duration))
+            elif roll < 0.29:
+                answers.append(CallAnswer(exit=2, duration=duration))
+            else:
+                answers.append(CallAnswer(post="done", duration=duration))
+        calls.append((key, tuple(answers)))
+    return Scenario(start=START, timezone="Europe/Lisbon", team=TEAM, calls=tuple(calls),
+                    until=START + timedelta(days=days))
+
+
+def simulation_rate(scenario: Scenario, facts: dict[str, Any]) -> Callable[[], float]:
+    """Seconds per event of one whole simulation (the reciprocal of events/s)."""
+
+    def run() -> float:
+        began = time.perf_counter()
+        result = simulate(scenario)
+        took = time.perf_counter() - began
+        facts.update(events=result.events, calls=result.calls, lines=len(result.lines),
+                     status=result.status,
+                     limits=sum(" limited until " in line.message for line in result.lines))
+        return took / result.events
+
+    return run
+
+
+def loop_rate(iterations: int = LOOP_ITERATIONS) -> Callable[[], float]:
+    """Seconds per iteration of the most trivial Python loop there is: the machine's pace."""
+
+    def run() -> float:
+        total = 0
+        began = time.perf_counter()
+        for _ in range(iterations):
+            total += 1
+        return (time.perf_counter() - began) / total
+
+    return run
+
+
+def measure(rounds: int, days: int = DAYS) -> dict[str, Any]:
+    scenario = storm_scenario(days)
+    facts: dict[str, Any] = {}
+    sim_s, loop_s = timed_rounds([simulation_rate(scenario, facts), loop_rate()], rounds)
+    return {
+        "events_per_s": 1 / statistics.median(sim_s),
+        "loop_per_s": 1 / statistics.median(loop_s),
+        # events/s divided by loop iterations/s, per round, then the median.
+        "relative": median_ratio(loop_s, sim_s),
+        "rounds": rounds,
+        "days": days,
+        **facts,
+    }
+
+
+def profile(days: int = DAYS, top: int = 20) -> str:
+    scenario = storm_scenario(days)
+    profiler = cProfile.Profile()
+    profiler.enable()
+    simulate(scenario)
+    profiler.disable()
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(top)
+    return out.getvalue()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--days", type=int, default=DAYS)
+    parser.add_argument("--profile", action="store_true")
+    args = parser.parse_args(argv)
+    m = measure(args.rounds, args.days)
+    print(f"{m['days']} simulated days: {m['events']} events, {m['calls']} calls, {m['limits']} "
+          f"limits; {m['events_per_s']:,.0f} events/s (target >= {TARGET_EVENTS_PER_S:,}); "
+          f"trivial loop {m['loop_per_s']:,.0f} it/s; relative {m['relative']:.5f}")
+    if args.profile:
+        print(profile(args.days))
+    return 0 if m["events_per_s"] >= TARGET_EVENTS_PER_S else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
