@@ -109,11 +109,11 @@ def _adversarial(chunk: str, size: int) -> str:
 
 
 def _detect(provider: str, stream: str, text: str, expect: bool) -> Callable[[], float]:
-    kwargs = {stream: text}
+    stdout, stderr = (text, "") if stream == "stdout" else ("", text)
 
     def run() -> float:
         began = time.perf_counter()
-        found = detect_limit(provider, now=NOW, local_tz=TZ, **kwargs)
+        found = detect_limit(provider, stdout=stdout, stderr=stderr, now=NOW, local_tz=TZ)
         took = time.perf_counter() - began
         if expect and found is None:
             raise AssertionError("the notice at the end of the transcript was not found")

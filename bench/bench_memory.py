@@ -62,8 +62,9 @@ def deep_size(root: object) -> int:
 
 
 def _children(obj: object) -> Iterator[object]:
-    if attrs.has(type(obj)):
-        for field in attrs.fields(type(obj)):
+    kind: Any = type(obj)
+    if attrs.has(kind):
+        for field in attrs.fields(kind):
             yield getattr(obj, field.name)
     elif isinstance(obj, (tuple, list, set, frozenset)):
         yield from obj

@@ -65,8 +65,9 @@ def storm_scenario(days: int = DAYS, seed: int = 11) -> Scenario:
             roll = rng.random()
             if roll < 0.25:
                 text = NOTICES[provider].format(h=rng.randint(1, 5))
-                stream = {"stdout": text} if provider == "claude" else {"stderr": text}
-                answers.append(CallAnswer(exit=1, duration=duration, **stream))
+                stdout, stderr = (text, "") if provider == "claude" else ("", text)
+                answers.append(CallAnswer(stdout=stdout, stderr=stderr, exit=1,
+                                          duration=duration))
             elif roll < 0.27:
                 answers.append(CallAnswer(stderr="getaddrinfo ENOTFOUND api.example.com",
                                           exit=1, duration=duration))
