@@ -197,8 +197,9 @@ class SchedulerMachine(RuleBasedStateMachine):
         self.steps += 1
         return effects
 
-    @initialize(config=st.deferred(lambda: SchedulerMachine.configs), start=instants())
-    def start(self, config: SchedulerConfig, start: datetime) -> None:
+    @initialize(data=st.data(), start=instants())
+    def start(self, data: st.DataObject, start: datetime) -> None:
+        config = data.draw(type(self).configs, label="config")  # the subclass's own strategy
         self.state = initial_state(config)
         self.now = start
         self.empties = {p.id: 0 for p in config.team}
