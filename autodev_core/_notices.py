@@ -172,9 +172,16 @@ def scan_limit(
     text = text.replace("\u2019", "'")  # both apostrophes occur (A3); same length
     first: Found | None = None
     keywords = _KEYWORDS + _AGY_KEYWORDS if provider == "agy" else _KEYWORDS
+    # A CLI retrying prints the same notice again and again: a window already confirmed (or
+    # refused) gives the same answer, as `_confirm` depends on nothing else. Read it once.
+    seen: set[tuple[str, int, bool]] = set()
     for position, keyword in keyword_hits(keywords, text, meter):
         win, off = window(text, position, before=_BEFORE, after=_AFTER)
-        found = _confirm(win, off, keyword in _AGY_KEYWORDS, now, local_tz, meter)
+        agy_only = keyword in _AGY_KEYWORDS
+        if (win, off, agy_only) in seen:
+            continue
+        seen.add((win, off, agy_only))
+        found = _confirm(win, off, agy_only, now, local_tz, meter)
         if found is None:
             continue
         if found.reset_at is not None:
