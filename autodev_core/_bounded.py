@@ -10,6 +10,7 @@ that work deterministically instead of timing it.
 
 from __future__ import annotations
 
+import functools
 import re
 
 import attrs
@@ -60,8 +61,14 @@ def keyword_hits(
     """Where the (lower-case, literal) `keywords` occur in `text`, in order, case-insensitively.
 
     `str.find` on the lower-cased text: linear and fast, no regex. At most `MAX_HITS_PER_UNIT`
-    hits per keyword are kept. When lower-casing changes the length (a few non-ASCII letters),
-    positions would shift, so those characters are searched as written.
+    hits per keyword are kept (the first ones, not overlapping one another). When lower-casing
+    changes the length (a few non-ASCII letters), positions would shift, so those characters
+    are searched as written.
+
+    Keywords sharing a word are found through it: one pass finds `limit` for the seven limit
+    keywords that contain it, then each spot is checked for the keywords themselves. Should a
+    shared word be everywhere (`_SHARED_SPOTS_MAX` spots), its keywords are searched one by one
+    instead, so the work never exceeds one pass per keyword plus that constant.
     """
     lowered = text.lower()
     if len(lowered) != len(text):
@@ -69,15 +76,87 @@ def keyword_hits(
     if meter is not None:
         meter.scan(len(text) * len(keywords))
     hits: list[tuple[int, str]] = []
-    for keyword in keywords:
-        pos = lowered.find(keyword)
-        count = 0
-        while pos != -1 and count < MAX_HITS_PER_UNIT:
-            hits.append((pos, keyword))
-            count += 1
-            pos = lowered.find(keyword, pos + len(keyword))
+    for shared, group in _groups(keywords):
+        if len(group) == 1 or not _through_shared(lowered, shared, group, hits):
+            for keyword, _offset in group:
+                _one_by_one(lowered, keyword, hits)
     hits.sort()
     return hits
+
+
+# Spots of a shared word examined before its keywords are searched one by one instead.
+_SHARED_SPOTS_MAX = 4 * MAX_HITS_PER_UNIT
+# Shortest shared word worth a pass of its own (shorter ones are everywhere in prose).
+_SHARED_MIN = 4
+# Longest shared word considered (longer ones are rarely shared; keeps grouping cheap).
+_SHARED_LONGEST = 9
+
+
+def _one_by_one(lowered: str, keyword: str, hits: list[tuple[int, str]]) -> None:
+    pos = lowered.find(keyword)
+    count = 0
+    while pos != -1 and count < MAX_HITS_PER_UNIT:
+        hits.append((pos, keyword))
+        count += 1
+        pos = lowered.find(keyword, pos + len(keyword))
+
+
+def _through_shared(
+    lowered: str, shared: str, group: tuple[tuple[str, int], ...], hits: list[tuple[int, str]]
+) -> bool:
+    """Add the hits of `group` found through the spots of `shared`; False (nothing added) when
+    the shared word has too many spots, so the caller searches the keywords one by one."""
+    found: list[tuple[int, str]] = []
+    counts = [0] * len(group)
+    next_free = [0] * len(group)  # a keyword's next hit starts after its previous one (no overlap)
+    full = 0
+    spots = 0
+    spot = lowered.find(shared)
+    while spot != -1 and full < len(group):
+        spots += 1
+        if spots > _SHARED_SPOTS_MAX:
+            return False
+        for index, (keyword, offset) in enumerate(group):
+            start = spot - offset
+            if (
+                counts[index] < MAX_HITS_PER_UNIT
+                and start >= next_free[index]
+                and lowered.startswith(keyword, start)
+            ):
+                found.append((start, keyword))
+                counts[index] += 1
+                next_free[index] = start + len(keyword)
+                if counts[index] == MAX_HITS_PER_UNIT:
+                    full += 1
+        spot = lowered.find(shared, spot + 1)
+    hits.extend(found)
+    return True
+
+
+@functools.cache
+def _groups(keywords: tuple[str, ...]) -> tuple[tuple[str, tuple[tuple[str, int], ...]], ...]:
+    """Keywords grouped under a word they share (each keyword once, with the word's offset in
+    it): greedily the word shared by most keywords not yet grouped, longest first on ties."""
+    left = list(dict.fromkeys(keywords))
+    groups: list[tuple[str, tuple[tuple[str, int], ...]]] = []
+    while left:
+        best = left[0]
+        best_members = [left[0]]
+        words = {
+            keyword[at : at + size]
+            for keyword in left
+            for size in range(_SHARED_MIN, min(len(keyword), _SHARED_LONGEST) + 1)
+            for at in range(len(keyword) - size + 1)
+        }
+        for word in sorted(words):  # sorted: the same groups on every run
+            members = [k for k in left if word in k]
+            if (len(members), len(word)) > (len(best_members), len(best)):
+                best, best_members = word, members
+        if len(best_members) == 1:  # nothing shared: the keyword is its own word
+            best = best_members[0]
+        groups.append((best, tuple((k, k.find(best)) for k in best_members)))
+        left = [k for k in left if k not in best_members]
+    return tuple(groups)
 
 
 def window(text: str, start: int, *, before: int, after: int) -> tuple[str, int]:

@@ -250,6 +250,8 @@ _BLOCK_WORDS = (
     "user", "thinking", "codex", "exec", "tool", "file update", "apply_patch", "apply patch",
     "proposed plan", "plan update", "turn diff",
 )
+# Line breaks `str.splitlines` knows besides "\n".
+_LINE_BREAKS_BUT_NEWLINE = tuple("\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
 # First characters of a line that opens a block: a timestamp's bracket or a head's first letter.
 _BLOCK_FIRST = frozenset("[" + "".join(word[0] for word in _BLOCK_WORDS))
 
@@ -269,6 +271,8 @@ def _codex_block(line: str) -> str | None:
 def _split_codex_stderr(stderr: str) -> tuple[str, list[str]]:
     """codex's own lines of its stderr transcript, and the model's message blocks."""
     if not any(word in stderr for word in _BLOCK_WORDS):  # no block opens: all codex's own
+        if not any(c in stderr for c in _LINE_BREAKS_BUT_NEWLINE):  # "\n".join(splitlines)
+            return (stderr[:-1] if stderr.endswith("\n") else stderr), []
         return "\n".join(stderr.splitlines()), []
     own: list[str] = []
     said: list[list[str]] = []
