@@ -77,6 +77,8 @@ def keyword_hits(
         meter.scan(len(text) * len(keywords))
     hits: list[tuple[int, str]] = []
     for shared, group in _groups(keywords):
+        if shared not in lowered:  # every keyword of the group contains it: none is there
+            continue
         if len(group) == 1 or not _through_shared(lowered, shared, group, hits):
             for keyword, _offset in group:
                 _one_by_one(lowered, keyword, hits)
