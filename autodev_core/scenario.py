@@ -531,12 +531,13 @@ def parse_scenario(text: str, *, source: str = "<string>") -> Scenario:
         member, member_fields = reader.member(where)
         if any(other.id == member.id for other in team):
             raise reader.error(member_fields["id"], f"duplicate id {member.id!r}")
-        if member.provider not in installed:
+        if not any(entry.provider in installed for entry in member.entries):
+            # A12 skips an entry whose CLI is missing, the primary included; a member with no
+            # installed entry at all could never take a turn.
             raise reader.error(
                 member_fields["provider"],
-                f"{member.provider!r} is not installed (installed: "
-                f"{', '.join(p for p in PROVIDERS if p in installed) or 'none'}); "
-                "a participant's primary CLI must be on the machine",
+                f"no CLI of {', '.join(str(e) for e in member.entries)} is installed "
+                f"(installed: {', '.join(p for p in PROVIDERS if p in installed) or 'none'})",
             )
         team.append(member)
 

@@ -253,7 +253,10 @@ def cmd_team_edit(args: argparse.Namespace) -> int:
 
 def cmd_lane(args: argparse.Namespace) -> int:
     """C8: print a participant's lane (the raw output of its CLI calls)."""
-    text = Lanes(Path(args.run) / LANES_DIR).read(args.id)
+    try:
+        text = Lanes(Path(args.run) / LANES_DIR).read(args.id)
+    except ValueError as exc:  # a malformed id: a user mistake, said in one sentence
+        raise AutodevError(str(exc)) from None
     sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
     return 0
 
@@ -284,6 +287,16 @@ def cmd_restore(args: argparse.Namespace) -> int:
     return 0
 
 
+def _speed(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number, not {text!r}")
+    return value
+
+
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register every command but `simulate` and `demo` on the CLI's parser."""
 
@@ -302,7 +315,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     run.add_argument("--json", action="store_true", help="log JSON lines (C7)")
     run.add_argument(
         "--fast",
-        type=float,
+        type=_speed,
         default=0.0,
         metavar="FACTOR",
         help="run the clock FACTOR times faster (for trying things out)",

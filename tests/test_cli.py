@@ -254,3 +254,19 @@ def test_B14_a_corrupt_store_offers_the_checkpoint_and_restore_brings_it_back(
     # Now the store is as new as the checkpoint: restoring again is refused (B14).
     again = _run_cli("restore", "--run", str(run_dir))
     assert again.returncode == 1 and "nothing to restore" in again.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["run", "TEAM", "--fast", "-1"], "must be a positive number"),
+        (["lane", "../etc", "--run", "RUN"], "malformed participant id"),
+    ],
+)
+def test_C6_bad_arguments_are_one_clear_line(tmp_path: Path, args: list[str], needle: str) -> None:
+    team = _team(tmp_path, {"ana.md": "---\nprovider: claude\n---\n"})
+    (tmp_path / "run").mkdir()
+    argv = [str(team) if a == "TEAM" else str(tmp_path / "run") if a == "RUN" else a for a in args]
+    done = _run_cli(*argv)
+    assert done.returncode == 2
+    assert needle in done.stderr and "Traceback" not in done.stderr

@@ -319,7 +319,7 @@ def test_D_messages_must_fall_inside_the_run() -> None:
         ("installed: [claude, claude]\n", 5, "installed[1]: 'claude' is listed twice"),
         (
             "installed: [codex]\n", 4,
-            "team[0].provider: 'claude' is not installed (installed: codex)",
+            "team[0].provider: no CLI of claude is installed (installed: codex)",
         ),
     ],
 )
@@ -524,3 +524,16 @@ def test_0_3_spec_example_round_trips() -> None:
     assert from_json(to_json(scenario), Scenario) == scenario
     assert from_yaml(to_yaml(scenario), Scenario) == scenario
     assert parse_scenario(render_scenario(scenario)) == scenario
+
+
+def test_A12_a_missing_primary_cli_is_skipped_like_any_entry() -> None:
+    text = (
+        "start: 2026-12-01T09:00:00\ntimezone: Europe/Lisbon\ninstalled: [codex]\n"
+        "until: 2026-12-01T09:03:00\n"
+        "team:\n  - {id: ana, provider: claude, model: opus, failover: [codex]}\n"
+    )
+    scenario = parse_scenario(text, source="scen.yaml")
+    from autodev_core.simulation import simulate
+
+    lines = simulate(scenario).render()
+    assert lines[0].endswith("ana posted via codex")
