@@ -260,8 +260,8 @@ NOTES = """\
   so they are not done yet.
 - **2, simulation throughput.** The storm spends about half its time in `step` and a quarter
   in reading the notices' text (each limit answer is classified afresh at its own instant, as
-  SPEC D requires); the rest is the driver. A plain posting week (6 participants, every call posts) runs
-  at about 35,000 events/s. 50,000 would need `step` itself about 3× cheaper (see 1).
+  SPEC D requires); the rest is the driver. A plain posting week (6 participants, every call
+  posts) runs at about 35,000 events/s. 50,000 would need `step` itself about 3× cheaper (see 1).
 - **3, detection against `str.find`.** See above: the floor is decoding the JSON; detection
   sits within 1.6× of that floor and is linear.
 - **4, durable commit.** A WAL commit with `synchronous=FULL` syncs the log and, as it grows,
