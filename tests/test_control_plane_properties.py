@@ -7,14 +7,6 @@ from typing import Any
 import attrs
 from hypothesis import given
 from hypothesis import strategies as st
-from hypothesis.stateful import (
-    Bundle,
-    RuleBasedStateMachine,
-    initialize,
-    invariant,
-    precondition,
-    rule,
-)
 
 from autodev_core.identity import RecoveryHint, RunIdentity, ids_equivalent
 from autodev_core.mutation import LOAD_STATES, MutationContext, mutation_block_reason
@@ -50,51 +42,23 @@ from autodev_core.replicas import (
     plan_replica_sync,
 )
 from autodev_core.serialization import from_json, from_yaml, to_json, to_yaml
+
+# --- strategies: the shipped harness's (SPEC 0.4) ---------------------------------------------
+from autodev_core.testing.persistence import (
+    REVISIONS,
+    RUN_IDS,
+    TIER_NAMES,
+    PersistenceMachine,
+    identities,
+    markers,
+    queued_events,
+    recoveries,
+)
+from autodev_core.testing.persistence import persistence_events as events
+from autodev_core.testing.persistence import persistence_states as states
 from autodev_core.turn_input import InputRecord, TurnInputPlan, TurnStart, plan_turn_input
 
-# --- strategies ------------------------------------------------------------------------------
-
-RUN_IDS = st.sampled_from(["run-A", "run-B", " run-A ", "a1", "", "run-C"])
-TIER_NAMES = st.sampled_from(
-    ["sqlite", " SQLite ", "shadow", "checkpoint", "search", "none", "", "postgres", "CHECKPOINT"]
-)
 NON_CANONICAL = TIER_NAMES.filter(lambda t: tier_role(t) != "canonical")
-REVISIONS = st.integers(min_value=-2, max_value=12)
-
-identities = st.builds(
-    RunIdentity,
-    run_id=RUN_IDS,
-    host_id=RUN_IDS,
-    integrity_id=RUN_IDS,
-    aliases=st.frozensets(RUN_IDS, max_size=3),
-)
-queued_events = st.builds(
-    Queued, revision=REVISIONS, run_id=RUN_IDS, reason=st.sampled_from(["", "turn-end"]),
-    immediate=st.booleans(), recoverable_tier=st.none() | TIER_NAMES,
-)
-accepted_events = st.builds(
-    Accepted, tier=TIER_NAMES, revision=REVISIONS, accepted=st.booleans(),
-    clear_queued=st.booleans(),
-)
-events = st.one_of(queued_events, accepted_events)
-markers = st.none() | st.builds(
-    CommitMarker, run_id=RUN_IDS, revision=REVISIONS, tier=TIER_NAMES, accepted=st.booleans()
-)
-recoveries = st.none() | st.builds(
-    RecoveryCopy, run_id=RUN_IDS, revision=REVISIONS, tier=TIER_NAMES
-)
-states = st.builds(
-    PersistenceState,
-    pending_persist=st.booleans(),
-    writes_blocked=st.booleans(),
-    last_accepted_revision=st.integers(0, 12),
-    accepted_tier=TIER_NAMES,
-    last_recoverable_tier=TIER_NAMES,
-    queued_revision=st.integers(0, 12),
-    queued_run_id=RUN_IDS,
-    queued_reason=st.text(max_size=5),
-    queued_immediate=st.booleans(),
-)
 
 
 def run(events_: list[Queued | Accepted], state: PersistenceState | None = None,
@@ -379,119 +343,19 @@ def test_0_3_every_control_plane_value_round_trips(pair: tuple[Any, Any]) -> Non
     assert from_yaml(yaml_text, cls) == value
 
 
-# --- 0.4: the persistence reducer against a tiny model ----------------------------------------
-
-
-@attrs.define
-class Model:
-    """What B6-B8 say, written as plainly as possible."""
-
-    pending: bool = False
-    blocked: bool = False
-    accepted: int = 0
-    tier: str = "none"
-    recoverable: str = "none"
-    queued: int = 0
-    queued_run: str = ""
-
-
-def _norm(tier: str | None) -> str:
-    return (tier or "").strip().lower() or "none"
-
-
-class PersistenceMachine(RuleBasedStateMachine):
-    """Random Queued/Accepted/settle/gate sequences; the reducer must agree with the model."""
-
-    runs = Bundle("runs")
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.state = PersistenceState()
-        self.model = Model()
-        self.identity = RunIdentity(run_id="run-A", aliases=frozenset({"a1"}))
-        self.high_water = 0
-
-    @initialize(target=runs)
-    def seed_runs(self) -> str:
-        return "run-A"
-
-    @rule(target=runs, run_id=st.sampled_from(["a1", " run-A", "run-B", ""]))
-    def add_run(self, run_id: str) -> str:
-        return run_id
-
-    @rule(revision=REVISIONS, run_id=runs, tier=st.none() | TIER_NAMES,
-          immediate=st.booleans())
-    def queue(self, revision: int, run_id: str, tier: str | None, immediate: bool) -> None:
-        self.state = reduce_persistence(
-            self.state, Queued(revision, run_id, "r", immediate, tier)
-        )
-        m = self.model
-        m.pending = True
-        m.queued = max(m.queued, revision, 0)
-        m.queued_run = run_id.strip()
-        recovery_only = _norm(tier) in ("shadow", "checkpoint")
-        m.blocked = not recovery_only
-        if recovery_only:
-            m.recoverable = _norm(tier)
-
-    @rule(tier=TIER_NAMES, revision=REVISIONS, accepted=st.booleans(), clear=st.booleans())
-    def accept(self, tier: str, revision: int, accepted: bool, clear: bool) -> None:
-        self.state = reduce_persistence(self.state, Accepted(tier, revision, accepted, clear))
-        m = self.model
-        if accepted and _norm(tier) == "sqlite":
-            m.pending = m.blocked = False
-            m.accepted = max(m.accepted, revision)
-            m.tier = "sqlite"
-            m.recoverable = "none"
-            if clear:
-                m.queued, m.queued_run = 0, ""
-
-    @rule(marker=markers, batch=st.integers(-1, 12))
-    def settle(self, marker: CommitMarker | None, batch: int) -> None:
-        outcome = settle_stale_pending(self.state, self.identity, marker=marker,
-                                       batch_revision=batch)
-        self.state = outcome.state
-        if outcome.plan.clears:
-            m = self.model
-            assert m.pending and m.queued_run in ("run-A", "a1")
-            m.pending = m.blocked = False
-            m.accepted = max(m.accepted, outcome.plan.accepted_revision)
-            m.tier = outcome.plan.tier
-            m.recoverable = "none"
-            m.queued, m.queued_run = 0, ""
-
-    @precondition(lambda self: self.model.pending)
-    @rule()
-    def gate_for_another_run(self) -> None:
-        if self.model.queued_run not in ("run-A", "a1"):
-            return
-        gate = turn_gate(self.state, RunIdentity(run_id="run-B"))
-        assert not gate.may_start and gate.reason == "queued-run-mismatch"
-
-    @invariant()
-    def agrees_with_the_model(self) -> None:
-        s, m = self.state, self.model
-        assert (s.pending_persist, s.writes_blocked) == (m.pending, m.blocked)
-        assert (s.last_accepted_revision, s.accepted_tier) == (m.accepted, m.tier)
-        assert s.last_recoverable_tier == m.recoverable
-        assert (s.queued_revision, s.queued_run_id) == (m.queued, m.queued_run)
-
-    @invariant()
-    def last_accepted_never_decreases(self) -> None:
-        assert self.state.last_accepted_revision >= self.high_water
-        self.high_water = self.state.last_accepted_revision
-
-    @invariant()
-    def B8_covered_canonical_pending_always_clears(self) -> None:
-        s = self.state
-        if (
-            s.pending_persist and s.queued_revision > 0
-            and s.last_accepted_revision >= s.queued_revision
-            and s.accepted_tier == "sqlite"
-            and s.queued_run_id in ("run-A", "a1")
-        ):
-            gate = turn_gate(s, self.identity)
-            assert gate.may_start and not gate.state.pending_persist
+# --- 0.4: the shipped persistence machine, against the default tiers and another table ---------
 
 
 TestPersistenceMachine = PersistenceMachine.TestCase
+
+
+class OtherTiers(PersistenceMachine):
+    """The same machine on an orchestrator's own table (B5: the role table is configurable)."""
+
+    tiers = TierRoles(
+        canonical=frozenset({"postgres"}), recovery_only=frozenset({"wal", "shadow"}),
+        replica_only=frozenset({"search"}),
+    )
+
+
+TestOtherTiers = OtherTiers.TestCase

@@ -28,12 +28,12 @@ from hypothesis.stateful import (
     rule,
 )
 
-from .classification import LimitNotice
-from .engine import PROVIDERS, Engine
-from .participant import Participant
-from .scheduler import logs
-from .scheduler.effects import STATUSES, Effect, Log, Sleep, StartCall, StatusChanged
-from .scheduler.events import (
+from ..classification import LimitNotice
+from ..engine import PROVIDERS, Engine
+from ..participant import Participant
+from ..scheduler import logs
+from ..scheduler.effects import STATUSES, Effect, Log, Sleep, StartCall, StatusChanged
+from ..scheduler.events import (
     CallEnded,
     Event,
     GateApproved,
@@ -45,10 +45,10 @@ from .scheduler.events import (
     StopRequested,
     Woke,
 )
-from .scheduler.policy import EMPTY_TURNS_PAUSE, GIVE_UP_AFTER, backoff_after
-from .scheduler.state import SchedulerConfig, SchedulerState, initial_state
-from .scheduler.step import TRANSITIONS, step
-from .serialization import from_json, from_yaml, to_json, to_yaml
+from ..scheduler.policy import EMPTY_TURNS_PAUSE, GIVE_UP_AFTER, backoff_after
+from ..scheduler.state import SchedulerConfig, SchedulerState, initial_state
+from ..scheduler.step import TRANSITIONS, step
+from ..serialization import from_json, from_yaml, to_json, to_yaml
 
 ZONES: tuple[str, ...] = ("UTC", "Europe/Lisbon", "America/New_York", "Asia/Tokyo")
 MODELS: tuple[str, ...] = ("opus", "sonnet", "haiku", "gpt-5", "flash")
