@@ -11,6 +11,8 @@ participant limited, limits lifting, and the persistence state at the end — wi
 
 from __future__ import annotations
 
+import shlex
+import sys
 import tempfile
 from collections import Counter
 from datetime import UTC, datetime, timedelta
@@ -80,6 +82,15 @@ def _write_team(team_dir: Path) -> None:
     )
 
 
+def _command_name() -> str:
+    """How the user called autodev (`.venv/bin/autodev` after the README's first command), so
+    the commands the demo suggests work as printed."""
+    called = sys.argv[0] if sys.argv else ""
+    if Path(called).name == "autodev":
+        return shlex.quote(called)
+    return "autodev"
+
+
 def summary_lines(
     summary: RunSummary, lines: list[tuple[datetime, str]], run_dir: Path, store_status: list[str]
 ) -> list[str]:
@@ -107,8 +118,9 @@ def summary_lines(
     out.append(f"persistence: {summary.persistence}")
     out.append("")
     out.append(f"the run is kept in {run_dir}; look at it with:")
-    out.append(f"  autodev status --run {run_dir}")
-    out.append(f"  autodev lane ana --run {run_dir}")
+    command = _command_name()
+    out.append(f"  {command} status --run {run_dir}")
+    out.append(f"  {command} lane ana --run {run_dir}")
     out.append("")
     out.extend(store_status)
     return out
