@@ -9,8 +9,9 @@ Only text is produced or read here: writing it anywhere is the shell's job.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_args, get_origin
 
 import cattrs
 import yaml
@@ -59,7 +60,28 @@ def _structure_engine(value: Any, _cls: type) -> Engine:
     return Engine.parse(value)
 
 
+def _is_frozenset(cls: Any) -> bool:
+    return cls is frozenset or get_origin(cls) is frozenset
+
+
+def _sorted_set_hook(converter: cattrs.Converter) -> Callable[[Any], Any]:
+    def factory(cls: Any) -> Callable[[frozenset[Any]], list[Any]]:
+        args = get_args(cls)
+        element = args[0] if args else Any
+
+        def unstructure(value: frozenset[Any]) -> list[Any]:
+            # A set has no order; written sorted, the same value is the same text in every
+            # process whatever its hash seed.
+            items = [converter.unstructure(item, unstructure_as=element) for item in value]
+            return sorted(items, key=lambda item: json.dumps(item, sort_keys=True, default=str))
+
+        return unstructure
+
+    return factory
+
+
 def _configure(converter: cattrs.Converter) -> cattrs.Converter:
+    converter.register_unstructure_hook_factory(_is_frozenset, _sorted_set_hook(converter))
     converter.register_unstructure_hook(datetime, _unstructure_datetime)
     converter.register_structure_hook(datetime, _structure_datetime)
     converter.register_unstructure_hook(timedelta, _unstructure_timedelta)

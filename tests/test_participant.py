@@ -129,3 +129,25 @@ def test_0_3_participants_round_trip_through_json_and_yaml(
     )
     assert from_json(to_json(value), Participant) == value
     assert from_yaml(to_yaml(value), Participant) == value
+
+
+def test_0_3_sets_are_written_in_one_order_whatever_the_hash_seed() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "from autodev_core.serialization import to_json;"
+        "from autodev_core.scheduler import SchedulerConfig;"
+        "from autodev_core import parse_participant;"
+        "p = parse_participant('---\\nprovider: codex\\n---\\n', id='rui');"
+        "print(to_json(SchedulerConfig(team=(p,), installed={'agy', 'codex', 'claude'})))"
+    )
+    outputs = {
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True,
+            env={"PYTHONHASHSEED": str(seed), "PATH": ""},
+        ).stdout
+        for seed in (1, 2, 3, 4)
+    }
+    assert len(outputs) == 1
+    assert '"installed":["agy","claude","codex"]' in outputs.pop()
