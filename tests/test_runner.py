@@ -167,3 +167,19 @@ def test_C7_long_waits_show_a_countdown_naming_what_comes_back(tmp_path: Path) -
     shown = screen.getvalue()
     assert f"waiting for {engine}, back first at " in shown
     assert " left" in shown
+
+
+def test_C7_json_log_lines_for_machines(tmp_path: Path) -> None:
+    import json
+    from zoneinfo import ZoneInfo
+
+    stream = io.StringIO()
+    log = StreamLog(ZoneInfo("Europe/Lisbon"), stream=stream, file=tmp_path / "autodev.log",
+                    json_lines=True)
+    at = datetime.fromisoformat("2026-12-01T14:30:05+00:00")
+    log.line(at, "claude limited until 15:30")
+    log.close()
+    (record,) = [json.loads(line) for line in stream.getvalue().splitlines()]
+    assert record == {"at": "2026-12-01T14:30:05+00:00", "local": "2026-12-01T14:30:05",
+                      "kind": "log", "message": "claude limited until 15:30"}
+    assert (tmp_path / "autodev.log").read_text(encoding="utf-8") == stream.getvalue()
