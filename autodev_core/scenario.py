@@ -23,6 +23,7 @@ import yaml
 from .engine import PROVIDERS, Engine
 from .errors import ConfigError
 from .participant import Participant
+from .times import aware, aware_or_none
 
 #: A call's outcome comes this long after it starts unless the answer says otherwise (SPEC D).
 DEFAULT_CALL_DURATION = timedelta(seconds=60)
@@ -74,11 +75,6 @@ class CallAnswer:
 OK_ANSWER = CallAnswer(post="ok")
 
 CallTable = tuple[tuple[str, tuple[CallAnswer, ...]], ...]
-
-
-def _aware(_instance: object, attribute: attrs.Attribute[Any], value: datetime | None) -> None:
-    if value is not None and (value.tzinfo is None or value.utcoffset() is None):
-        raise ValueError(f"Scenario.{attribute.name} must be an aware datetime, not {value!r}")
 
 
 def _check_zone(_instance: object, _attribute: object, value: str) -> None:
@@ -133,13 +129,13 @@ def _tuple_of_datetimes(value: Iterable[datetime]) -> tuple[datetime, ...]:
 class Scenario:
     """A parsed scenario file (SPEC D). Datetimes are aware and expressed in `zone`."""
 
-    start: datetime = attrs.field(validator=_aware)
+    start: datetime = attrs.field(validator=aware_or_none)
     timezone: str = attrs.field(validator=_check_zone)
     installed: frozenset[str] = attrs.field(
         default=frozenset(PROVIDERS), converter=_frozenset_of_str, validator=_check_installed
     )
     max_iterations: int | None = attrs.field(default=None, validator=_check_max_iterations)
-    until: datetime | None = attrs.field(default=None, validator=_aware)
+    until: datetime | None = attrs.field(default=None, validator=aware_or_none)
     team: tuple[Participant, ...] = attrs.field(
         default=(), converter=_tuple_of_members, validator=_check_team
     )
@@ -152,7 +148,7 @@ class Scenario:
         # parsed one field by field: every instant is expressed in the scenario's zone.
         zone = self.zone
         for stamp in self.messages:
-            _aware(self, attrs.fields(Scenario).messages, stamp)
+            aware(self, attrs.fields(Scenario).messages, stamp)
         object.__setattr__(self, "start", self.start.astimezone(zone))
         if self.until is not None:
             object.__setattr__(self, "until", self.until.astimezone(zone))

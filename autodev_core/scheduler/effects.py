@@ -7,12 +7,13 @@ decides anything.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
 import attrs
 
 from ..engine import Engine
 from ..serialization import register_union
+from ..times import aware
 
 #: A42: the only statuses a run has.
 Status = Literal["running", "rate_limited", "unreachable", "backing_off", "paused", "stopped"]
@@ -26,11 +27,6 @@ TURN_KINDS: tuple[str, ...] = ("fresh", "no-new-input")
 WAIT_STATUSES: tuple[str, ...] = ("rate_limited", "unreachable", "backing_off")
 
 
-def _aware(_instance: object, attribute: attrs.Attribute[Any], value: datetime) -> None:
-    if not isinstance(value, datetime) or value.utcoffset() is None:
-        raise ValueError(f"{attribute.name} must be an aware datetime, not {value!r}")
-
-
 @attrs.frozen
 class StartCall:
     """Run `participant`'s CLI on `engine` (with `model`, or the CLI's default when None).
@@ -39,7 +35,7 @@ class StartCall:
     runs for it. Report the end with a `CallEnded` event.
     """
 
-    at: datetime = attrs.field(validator=_aware)
+    at: datetime = attrs.field(validator=aware)
     participant: str
     engine: Engine
     model: str | None
@@ -52,7 +48,7 @@ class Sleep:
     """Sleep until `until` (in slices, C2), then send `Woke`. `wakes_on_message`: a user message
     ends this sleep (A30, failure waits only); stop and pause always do (A19)."""
 
-    until: datetime = attrs.field(validator=_aware)
+    until: datetime = attrs.field(validator=aware)
     status: Status = attrs.field(validator=attrs.validators.in_(WAIT_STATUSES))
     wakes_on_message: bool
 
@@ -61,7 +57,7 @@ class Sleep:
 class Log:
     """One log line, worded as SPEC A fixes it, stamped with the instant it happened."""
 
-    at: datetime = attrs.field(validator=_aware)
+    at: datetime = attrs.field(validator=aware)
     message: str
 
 
@@ -69,7 +65,7 @@ class Log:
 class StatusChanged:
     """The run's status became `status` (A42)."""
 
-    at: datetime = attrs.field(validator=_aware)
+    at: datetime = attrs.field(validator=aware)
     status: Status = attrs.field(validator=attrs.validators.in_(STATUSES))
 
 

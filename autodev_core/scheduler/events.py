@@ -9,13 +9,14 @@ Events never carry raw CLI text: a call's output is summarised by `call_ended` f
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
 import attrs
 
 from ..classification import Classification, LimitNotice
 from ..engine import Engine
 from ..serialization import register_union
+from ..times import aware
 
 #: How a call ended. `post` = it posted (and reported nothing else); `limit` = it reported a
 #: usage limit (A2-A4; `posted` tells whether a post came first, A17); `network` = A26/A37;
@@ -25,23 +26,18 @@ CallKind = Literal["post", "limit", "network", "login", "exit", "timeout", "empt
 CALL_KINDS: tuple[str, ...] = ("post", "limit", "network", "login", "exit", "timeout", "empty")
 
 
-def _aware(_instance: object, attribute: attrs.Attribute[Any], value: datetime) -> None:
-    if not isinstance(value, datetime) or value.utcoffset() is None:
-        raise ValueError(f"{attribute.name} must be an aware datetime, not {value!r}")
-
-
 @attrs.frozen
 class RunStarted:
     """The run starts (or starts again after a stop): the owed turn begins at `now`."""
 
-    now: datetime = attrs.field(validator=_aware)
+    now: datetime = attrs.field(validator=aware)
 
 
 @attrs.frozen
 class CallEnded:
     """The call the scheduler started has ended at `now` (A38: waits are measured from here)."""
 
-    now: datetime = attrs.field(validator=_aware)
+    now: datetime = attrs.field(validator=aware)
     participant: str
     engine: Engine
     kind: CallKind = attrs.field(validator=attrs.validators.in_(CALL_KINDS))
@@ -68,38 +64,38 @@ class CallEnded:
 class Woke:
     """A sleep the scheduler asked for ended (or the shell checked the clock, C2)."""
 
-    now: datetime = attrs.field(validator=_aware)
+    now: datetime = attrs.field(validator=aware)
 
 
 @attrs.frozen
 class MessageArrived:
     """A user message reached the thread (A30: it ends a failure wait at once)."""
 
-    now: datetime = attrs.field(validator=_aware)
+    now: datetime = attrs.field(validator=aware)
 
 
 @attrs.frozen
 class StopRequested:
-    now: datetime = attrs.field(validator=_aware)
+    now: datetime = attrs.field(validator=aware)
 
 
 @attrs.frozen
 class PauseRequested:
-    now: datetime = attrs.field(validator=_aware)
+    now: datetime = attrs.field(validator=aware)
 
 
 @attrs.frozen
 class ResumeRequested:
     """Resume a paused run: the failure streak and empty-turn counts start again (A29, A31)."""
 
-    now: datetime = attrs.field(validator=_aware)
+    now: datetime = attrs.field(validator=aware)
 
 
 @attrs.frozen
 class GateRequested:
     """`participant` now has a pending gate: it never hands its turn over (A16, A35)."""
 
-    now: datetime = attrs.field(validator=_aware)
+    now: datetime = attrs.field(validator=aware)
     participant: str
 
 
@@ -107,7 +103,7 @@ class GateRequested:
 class GateApproved:
     """`participant`'s gate was approved: it gets a turn of its own at once (A22)."""
 
-    now: datetime = attrs.field(validator=_aware)
+    now: datetime = attrs.field(validator=aware)
     participant: str
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta, tzinfo
 from types import MappingProxyType
-from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import attrs
@@ -18,11 +17,6 @@ import attrs
 from ..engine import PROVIDERS, Engine
 from ..participant import Participant
 from .effects import STATUSES, Status
-
-
-def _aware(_instance: object, attribute: attrs.Attribute[Any], value: datetime | None) -> None:
-    if value is not None and (not isinstance(value, datetime) or value.utcoffset() is None):
-        raise ValueError(f"{attribute.name} must be an aware datetime, not {value!r}")
 
 
 def _zone(name: str) -> ZoneInfo:
