@@ -307,9 +307,7 @@ class SchedulerMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.state is not None and self.state.status == "paused")
     @rule(jump=durations())
     def resume(self, jump: timedelta) -> None:
-        self.now += jump
-        self.failures = 0
-        self.empties = dict.fromkeys(self.empties, 0)
+        self._start_counts_afresh(jump)
         self.feed(ResumeRequested(now=self.now))
 
     @precondition(lambda self: self.state is not None and self.state.status != "stopped")
@@ -320,10 +318,14 @@ class SchedulerMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.state is not None and self.state.status == "stopped")
     @rule(jump=durations())
     def restart(self, jump: timedelta) -> None:
+        self._start_counts_afresh(jump)
+        self.feed(RunStarted(now=self.now))
+
+    def _start_counts_afresh(self, jump: timedelta) -> None:
+        """Resume and a new start reset the failure and empty-turn counts (A29, A31)."""
         self.now += jump
         self.failures = 0
         self.empties = dict.fromkeys(self.empties, 0)
-        self.feed(RunStarted(now=self.now))
 
     @precondition(lambda self: self.state is not None)
     @rule(data=st.data(), approve=st.booleans())
