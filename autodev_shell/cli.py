@@ -87,6 +87,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if hint:
             print(f"autodev: {hint}", file=sys.stderr)
         return EXIT_USAGE
+    except OSError as exc:
+        # The file system refused something (a --dir that is a file, a full disk): say which
+        # path and why, in one line.
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"autodev: {where}{exc.strerror or exc}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
 

@@ -106,6 +106,9 @@ def load_team(directory: str | Path) -> Team:
     if order is not None:
         if not isinstance(order, list) or not all(isinstance(i, str) for i in order):
             raise ConfigError("order: must be a list of participant ids", source=source)
+        repeated = sorted({i for i in order if order.count(i) > 1})
+        if repeated:
+            raise ConfigError(f"order: {repeated[0]!r} is listed twice", source=source)
         by_id = {p.stem: p for p in files}
         missing = [i for i in order if i not in by_id]
         if missing:

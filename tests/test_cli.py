@@ -78,6 +78,10 @@ def test_A14_team_edit_of_an_unknown_id_is_a_clear_error(
             {"ana.md": "---\nprovider: claude\n---\n", "autodev.yaml": "commands: {gpt: [x]}\n"},
             "commands.gpt: unknown provider",
         ),
+        (
+            {"ana.md": "---\nprovider: claude\n---\n", "autodev.yaml": "order: [ana, ana]\n"},
+            "order: 'ana' is listed twice",
+        ),
     ],
 )
 def test_C5_a_bad_team_is_one_clear_line_and_nothing_starts(
@@ -270,3 +274,11 @@ def test_C6_bad_arguments_are_one_clear_line(tmp_path: Path, args: list[str], ne
     done = _run_cli(*argv)
     assert done.returncode == 2
     assert needle in done.stderr and "Traceback" not in done.stderr
+
+
+def test_C6_a_file_system_refusal_is_one_clear_line(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x", encoding="utf-8")
+    done = _run_cli("demo", "--dir", str(blocker))
+    assert done.returncode == 2
+    assert str(blocker) in done.stderr and "Traceback" not in done.stderr
