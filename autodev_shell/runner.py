@@ -456,7 +456,7 @@ class Runner:
             exit_code=result.exit_code,
             timed_out=result.timed_out,
         )
-        if text:  # committed with the revision that records this CallEnded (C3)
+        if text:  # committed with the CallEnded it belongs to; the key only has to be unique (C3)
             self._call_posts[ended] = NewPost(
                 participant=effect.participant,
                 engine=str(effect.engine),
