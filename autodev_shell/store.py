@@ -13,6 +13,7 @@ a write counts as confirmed is the core's call (`autodev_core.persistence`, B4-B
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
@@ -271,10 +272,12 @@ class RunStore:
         exists = where.exists() and where.stat().st_size > 0
         if not exists and not create:
             raise StoreError(f"There is no run store at {where}.", path=where, kind="missing")
-        if exists:
-            _check_header(where)
         if not exists and not run_id.strip():
             raise ValueError("creating a run store needs the run id it belongs to (B1)")
+        if not exists:
+            _create_file(where, run_id.strip(), integrity_id.strip(), aliases, now or _utcnow(),
+                         factory)
+        _check_header(where)
         try:
             conn = sqlite3.connect(
                 str(where), isolation_level=None, factory=factory, timeout=BUSY_TIMEOUT_MS / 1000
@@ -288,8 +291,6 @@ class RunStore:
             _configure(conn, where)
             if check:
                 _integrity(conn, where)
-            if not exists:
-                _create(conn, run_id.strip(), integrity_id.strip(), aliases, now or _utcnow())
             _check_schema(conn, where)
             return cls(where, conn, tier=tier)
         except BaseException:
@@ -639,6 +640,40 @@ def _integrity(conn: sqlite3.Connection, path: Path) -> None:
             f"The run store {path} fails its integrity check ({rows[0] if rows else 'no answer'}).",
             path=path, kind="corrupt", detail="; ".join(rows),
         )
+
+
+def _create_file(path: Path, run_id: str, integrity_id: str, aliases: Iterable[str],
+                 now: datetime, factory: type[sqlite3.Connection]) -> None:
+    """Make the store whole beside `path`, then link it into place: another process never sees
+    a database at `path` without its schema (a `say` racing the daemon's first start)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.creating")
+    for leftover in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
+        leftover.unlink(missing_ok=True)
+    try:
+        conn = sqlite3.connect(str(tmp), isolation_level=None, factory=factory,
+                               timeout=BUSY_TIMEOUT_MS / 1000)
+        try:
+            _configure(conn, tmp)
+            _create(conn, run_id, integrity_id, aliases, now)
+        finally:
+            conn.close()  # the last connection checkpoints the WAL into the file
+        if path.exists() and path.stat().st_size == 0:
+            path.unlink()  # an empty placeholder holds nothing
+        with contextlib.suppress(FileExistsError):
+            os.link(tmp, path)  # never replaces a store another process made meanwhile
+        fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except sqlite3.Error as exc:
+        raise StoreError(
+            f"The run store {path} cannot be created ({_describe(exc)}).",
+            path=path, kind="write-failed", detail=_describe(exc),
+        ) from exc
+    finally:
+        for leftover in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
+            leftover.unlink(missing_ok=True)
 
 
 def _create(conn: sqlite3.Connection, run_id: str, integrity_id: str, aliases: Iterable[str],

@@ -337,3 +337,30 @@ def test_B19_saving_again_replaces_the_record(tmp_path: Path) -> None:
         store.save_turn_input(bind_input_context("m", "a", "one"), now=NOW)
         store.save_turn_input(bind_input_context("m", "b", "two"), now=NOW)
         assert store.load_turn_input("m") == bind_input_context("m", "b", "two")
+
+
+def test_C3_a_new_store_appears_only_with_its_schema(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process (`autodev say` racing the daemon's first start) never finds a database
+    at the store's path without its tables: the store is made aside and linked into place."""
+    import autodev_shell.store as store_module
+
+    path = tmp_path / "run.db"
+    seen: list[bool] = []
+    original = store_module._create
+
+    def watching(*args: object, **kwargs: object) -> None:
+        seen.append(path.exists())
+        original(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(store_module, "_create", watching)
+    store = RunStore.open(path, create=True, run_id="r", now=datetime(2026, 12, 1, tzinfo=UTC))
+    store.close()
+    assert seen == [False]
+    reopened = RunStore.open(path)
+    try:
+        assert reopened.run_id == "r"
+    finally:
+        reopened.close()
+    assert [p.name for p in tmp_path.iterdir() if "creating" in p.name] == []
