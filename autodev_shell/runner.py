@@ -273,10 +273,15 @@ class Runner:
 
     def _apply(self, event: Event, events: deque[Event]) -> None:
         before = self.state
+        post = self._call_posts.pop(event, None) if isinstance(event, CallEnded) else None
+        last = before.last_event_at
+        if last is not None and event.now < last:
+            # The wall clock was set back (A20): the core refuses time going backwards (A38),
+            # so the event happens at the last instant it knows.
+            event = attrs.evolve(event, now=last)
         self.state, effects = step(before, event)
         self.events += 1
         posts: list[NewPost] = []
-        post = self._call_posts.pop(event, None) if isinstance(event, CallEnded) else None
         if post is not None:
             posts.append(post)
             self.posts.append((post.participant, post.engine))

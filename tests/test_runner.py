@@ -183,3 +183,31 @@ def test_C7_json_log_lines_for_machines(tmp_path: Path) -> None:
     assert record == {"at": "2026-12-01T14:30:05+00:00", "local": "2026-12-01T14:30:05",
                       "kind": "log", "message": "claude limited until 15:30"}
     assert (tmp_path / "autodev.log").read_text(encoding="utf-8") == stream.getvalue()
+
+
+def test_A20_a_wall_clock_set_back_during_a_call_never_feeds_the_core_earlier_time(
+    tmp_path: Path,
+) -> None:
+    """The core refuses time going backwards (A38); NTP pulling the machine's clock back is the
+    shell's to absorb: an event is never stamped before the last one it fed."""
+    scenario = parse_scenario((EXAMPLES / "02-colleague-round-robin.yaml").read_text())
+    runner, clis, log = _runner(scenario, tmp_path)
+    clock = clis.clock
+    calls = [0]
+
+    def set_back(effect: StartCall, member: Participant, prompt: str) -> CallResult:
+        result = clis(effect, member, prompt)
+        calls[0] += 1
+        if calls[0] == 2:
+            clock.advance(-2 * 3600)  # the clock is corrected two hours back mid-run
+            runner.controls.queue.append(("say", "still there?"))  # events stamped after it
+            runner.controls.queue.append(("pause", ""))
+            runner.controls.queue.append(("resume", ""))
+        return result
+
+    runner.perform_call = set_back
+    summary = runner.run(stop_at=scenario.until)
+    assert summary.status == "stopped"
+    instants = [at for at, _message in log.lines]
+    assert instants == sorted(instants)
+    assert runner.state.last_event_at is not None

@@ -9,7 +9,7 @@ Events never carry raw CLI text: a call's output is summarised by `call_ended` f
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 import attrs
 
@@ -17,6 +17,44 @@ from ..classification import Classification, LimitNotice
 from ..engine import Engine
 from ..serialization import register_union
 from ..times import aware
+
+_is_bool = attrs.validators.instance_of(bool)
+
+
+def _participant_id(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    """attrs validator: a participant id is a non-empty string."""
+    if not isinstance(value, str):
+        raise TypeError(
+            f"{type(instance).__name__}.{attribute.name} must be a participant id (str), "
+            f"not {type(value).__name__} {value!r}"
+        )
+    if not value:
+        raise ValueError(f"{type(instance).__name__}.{attribute.name} cannot be empty")
+
+
+def _engine(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    """attrs validator: an `Engine`, never its name (`Engine.parse("codex")` makes one)."""
+    if not isinstance(value, Engine):
+        raise TypeError(
+            f"{type(instance).__name__}.{attribute.name} must be an Engine, not "
+            f"{type(value).__name__} {value!r} (build one with Engine.parse({str(value)!r}))"
+        )
+
+
+def _limit(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and not isinstance(value, LimitNotice):
+        raise TypeError(
+            f"{type(instance).__name__}.{attribute.name} must be a LimitNotice or None, "
+            f"not {type(value).__name__}"
+        )
+
+
+def _exit_code(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+        raise TypeError(
+            f"{type(instance).__name__}.{attribute.name} must be an int or None, "
+            f"not {type(value).__name__} {value!r}"
+        )
 
 #: How a call ended. `post` = it posted (and reported nothing else); `limit` = it reported a
 #: usage limit (A2-A4; `posted` tells whether a post came first, A17); `network` = A26/A37;
@@ -38,12 +76,12 @@ class CallEnded:
     """The call the scheduler started has ended at `now` (A38: waits are measured from here)."""
 
     now: datetime = attrs.field(validator=aware)
-    participant: str
-    engine: Engine
+    participant: str = attrs.field(validator=_participant_id)
+    engine: Engine = attrs.field(validator=_engine)
     kind: CallKind = attrs.field(validator=attrs.validators.in_(CALL_KINDS))
-    posted: bool = False
-    limit: LimitNotice | None = None
-    exit_code: int | None = None
+    posted: bool = attrs.field(default=False, validator=_is_bool)
+    limit: LimitNotice | None = attrs.field(default=None, validator=_limit)
+    exit_code: int | None = attrs.field(default=None, validator=_exit_code)
 
     def __attrs_post_init__(self) -> None:
         if (self.kind == "limit") != (self.limit is not None):
@@ -96,7 +134,7 @@ class GateRequested:
     """`participant` now has a pending gate: it never hands its turn over (A16, A35)."""
 
     now: datetime = attrs.field(validator=aware)
-    participant: str
+    participant: str = attrs.field(validator=_participant_id)
 
 
 @attrs.frozen
@@ -104,7 +142,7 @@ class GateApproved:
     """`participant`'s gate was approved: it gets a turn of its own at once (A22)."""
 
     now: datetime = attrs.field(validator=aware)
-    participant: str
+    participant: str = attrs.field(validator=_participant_id)
 
 
 Event = (

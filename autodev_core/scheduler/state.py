@@ -136,6 +136,8 @@ class SchedulerState:
     - `call`: the call in flight; `wait_until`: the deadline of the current wait (A18, A27, A28).
     - `fresh`: new input arrived since the last call; `last_runner`: who made it (B18).
     - `iterations`: calls made (A30); `runtime`: time spent in calls (A21).
+    - `last_event_at`: the `now` of the last event fed to `step` (None before the first): an
+      event earlier than it is refused, time never goes backwards (A38).
     """
 
     config: SchedulerConfig
@@ -155,6 +157,7 @@ class SchedulerState:
     last_runner: str | None = None
     iterations: int = 0
     runtime: timedelta = timedelta(0)
+    last_event_at: datetime | None = None
 
     # Times inside the state are checked once, as events (their source) are built; the state is
     # rebuilt at every step, so its own checks are kept to what an event cannot guarantee.

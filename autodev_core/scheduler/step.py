@@ -26,6 +26,7 @@ from ..participant import Participant
 from . import logs
 from .effects import Effect, Log, Sleep, StartCall, Status, StatusChanged, TurnKind
 from .events import (
+    EVENT_TYPES,
     CallEnded,
     Event,
     GateApproved,
@@ -44,7 +45,10 @@ from .state import Call, EngineLimit, Outage, SchedulerState
 
 class SchedulerProtocolError(AutodevError):
     """The caller fed `step` an event that makes no sense now (h11's LocalProtocolError):
-    a `CallEnded` with no call in flight, for another call, or `RunStarted` on a live run."""
+    a `CallEnded` with no call in flight, for another call, `RunStarted` on a live run, or an
+    event whose `now` is earlier than the last event's (time never goes backwards, A38).
+
+    A value that is not an event at all is a `TypeError` instead."""
 
 
 class _Draft:
@@ -52,8 +56,8 @@ class _Draft:
 
     __slots__ = (
         "approved", "call", "config", "due", "effects", "empties", "failures", "fresh", "gates",
-        "iterations", "last_runner", "limits", "outages", "passed", "runtime", "seats", "status",
-        "wait_until",
+        "iterations", "last_event_at", "last_runner", "limits", "outages", "passed", "runtime",
+        "seats", "status", "wait_until",
     )
 
     def __init__(self, s: SchedulerState) -> None:
@@ -74,6 +78,7 @@ class _Draft:
         self.last_runner = s.last_runner
         self.iterations = s.iterations
         self.runtime = s.runtime
+        self.last_event_at = s.last_event_at
         self.effects: list[Effect] = []
 
     def freeze(self) -> SchedulerState:
@@ -97,6 +102,7 @@ class _Draft:
             self.last_runner,
             self.iterations,
             self.runtime,
+            self.last_event_at,
         )
 
 
@@ -164,6 +170,7 @@ class _Draft:
 _FIELD_ORDER: Final = (
     "config", "status", "due", "approved", "gates", "limits", "outages", "failures", "empties",
     "seats", "passed", "call", "wait_until", "fresh", "last_runner", "iterations", "runtime",
+    "last_event_at",
 )
 if tuple(a.name for a in attrs.fields(SchedulerState)) != _FIELD_ORDER:  # pragma: no cover
     raise ImportError("SchedulerState's fields changed: update _Draft.freeze and _FIELD_ORDER")
@@ -675,11 +682,25 @@ def step(state: SchedulerState, event: Event) -> tuple[SchedulerState, tuple[Eff
     """Feed one event to the scheduler: the new state and what the shell must do, in order."""
     entry = TRANSITIONS.get((state.status, type(event)))
     if entry is None:
+        if type(event) not in EVENT_TYPES:
+            raise TypeError(
+                f"step needs an event ({', '.join(t.__name__ for t in EVENT_TYPES)}), "
+                f"not {type(event).__name__} {event!r}"
+            )
         raise SchedulerProtocolError(
             f"{type(event).__name__} makes no sense while the run is {state.status}"
         )
     handler, targets = entry
+    now = event.now
+    last = state.last_event_at
+    if last is not None and now < last:
+        raise SchedulerProtocolError(
+            f"{type(event).__name__} at {now.isoformat()} is earlier than the last event, at "
+            f"{last.isoformat()}: time never goes backwards (A38); feed events in the order "
+            "they happened"
+        )
     draft = _Draft(state)
+    draft.last_event_at = now
     handler(draft, event)
     if draft.status not in targets:  # pragma: no cover - the table and the handlers disagree
         raise AssertionError(
