@@ -9,7 +9,9 @@ read in the machine's zone (`local_tz`).
 Rules (A6, A38): a clock time that has passed (`now >= t`) rolls to the next day; a date
 without a year is its next occurrence; a full date, an epoch or a duration that is not later
 than `now` gives no reset (None) rather than a wrong one. Wall-clock times are built in their
-zone (zoneinfo), never by adding hours, so a DST change between now and the reset is right.
+zone (zoneinfo), never by adding hours, so a DST change between now and the reset is right;
+a duration is elapsed time, added in UTC ("in 2 hours" at 00:01 on the night the clocks fall
+back is the second 01:01, A6).
 """
 
 from __future__ import annotations
@@ -147,7 +149,7 @@ def from_duration(seconds: float, now: datetime) -> datetime | None:
     try:
         if seconds != seconds or seconds <= 0:
             return None
-        return _later(now + timedelta(seconds=seconds), now)
+        return _later(now.astimezone(UTC) + timedelta(seconds=seconds), now)
     except (OverflowError, ValueError):
         return None
 

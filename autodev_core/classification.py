@@ -12,6 +12,7 @@ from typing import Literal
 import attrs
 
 from .engine import PROVIDERS
+from .times import utc_or_none
 
 OutputKind = Literal["limit", "network", "login", "other"]
 OUTPUT_KINDS: tuple[str, ...] = ("limit", "network", "login", "other")
@@ -19,10 +20,11 @@ OUTPUT_KINDS: tuple[str, ...] = ("limit", "network", "login", "other")
 
 @attrs.frozen
 class LimitNotice:
-    """A usage limit a call reported (A2-A4). `reset_at` is None when no reset was readable (A6)."""
+    """A usage limit a call reported (A2-A4). `reset_at` is None when no reset was readable (A6);
+    it is kept in UTC (A6: the core computes instants in UTC)."""
 
     provider: str = attrs.field(validator=attrs.validators.in_(PROVIDERS))
-    reset_at: datetime | None = attrs.field()
+    reset_at: datetime | None = attrs.field(converter=utc_or_none)
     text: str = attrs.field()
 
     @reset_at.validator

@@ -21,7 +21,7 @@ with `exit_code=None`.
 
 from __future__ import annotations
 
-from datetime import datetime, tzinfo
+from datetime import UTC, datetime, tzinfo
 
 from ._bounded import Meter
 from ._failures import scan_login, scan_network
@@ -128,6 +128,7 @@ def _classify(
     meter: Meter | None = None,
 ) -> Classification:
     _check(provider, now, local_tz)
+    now = now.astimezone(UTC)  # A6: durations are elapsed time, whatever zone `now` carries
     output = cut(_text(stdout), _text(stderr), provider)
     limit = _limit(provider, output, now, local_tz, meter)
     if limit is not None:
@@ -165,6 +166,7 @@ def detect_limit(
 ) -> LimitNotice | None:
     """The limit the call reported (A2-A6), or None. `reset_at` is later than `now`, or None."""
     _check(provider, now, local_tz)
+    now = now.astimezone(UTC)  # A6: durations are elapsed time, whatever zone `now` carries
     del exit_code  # a limit is a limit however the CLI exits (A17: even after a post)
     return _limit(provider, cut(_text(stdout), _text(stderr), provider), now, local_tz, None)
 

@@ -149,14 +149,15 @@ class Scenario:
         zone = self.zone
         for stamp in self.messages:
             aware(self, attrs.fields(Scenario).messages, stamp)
+        # Instants are compared and sorted in UTC: two datetimes of one zone object compare by
+        # wall clock, which is wrong across a clock change (A6).
+        if self.until is not None and self.until.astimezone(UTC) <= self.start.astimezone(UTC):
+            raise ValueError("Scenario.until must be after start")
         object.__setattr__(self, "start", self.start.astimezone(zone))
         if self.until is not None:
             object.__setattr__(self, "until", self.until.astimezone(zone))
-            if self.until <= self.start:
-                raise ValueError("Scenario.until must be after start")
-        object.__setattr__(
-            self, "messages", tuple(sorted(stamp.astimezone(zone) for stamp in self.messages))
-        )
+        ordered = sorted(self.messages, key=lambda stamp: stamp.astimezone(UTC))
+        object.__setattr__(self, "messages", tuple(stamp.astimezone(zone) for stamp in ordered))
 
     @property
     def zone(self) -> ZoneInfo:
@@ -498,7 +499,7 @@ def parse_scenario(text: str, *, source: str = "<string>") -> Scenario:
     until: datetime | None = None
     if "until" in fields and reader._present(fields["until"]):
         until = reader.local_time(fields["until"], zone, zone_name)
-        if until <= start:
+        if until.astimezone(UTC) <= start.astimezone(UTC):
             raise reader.error(fields["until"], "must be after 'start'")
 
     installed = frozenset(PROVIDERS)
@@ -574,9 +575,9 @@ def parse_scenario(text: str, *, source: str = "<string>") -> Scenario:
     if "messages" in fields and reader._present(fields["messages"]):
         for where in reader.sequence(fields["messages"], "'messages'"):
             stamp = reader.local_time(where, zone, zone_name)
-            if stamp < start:
+            if stamp.astimezone(UTC) < start.astimezone(UTC):
                 raise reader.error(where, "a message cannot arrive before 'start'")
-            if until is not None and stamp > until:
+            if until is not None and stamp.astimezone(UTC) > until.astimezone(UTC):
                 raise reader.error(where, "a message after 'until' would never arrive")
             messages.append(stamp)
 

@@ -10,7 +10,7 @@ scenario and prints the lines.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime, timedelta, tzinfo
+from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Final
 
 import attrs
@@ -108,7 +108,7 @@ class _Machine:
         self.calls += 1
         answers = self.lists.get(engine, ())
         answer = answers[index] if index < len(answers) else self.fallback
-        end = effect.at + answer.duration
+        end = effect.at.astimezone(UTC) + answer.duration  # A6: elapsed time
         provider = engine.provider
         if not answer.stdout and not answer.stderr:
             key = (provider, answer.exit)
@@ -146,9 +146,13 @@ def simulate(scenario: Scenario, *, source: str = "<string>") -> SimulationResul
     config = scheduler_config(scenario, source=source)
     state = initial_state(config)
     machine = _Machine(scenario)
-    start = scenario.start
-    until = scenario.until if scenario.until is not None else start + DEFAULT_HORIZON
-    messages = tuple(m for m in scenario.messages if m >= start)
+    # A6: the virtual clock runs in UTC, so a call's duration and every wait are elapsed time
+    # across a clock change; the scenario's zone is used only to read notices and write times.
+    start = scenario.start.astimezone(UTC)
+    until = (
+        scenario.until.astimezone(UTC) if scenario.until is not None else start + DEFAULT_HORIZON
+    )
+    messages = tuple(m.astimezone(UTC) for m in scenario.messages if m >= start)
     next_message = 0
     lines: list[SimulatedLine] = []
     call: tuple[datetime, CallEnded] | None = None

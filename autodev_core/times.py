@@ -1,9 +1,14 @@
 """The one check every instant of the core passes: it is an aware datetime (SPEC 0.1: time
-enters as an argument, with its offset, so nothing is ever read in an implied zone)."""
+enters as an argument, with its offset, so nothing is ever read in an implied zone).
+
+Instants are normalised to UTC where they come in (`utc`, SPEC A6): every duration the core adds
+is then elapsed time, so a wait of two hours across a clock change is two real hours, whatever
+zone the caller's `now` carries. A zone is used only to read clock-time notices and to write
+`<time>`."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import attrs
@@ -11,6 +16,19 @@ import attrs
 
 def is_aware(value: object) -> bool:
     return isinstance(value, datetime) and value.utcoffset() is not None
+
+
+def utc(value: object) -> Any:
+    """attrs converter: an aware datetime as the same instant in UTC (A6: arithmetic on a
+    zone-aware local datetime adds wall-clock time, not elapsed time). Anything else is passed
+    through unchanged for the validator to refuse."""
+    if isinstance(value, datetime) and value.tzinfo is not UTC and value.utcoffset() is not None:
+        return value.astimezone(UTC)
+    return value
+
+
+def utc_or_none(value: object) -> Any:
+    return None if value is None else utc(value)
 
 
 def aware(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:

@@ -4,6 +4,8 @@ An illegal event cannot exist. The shell (or the simulation) turns what happened
 ending, a sleep ending, a user message, a stop — into one of these and feeds it to `step`.
 Events never carry raw CLI text: a call's output is summarised by `call_ended` from the
 `Classification` detection made of it (A1: a limit is known only when a call reports it).
+Every `now` is stored in UTC whatever zone the caller's datetime carries (A6): the waits the
+scheduler adds to it are then elapsed time, also across a clock change.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import attrs
 from ..classification import Classification, LimitNotice
 from ..engine import Engine
 from ..serialization import register_union
-from ..times import aware
+from ..times import aware, utc
 
 _is_bool = attrs.validators.instance_of(bool)
 
@@ -68,14 +70,14 @@ CALL_KINDS: tuple[str, ...] = ("post", "limit", "network", "login", "exit", "tim
 class RunStarted:
     """The run starts (or starts again after a stop): the owed turn begins at `now`."""
 
-    now: datetime = attrs.field(validator=aware)
+    now: datetime = attrs.field(converter=utc, validator=aware)
 
 
 @attrs.frozen
 class CallEnded:
     """The call the scheduler started has ended at `now` (A38: waits are measured from here)."""
 
-    now: datetime = attrs.field(validator=aware)
+    now: datetime = attrs.field(converter=utc, validator=aware)
     participant: str = attrs.field(validator=_participant_id)
     engine: Engine = attrs.field(validator=_engine)
     kind: CallKind = attrs.field(validator=attrs.validators.in_(CALL_KINDS))
@@ -102,38 +104,38 @@ class CallEnded:
 class Woke:
     """A sleep the scheduler asked for ended (or the shell checked the clock, C2)."""
 
-    now: datetime = attrs.field(validator=aware)
+    now: datetime = attrs.field(converter=utc, validator=aware)
 
 
 @attrs.frozen
 class MessageArrived:
     """A user message reached the thread (A30: it ends a failure wait at once)."""
 
-    now: datetime = attrs.field(validator=aware)
+    now: datetime = attrs.field(converter=utc, validator=aware)
 
 
 @attrs.frozen
 class StopRequested:
-    now: datetime = attrs.field(validator=aware)
+    now: datetime = attrs.field(converter=utc, validator=aware)
 
 
 @attrs.frozen
 class PauseRequested:
-    now: datetime = attrs.field(validator=aware)
+    now: datetime = attrs.field(converter=utc, validator=aware)
 
 
 @attrs.frozen
 class ResumeRequested:
     """Resume a paused run: the failure streak and empty-turn counts start again (A29, A31)."""
 
-    now: datetime = attrs.field(validator=aware)
+    now: datetime = attrs.field(converter=utc, validator=aware)
 
 
 @attrs.frozen
 class GateRequested:
     """`participant` now has a pending gate: it never hands its turn over (A16, A35)."""
 
-    now: datetime = attrs.field(validator=aware)
+    now: datetime = attrs.field(converter=utc, validator=aware)
     participant: str = attrs.field(validator=_participant_id)
 
 
@@ -141,7 +143,7 @@ class GateRequested:
 class GateApproved:
     """`participant`'s gate was approved: it gets a turn of its own at once (A22)."""
 
-    now: datetime = attrs.field(validator=aware)
+    now: datetime = attrs.field(converter=utc, validator=aware)
     participant: str = attrs.field(validator=_participant_id)
 
 
