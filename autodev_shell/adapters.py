@@ -4,12 +4,18 @@
   (defaults below; overridable per provider by the run's config, `templates_from_config`).
 - `installed_providers()`: which CLIs this machine has (A12: an entry naming a missing CLI is
   skipped — the core decides that; the shell only reports what is installed).
-- `run_call(argv, provider=…)`: spawn the CLI in a new process group with stdin from /dev/null,
-  stream its stdout and stderr with bounded memory (a tail of each, plus the structured events
+- `run_call(argv, provider=…, input=…)`: spawn the CLI in a new process group, its stdin the
+  prompt (`input`, for a template without `{prompt}`) or /dev/null, stream its stdout and
+  stderr with bounded memory (a tail of each, plus the structured events
   that matter kept whole), stop the whole group on timeout (SIGTERM, then SIGKILL), and — while
   it streams — ask the core's `classify_output` about the output so far: a CLI that retries the
   network by itself without end (A37: codex's `Reconnecting... waiting for network`) is stopped
-  at once and reported as a network outage. The answer is a frozen `CallResult`.
+  at once and reported as a network outage. The answer is a frozen `CallResult`. A CLI that
+  cannot be started at all (not found, not executable, an argument list too long, a NUL byte in
+  an argument) is a call that failed with its reason on stderr, never an exception (A28).
+- `call_participant(...)`: the argv and stdin of one participant's call, run. A prompt is never
+  one unbounded argv item: claude and codex read it on stdin; an argv prompt (agy's `-p`) longer
+  than `ARGV_PROMPT_MAX_BYTES` goes into a private file that a short argv prompt points to.
 
 No policy lives here: what a limit, an outage or a missing post means is the core's decision.
 """
@@ -17,12 +23,15 @@ No policy lives here: what a limit, an outage or a missing post means is the cor
 from __future__ import annotations
 
 import contextlib
+import errno
+import math
 import os
 import re
 import selectors
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -64,7 +73,13 @@ DRAIN_SECONDS = 2.0
 #: How often a `cancel` interrupt is asked while a call runs.
 CANCEL_POLL_SECONDS = 0.2
 _READ_CHUNK = 64 * 1024
-#: Exit codes reported when the CLI could not be started at all (as a shell reports them).
+#: The largest prompt passed as one argv item. Linux refuses any single argument over
+#: MAX_ARG_STRLEN (32 pages: 128 KiB) with E2BIG; this leaves room below it, so a long
+#: participant body plus the thread window never makes a call impossible to start. A longer
+#: prompt goes into a private file the argv prompt points to (`call_participant`).
+ARGV_PROMPT_MAX_BYTES = 96 * 1024
+#: Exit codes reported when the CLI could not be started at all (as a shell reports them):
+#: 127 not found, 126 found but not startable (permission, E2BIG, a NUL byte in an argument).
 EXIT_NOT_FOUND = 127
 EXIT_NOT_EXECUTABLE = 126
 
@@ -85,7 +100,8 @@ class CommandTemplate:
 
     `argv` items may hold `{binary}` and `{prompt}`; the item `{model_args}` stands where
     `model_args` go when the call names a model (`{model}` inside them), and disappears when it
-    does not. `binary` is a command name looked up on PATH, or a path.
+    does not. `binary` is a command name looked up on PATH, or a path. An argv without
+    `{prompt}` gives the prompt to the CLI on its standard input (`prompt_on_stdin`).
     """
 
     binary: str
@@ -96,30 +112,43 @@ class CommandTemplate:
     def __attrs_post_init__(self) -> None:
         if not self.binary.strip():
             raise ValueError("a command's binary must not be empty")
-        if not self.argv or not any("{prompt}" in item for item in self.argv):
-            raise ValueError("a command's argv must contain {prompt}")
+        if not self.argv:
+            raise ValueError("a command's argv must not be empty")
+        if any("{prompt}" in item for item in self.model_args):
+            raise ValueError("{prompt} belongs in argv, not in model_args")
         if any("{model}" in item for item in self.argv):
             raise ValueError("{model} belongs in model_args, not in argv")
-        if self.timeout_seconds <= 0:
-            raise ValueError("a command's timeout must be positive")
+        if not math.isfinite(self.timeout_seconds) or self.timeout_seconds <= 0:
+            raise ValueError("a command's timeout must be a positive, finite number of seconds")
+
+    @property
+    def prompt_on_stdin(self) -> bool:
+        """True when no argv item holds `{prompt}`: the prompt goes to the CLI's stdin."""
+        return not any("{prompt}" in item for item in self.argv)
 
 
 DEFAULT_TEMPLATES: Mapping[str, CommandTemplate] = MappingProxyType(
     {
-        # C1: `claude -p <prompt> --output-format stream-json --verbose [--model <m>]`
+        # C1: `claude -p --output-format stream-json --verbose [--model <m>]`, the prompt on
+        # stdin: with no prompt argument, `claude -p` reads it there (checked against real
+        # claude 2.1 in tests/test_real_clis.py). No argv limit, and a prompt that begins with
+        # `-` is never read as an option.
         "claude": CommandTemplate(
             binary="claude",
-            argv=("{binary}", "-p", "{prompt}", "--output-format", "stream-json", "--verbose",
-                  MODEL_ARGS),
+            argv=("{binary}", "-p", "--output-format", "stream-json", "--verbose", MODEL_ARGS),
             model_args=("--model", "{model}"),
         ),
-        # C1: `codex exec [-m <m>] <prompt>`; plain stdout is the final message.
+        # C1: `codex exec [-m <m>]`, the prompt on stdin (`codex exec` reads its instructions
+        # there when no prompt argument is given; checked against real codex 0.171). Plain
+        # stdout is the final message.
         "codex": CommandTemplate(
             binary="codex",
-            argv=("{binary}", "exec", MODEL_ARGS, "{prompt}"),
+            argv=("{binary}", "exec", MODEL_ARGS),
             model_args=("-m", "{model}"),
         ),
-        # C1: `agy -p <prompt> [--model <m>]`, stdin from /dev/null (every call gets that).
+        # C1: `agy -p <prompt> [--model <m>]`, stdin from /dev/null: agy documents its prompt
+        # only as the value of `-p`, and waits on an open stdin. A prompt too long for one
+        # argument goes through a prompt file (`call_participant`).
         "agy": CommandTemplate(
             binary="agy",
             argv=("{binary}", "-p", "{prompt}", MODEL_ARGS),
@@ -144,7 +173,10 @@ def build_argv(
     if provider not in PROVIDERS:
         raise ValueError(f"unknown provider {provider!r} (known: {', '.join(PROVIDERS)})")
     template = templates[provider]
-    values = {"binary": template.binary, "prompt": prompt, "model": model or ""}
+    # An argument cannot hold a NUL byte (the kernel ends it there; Popen refuses it): a post
+    # that carried one reaches an argv prompt as U+FFFD instead.
+    values = {"binary": template.binary, "prompt": prompt.replace("\x00", "\ufffd"),
+              "model": model or ""}
     argv: list[str] = []
     for item in template.argv:
         if item == MODEL_ARGS:
@@ -163,6 +195,13 @@ def argv_for(
 ) -> tuple[str, ...]:
     """The argv of `participant`'s call on `entry`: its pin on the primary only (A13)."""
     return build_argv(entry.provider, prompt, participant.model_for(entry), templates)
+
+
+def prompt_on_stdin(
+    provider: str, templates: Mapping[str, CommandTemplate] = DEFAULT_TEMPLATES
+) -> bool:
+    """True when `provider`'s CLI gets the prompt on stdin (its argv has no `{prompt}`)."""
+    return templates[provider].prompt_on_stdin
 
 
 def _strings(value: Any, field: str, source: str) -> tuple[str, ...]:
@@ -220,8 +259,16 @@ def templates_from_config(
                 changes["model_args"] = _strings(value["model_args"], f"{where}.model_args", source)
             if "timeout" in value:
                 timeout = value["timeout"]
-                if isinstance(timeout, bool) or not isinstance(timeout, int | float):
-                    raise ConfigError(f"{where}.timeout must be a number of seconds", source=source)
+                if (
+                    isinstance(timeout, bool)
+                    or not isinstance(timeout, int | float)
+                    or not math.isfinite(timeout)
+                    or timeout <= 0
+                ):
+                    raise ConfigError(
+                        f"{where}.timeout must be a positive number of seconds, not {timeout!r}",
+                        source=source,
+                    )
                 changes["timeout_seconds"] = float(timeout)
             merged[provider] = attrs.evolve(base, **changes)
         except ValueError as exc:
@@ -434,10 +481,21 @@ def _stop_group(proc: subprocess.Popen[bytes], grace: float) -> None:
 
 
 def _not_started(
-    provider: str, argv: tuple[str, ...], clock: Clock, local_tz: tzinfo, code: int, why: str
+    provider: str,
+    argv: tuple[str, ...],
+    clock: Clock,
+    local_tz: tzinfo,
+    code: int,
+    why: str,
+    sink: Sink | None,
 ) -> CallResult:
+    """A call whose CLI could not be started: a failed call (A28), its reason on stderr and in
+    the sink (the lane, C8)."""
     now = clock.now()
-    stderr = f"{argv[0] if argv else provider}: {why}"
+    stderr = f"{argv[0] if argv else provider}: {why}\n"
+    if sink is not None:
+        with contextlib.suppress(Exception):  # a lane that cannot be written fails nothing
+            sink("stderr", stderr.encode("utf-8", errors="replace"))
     return CallResult(
         provider=provider, argv=argv, started_at=now, ended_at=now, exit_code=code, stdout="",
         stderr=stderr, stdout_bytes=0, stderr_bytes=len(stderr), timed_out=False,
@@ -447,6 +505,24 @@ def _not_started(
         ),
         post=None, pid=None,
     )
+
+
+def _why_not_started(exc: BaseException, args: tuple[str, ...]) -> tuple[int, str]:
+    """The exit code and reason of a CLI that could not be started (127 not found, else 126)."""
+    if isinstance(exc, OSError):
+        where = exc.filename if exc.filename not in (None, "", args[0] if args else None) else None
+        if exc.errno == errno.ENOENT and where is None:
+            return EXIT_NOT_FOUND, "command not found"
+        reason = exc.strerror or str(exc)
+        if exc.errno == errno.E2BIG:
+            total = sum(len(a.encode("utf-8", errors="replace")) + 1 for a in args)
+            longest = max((len(a.encode("utf-8", errors="replace")) for a in args), default=0)
+            reason += f" ({total} bytes of arguments, the longest {longest})"
+        elif where is not None:
+            reason += f" ({where})"
+        code = EXIT_NOT_FOUND if exc.errno == errno.ENOENT else EXIT_NOT_EXECUTABLE
+        return code, f"cannot start: {reason}"
+    return EXIT_NOT_EXECUTABLE, f"cannot start: {exc}"
 
 
 def run_call(
@@ -462,23 +538,29 @@ def run_call(
     cancel: Interrupt = None,
     check_interval: float = CHECK_INTERVAL_SECONDS,
     kill_grace: float = KILL_GRACE_SECONDS,
+    input: str | bytes | None = None,
 ) -> CallResult:
     """Run one CLI call to its end, its timeout, an early stop (A37) or `cancel`.
 
     `timeout` is in real seconds. `clock` stamps the call and gives `now` to the detectors;
-    `local_tz` is the machine's zone for clock times in notices (A3). Never raises for what the
-    CLI does; a CLI that cannot be started ends with exit code 127 (or 126) and its reason on
-    stderr.
+    `local_tz` is the machine's zone for clock times in notices (A3). `input` is written to the
+    CLI's stdin (as the CLI reads it, while its output streams), which is then closed; without
+    it stdin is /dev/null. Never raises for what the CLI does; a CLI that cannot be started at
+    all (not found, not executable, arguments too long, a NUL byte in an argument or the
+    environment) ends with exit code 127 (or 126) and its reason on stderr and in the sink.
     """
     if provider not in PROVIDERS:
         raise ValueError(f"unknown provider {provider!r} (known: {', '.join(PROVIDERS)})")
     clock = clock or SystemClock()
     local_tz = local_tz or local_zone()
     args = tuple(argv)
+    feed = input.encode("utf-8", errors="replace") if isinstance(input, str) else input
     try:
         proc = subprocess.Popen(
             args,
-            stdin=subprocess.DEVNULL,  # C1: agy needs it; codex would wait for stdin otherwise
+            # C1: agy gets /dev/null (it waits on an open stdin); a prompt on stdin is closed
+            # once written, so codex never waits for more.
+            stdin=subprocess.DEVNULL if feed is None else subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,  # C1: its own process group, killed as a whole
@@ -486,12 +568,10 @@ def run_call(
             cwd=cwd,
             close_fds=True,
         )
-    except FileNotFoundError:
-        return _not_started(provider, args, clock, local_tz, EXIT_NOT_FOUND, "command not found")
-    except PermissionError:
-        return _not_started(
-            provider, args, clock, local_tz, EXIT_NOT_EXECUTABLE, "permission denied"
-        )
+    except (OSError, ValueError, subprocess.SubprocessError) as exc:
+        # ENOENT, EACCES, E2BIG, a NUL byte in argv or env…: the call failed, the run goes on.
+        code, why = _why_not_started(exc, args)
+        return _not_started(provider, args, clock, local_tz, code, why, sink)
     started_at = clock.now()
     capture = _Capture(sink)
     assert proc.stdout is not None and proc.stderr is not None
@@ -499,6 +579,20 @@ def run_call(
     for stream, name in ((proc.stdout, "stdout"), (proc.stderr, "stderr")):
         os.set_blocking(stream.fileno(), False)
         selector.register(stream, selectors.EVENT_READ, name)
+    pending = memoryview(feed or b"")
+    if proc.stdin is not None:
+        if pending:
+            os.set_blocking(proc.stdin.fileno(), False)
+            selector.register(proc.stdin, selectors.EVENT_WRITE, "stdin")
+        else:
+            proc.stdin.close()
+
+    def close_stdin() -> None:
+        if proc.stdin is not None and not proc.stdin.closed:
+            with contextlib.suppress(KeyError):
+                selector.unregister(proc.stdin)
+            with contextlib.suppress(OSError):
+                proc.stdin.close()
 
     deadline = time.monotonic() + timeout
     next_check = time.monotonic() + check_interval
@@ -508,7 +602,20 @@ def run_call(
     exited_at: float | None = None
 
     def read_ready(wait: float) -> None:
+        nonlocal pending
         for key, _ in selector.select(timeout=max(wait, 0.0)):
+            if key.data == "stdin":
+                try:
+                    written = os.write(key.fd, pending[:_READ_CHUNK])
+                except BlockingIOError:
+                    continue
+                except OSError:  # the CLI closed its stdin (or exited): it reads no more
+                    close_stdin()
+                    continue
+                pending = pending[written:]
+                if not pending:
+                    close_stdin()
+                continue
             try:
                 chunk = os.read(key.fd, _READ_CHUNK)
             except BlockingIOError:
@@ -569,6 +676,7 @@ def run_call(
         while selector.get_map() and time.monotonic() < drain_until:
             read_ready(0.05)
     finally:
+        close_stdin()
         selector.close()
         proc.stdout.close()
         proc.stderr.close()
@@ -603,10 +711,38 @@ def call_participant(
     prompt: str,
     *,
     templates: Mapping[str, CommandTemplate] = DEFAULT_TEMPLATES,
+    prompt_dir: str | os.PathLike[str] | None = None,
     **kwargs: Any,
 ) -> CallResult:
-    """Build the argv of `participant`'s call on `entry` and run it with its template's timeout
-    (keyword arguments go to `run_call`)."""
-    argv = argv_for(participant, entry, prompt, templates)
-    kwargs.setdefault("timeout", templates[entry.provider].timeout_seconds)
-    return run_call(argv, provider=entry.provider, **kwargs)
+    """Run `participant`'s call on `entry` with its template's timeout (keyword arguments go to
+    `run_call`).
+
+    The prompt goes where the template puts it: on stdin when its argv has no `{prompt}`, else
+    in argv — unless it is longer than `ARGV_PROMPT_MAX_BYTES`, when it is written to a private
+    file (mode 0600, in `prompt_dir`, default the system's temporary directory) for the call's
+    length, and the argv prompt is one line asking the CLI to read that file.
+    """
+    template = templates[entry.provider]
+    kwargs.setdefault("timeout", template.timeout_seconds)
+    if template.prompt_on_stdin:
+        argv = argv_for(participant, entry, prompt, templates)
+        return run_call(argv, provider=entry.provider, input=prompt, **kwargs)
+    if len(prompt.encode("utf-8", errors="replace")) <= ARGV_PROMPT_MAX_BYTES:
+        argv = argv_for(participant, entry, prompt, templates)
+        return run_call(argv, provider=entry.provider, **kwargs)
+    handle, path = tempfile.mkstemp(
+        prefix=f"prompt-{participant.id}-", suffix=".md",
+        dir=os.fspath(prompt_dir) if prompt_dir is not None else None,
+    )
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(prompt.encode("utf-8", errors="replace"))
+        pointer = (
+            f"Your instructions for this turn are too long for a command line, so they are in "
+            f"the file {path}. Read that whole file now and follow it exactly."
+        )
+        argv = argv_for(participant, entry, pointer, templates)
+        return run_call(argv, provider=entry.provider, **kwargs)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(path)

@@ -132,6 +132,7 @@ def start_run(
                 env=env,
                 countdown=None if json_lines else default_countdown(),
                 lanes=Lanes(run_dir / LANES_DIR),
+                prompt_dir=run_dir,
                 **kwargs,  # type: ignore[arg-type]
             )
             try:

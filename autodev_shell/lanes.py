@@ -113,12 +113,20 @@ class Lanes:
         return write
 
     def begin_call(
-        self, participant_id: str, *, engine: str, argv: Sequence[str], at: datetime
+        self,
+        participant_id: str,
+        *,
+        engine: str,
+        argv: Sequence[str],
+        at: datetime,
+        stdin_chars: int | None = None,
     ) -> None:
+        """The call's header line; `stdin_chars`: the prompt went on stdin, this long."""
+        fed = f" <{stdin_chars} chars on stdin>" if stdin_chars is not None else ""
         self.append(
             participant_id,
             f"\n=== {at.isoformat(timespec='seconds')} {participant_id} on {engine}: "
-            f"{_shown(argv)}\n",
+            f"{_shown(argv)}{fed}\n",
         )
 
     def end_call(self, participant_id: str, result: CallResult) -> None:

@@ -51,6 +51,7 @@ from autodev_core.scheduler import (
     step,
 )
 from autodev_core.serialization import from_json, to_json
+from autodev_core.thread_window import thread_window
 from autodev_core.turn_input import InputRecord, TurnStart, bind_input_context, plan_turn_input
 
 from .adapters import (
@@ -59,6 +60,7 @@ from .adapters import (
     CommandTemplate,
     argv_for,
     call_participant,
+    prompt_on_stdin,
 )
 from .clock import Clock
 from .durability import Durability, PersistResult
@@ -68,6 +70,14 @@ from .store import NewPost, RunStore
 
 #: The thread's last posts shown to a participant in a fresh turn's prompt.
 PROMPT_THREAD_POSTS: Final = 20
+#: The thread window's bound in UTF-8 bytes: a post is whatever a CLI printed (70 KB, 10 MB),
+#: so posts alone cannot bound a prompt. 64 KiB keeps an argv prompt (agy's `-p`) well below
+#: Linux's 128 KiB limit on one argument with room for the participant's own text, and keeps
+#: every prompt a modest share of a model's context. Oldest posts are dropped first.
+PROMPT_THREAD_BYTES: Final = 64 * 1024
+#: One post's most in the window: a longer post is cut (its start kept) with a marker, so one
+#: huge post never pushes every other post out.
+PROMPT_POST_BYTES: Final = 16 * 1024
 #: Real seconds between attempts to write a revision the turn gate is waiting for (B9).
 GATE_RETRY_SECONDS: Final = 1.0
 #: The participant name user messages are posted under.
@@ -211,6 +221,7 @@ class Runner:
         slice_seconds: float = DEFAULT_SLICE_SECONDS,
         countdown: TextIO | None = None,
         lanes: Lanes | None = None,
+        prompt_dir: Path | None = None,
     ) -> None:
         self.config = config
         self.store = store
@@ -223,6 +234,8 @@ class Runner:
         self.slice_seconds = slice_seconds
         self.countdown = countdown
         self.lanes = lanes
+        #: Where an argv prompt too long for one argument is written for its call (private).
+        self.prompt_dir = prompt_dir
         self.perform_call = perform_call or self._call_cli
         self.controls = Controls(store, clock)
         self.members = {p.id: p for p in config.team}
@@ -475,12 +488,20 @@ class Runner:
         lanes = self.lanes
         if lanes is not None:
             argv = argv_for(member, effect.engine, prompt, self.templates)
-            lanes.begin_call(member.id, engine=str(effect.engine), argv=argv, at=self.clock.now())
+            on_stdin = prompt_on_stdin(effect.engine.provider, self.templates)
+            lanes.begin_call(
+                member.id,
+                engine=str(effect.engine),
+                argv=argv,
+                at=self.clock.now(),
+                stdin_chars=len(prompt) if on_stdin else None,
+            )
         result = call_participant(
             member,
             effect.engine,
             prompt,
             templates=self.templates,
+            prompt_dir=self.prompt_dir,
             clock=self.clock,
             local_tz=self.config.zone,
             env=self.env,
@@ -536,9 +557,14 @@ class Runner:
         )
         if plan.context is not None and not plan.needs_compute:
             return plan.context
-        recent = thread[-PROMPT_THREAD_POSTS:]
+        window = thread_window(
+            [(p.participant, p.text) for p in thread],
+            max_posts=PROMPT_THREAD_POSTS,
+            max_bytes=PROMPT_THREAD_BYTES,
+            max_post_bytes=PROMPT_POST_BYTES,
+        )
         lines = [member.prompt.strip(), "", "--- the thread so far (oldest first) ---"]
-        lines += [f"@{p.participant}: {p.text}" for p in recent] or ["(empty)"]
+        lines += list(window) or ["(empty)"]
         owner = "" if effect.turn_owner == member.id else f" (taking @{effect.turn_owner}'s turn)"
         lines += ["---", f"You are @{member.id}. It is your turn{owner}. Post your reply."]
         context = "\n".join(lines).strip()

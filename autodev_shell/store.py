@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -138,6 +139,16 @@ def _time(value: str) -> datetime:
     return datetime.fromisoformat(value)
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def clean_text(value: str) -> str:
+    """`value` as SQLite can keep it: any text a CLI printed is stored, NUL bytes included,
+    but a lone surrogate (a JSON `\\ud800` escape in a CLI's event, an undecodable byte in a
+    command-line argument) cannot be UTF-8, so it becomes U+FFFD instead of failing the write."""
+    return _SURROGATE.sub("\ufffd", value)
+
+
 def _utcnow() -> datetime:
     # The shell may read the clock; every method still takes `now` so tests pin it.
     return datetime.now(UTC)
@@ -148,11 +159,11 @@ class NewPost:
     """A post to commit. `key` makes the write idempotent: a replayed commit carrying the same
     key (say turn id + attempt) never adds the post twice. Empty → "r<revision>.<index>"."""
 
-    participant: str
-    engine: str
-    text: str
+    participant: str = attrs.field(converter=clean_text)
+    engine: str = attrs.field(converter=clean_text)
+    text: str = attrs.field(converter=clean_text)
     at: datetime = attrs.field(validator=lambda _i, _a, v: _check_aware(v))
-    key: str = ""
+    key: str = attrs.field(default="", converter=clean_text)
 
 
 @attrs.frozen
@@ -526,7 +537,7 @@ class RunStore:
         with self._transaction(f"queue the {command} command") as conn:
             cursor = conn.execute(
                 "INSERT INTO controls (command, arg, queued_at) VALUES (?, ?, ?)",
-                (command, arg, _text(now or _utcnow())),
+                (command, clean_text(arg), _text(now or _utcnow())),
             )
             return int(cursor.lastrowid or 0)
 
@@ -561,7 +572,8 @@ class RunStore:
                 "VALUES (?, ?, ?, ?) ON CONFLICT (parent_input_id) DO UPDATE SET "
                 "bound_text = excluded.bound_text, context = excluded.context, "
                 "saved_at = excluded.saved_at",
-                (record.parent_input_id, record.bound_text, record.context, _text(now)),
+                (clean_text(record.parent_input_id), clean_text(record.bound_text),
+                 clean_text(record.context), _text(now)),
             )
 
     def load_turn_input(self, parent_input_id: str) -> InputRecord | None:

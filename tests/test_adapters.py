@@ -27,6 +27,7 @@ from autodev_shell.adapters import (
     build_argv,
     call_participant,
     installed_providers,
+    prompt_on_stdin,
     run_call,
     templates_from_config,
 )
@@ -44,28 +45,32 @@ PROMPT = "Review the change in {model} and say {prompt}."  # braces must pass th
 # -- argv (C1, A13) ------------------------------------------------------------------------------
 
 
-def test_C1_claude_argv_with_its_pin() -> None:
+def test_C1_claude_argv_with_its_pin_and_the_prompt_on_stdin() -> None:
+    # Issue 9 item 3: claude `-p` reads the prompt from stdin when no prompt argument is given.
     assert argv_for(ANA, Engine("claude"), PROMPT) == (
-        "claude", "-p", PROMPT, "--output-format", "stream-json", "--verbose", "--model", "opus",
+        "claude", "-p", "--output-format", "stream-json", "--verbose", "--model", "opus",
     )
+    assert prompt_on_stdin("claude") and prompt_on_stdin("codex")
+    assert not prompt_on_stdin("agy")  # agy documents its prompt only as `-p <prompt>`
 
 
 def test_C1_claude_argv_without_a_pin_names_no_model() -> None:
     rui = Participant(id="rui", provider="claude")
     assert argv_for(rui, Engine("claude"), "hi") == (
-        "claude", "-p", "hi", "--output-format", "stream-json", "--verbose",
+        "claude", "-p", "--output-format", "stream-json", "--verbose",
     )
 
 
 def test_A13_a_hop_does_not_carry_the_pin() -> None:
-    assert argv_for(ANA, Engine("codex"), PROMPT) == ("codex", "exec", PROMPT)
+    assert argv_for(ANA, Engine("codex"), PROMPT) == ("codex", "exec")
     assert argv_for(ANA, Engine("agy"), PROMPT) == ("agy", "-p", PROMPT)
 
 
 def test_A13_a_hop_entry_naming_a_model_uses_it() -> None:
     assert argv_for(ANA, Engine("claude", "sonnet"), "x")[-2:] == ("--model", "sonnet")
     eva = Participant(id="eva", provider="claude", failover=(Engine("codex", "gpt-5"),))
-    assert argv_for(eva, Engine("codex", "gpt-5"), "x") == ("codex", "exec", "-m", "gpt-5", "x")
+    assert argv_for(eva, Engine("codex", "gpt-5"), "x") == ("codex", "exec", "-m", "gpt-5")
+    assert argv_for(eva, Engine("agy", "g3"), "x") == ("agy", "-p", "x", "--model", "g3")
 
 
 def test_C1_build_argv_refuses_an_unknown_provider() -> None:
@@ -97,7 +102,11 @@ def test_C1_command_lines_are_configurable() -> None:
     ("config", "words"),
     [
         ({"gemini": ["gemini", "{prompt}"]}, ["commands.gemini", "unknown provider"]),
-        ({"codex": ["codex", "exec"]}, ["commands.codex", "{prompt}"]),
+        ({"codex": {"model_args": ["-m", "{model}", "{prompt}"]}},
+         ["commands.codex", "{prompt} belongs in argv"]),
+        ({"codex": {"timeout": float("inf")}}, ["commands.codex.timeout", "inf"]),
+        ({"codex": {"timeout": float("nan")}}, ["commands.codex.timeout", "nan"]),
+        ({"codex": {"timeout": 0}}, ["commands.codex.timeout", "positive"]),
         ({"codex": {"timeout": "soon"}}, ["commands.codex.timeout", "seconds"]),
         ({"codex": {"timout": 5}}, ["commands.codex", "'timout'"]),
         ({"codex": {"argv": ["codex", 3]}}, ["commands.codex.argv", "list of strings"]),
@@ -384,3 +393,109 @@ def test_C1_a_cli_that_closes_its_pipes_is_still_waited_for() -> None:
     code = "import os, time\nos.close(1)\nos.close(2)\ntime.sleep(0.5)\nraise SystemExit(3)\n"
     result = run_call((sys.executable, "-c", code), provider="agy", timeout=30)
     assert (result.exit_code, result.timed_out) == (3, False)
+
+
+# -- the prompt's way in, and calls that cannot start (issue 9 items 3, 4; A28, C8) --------------
+
+
+def _calls(tmp_path: Path) -> list[dict[str, Any]]:
+    import json
+
+    log = tmp_path / "calls.jsonl"
+    return [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.mark.parametrize("provider", ["claude", "codex"])
+def test_C1_a_huge_prompt_with_a_nul_and_a_leading_dash_goes_whole_on_stdin(
+    standins: Callable[..., dict[str, str]], tmp_path: Path, provider: str
+) -> None:
+    # Linux refuses one argument over 128 KiB and any argument holding a NUL byte; a prompt that
+    # begins with `-` is read as an option by real claude and codex. On stdin none of it matters.
+    prompt = "--- the thread so far ---\n@rui: a\x00b\n" + "é" * 200_000
+    env = standins({provider: [{"post": "read it"}]})
+    participant = Participant(id="ana", provider=provider)
+    result = call_participant(participant, Engine(provider), prompt, env=env, timeout=60)
+    assert (result.exit_code, result.post) == (0, "read it"), result.stderr
+    (call,) = _calls(tmp_path)
+    assert call["prompt_from"] == "stdin"
+    assert call["prompt"] == prompt
+    assert all(len(arg) < 1000 for arg in call["argv"])
+
+
+def test_C1_a_stdin_prompt_the_cli_never_reads_does_not_hold_the_call(tmp_path: Path) -> None:
+    # A CLI that exits without reading its stdin: the unwritten rest of the prompt is dropped.
+    code = "import sys\nprint('bye')\n"
+    result = run_call((sys.executable, "-c", code), provider="agy", timeout=30,
+                      input="x" * 5_000_000)
+    assert (result.exit_code, result.post, result.timed_out) == (0, "bye", False)
+
+
+def test_C1_an_argv_prompt_too_long_for_one_argument_goes_through_a_private_file(
+    tmp_path: Path,
+) -> None:
+    # agy takes its prompt as `-p <prompt>`; Linux refuses one argument over 128 KiB (E2BIG).
+    # The prompt then goes into a 0600 file for the call and the argv prompt points to it.
+    reader = (
+        "import os, re, stat, sys\n"
+        "path = re.search(r'in the file (\\S+?)\\. Read', sys.argv[2]).group(1)\n"
+        "data = open(path, 'rb').read()\n"
+        "mode = stat.S_IMODE(os.stat(path).st_mode)\n"
+        "print(len(sys.argv[2]), len(data), oct(mode))\n"
+    )
+    templates = templates_from_config(
+        {"agy": [sys.executable, "-c", reader, "-p", "{prompt}"]}
+    )
+    prompt = "-" + "long instructions " * 20_000  # 360 KB, leading dash
+    eva = Participant(id="eva", provider="agy")
+    result = call_participant(eva, Engine("agy"), prompt, templates=templates, timeout=60,
+                              prompt_dir=tmp_path)
+    assert result.exit_code == 0, result.stderr
+    assert result.post is not None
+    argv_len, file_len, mode = result.post.split()
+    assert int(argv_len) < 1000  # one short line points to the file
+    assert int(file_len) == len(prompt.encode())
+    assert mode == "0o600"
+    assert list(tmp_path.glob("prompt-*")) == []  # removed after the call
+
+
+def test_C1_a_short_argv_prompt_stays_in_argv_and_a_nul_becomes_u_fffd(
+    standins: Callable[..., dict[str, str]], tmp_path: Path
+) -> None:
+    env = standins({"agy": [{"post": "ok"}]})
+    eva = Participant(id="eva", provider="agy")
+    result = call_participant(eva, Engine("agy"), "-review\x00this", env=env, timeout=60)
+    assert (result.exit_code, result.post) == (0, "ok"), result.stderr
+    (call,) = _calls(tmp_path)
+    assert (call["prompt_from"], call["prompt"]) == ("argv", "-review\ufffdthis")
+
+
+@pytest.mark.parametrize(
+    ("make", "code", "words"),
+    [
+        (lambda d: (str(d / "missing-cli"), "x"), 127, ["command not found"]),
+        (lambda d: ("/bin/true", "x" * 200_000), 126, ["cannot start", "Argument list too long"]),
+        (lambda d: ("/bin/true", "a\x00b"), 126, ["cannot start", "null"]),
+        (lambda d: (str(d / "not-executable"), "x"), 126, ["cannot start", "Permission denied"]),
+    ],
+    ids=["ENOENT", "E2BIG", "NUL", "EACCES"],
+)
+def test_A28_a_call_that_cannot_start_is_a_failed_call_with_its_reason_in_the_lane(
+    tmp_path: Path, make: Callable[[Path], tuple[str, ...]], code: int, words: list[str]
+) -> None:
+    (tmp_path / "not-executable").write_text("#!/bin/sh\necho hi\n", encoding="utf-8")
+    lane: list[bytes] = []
+    result = run_call(make(tmp_path), provider="claude", timeout=30,
+                      sink=lambda _stream, chunk: lane.append(chunk))
+    assert result.exit_code == code
+    assert result.classification.kind == "other"  # A28: a plain failed call
+    assert result.post is None and not result.killed
+    shown = b"".join(lane).decode()
+    for word in words:
+        assert word in result.stderr
+        assert word in shown
+
+
+def test_A28_a_nul_byte_in_the_environment_is_a_failed_call() -> None:
+    env = dict(os.environ, AUTODEV_BAD="a\x00b")
+    result = run_call(("/bin/true",), provider="codex", timeout=30, env=env)
+    assert result.exit_code == 126 and "cannot start" in result.stderr

@@ -78,14 +78,17 @@ def test_A32_C8_an_unauthenticated_codex_shows_its_own_error_in_its_lane(
     bin_dir = install_standins(tmp_path / "bin")
     script = write_script(tmp_path / "s.json", {"codex": [{"kind": "unauthenticated"}]})
     lanes = Lanes(tmp_path / "lanes")
-    argv = build_argv("codex", "review " + "the change " * 40)
-    lanes.begin_call("rui", engine="codex", argv=argv, at=T0)
+    prompt = "review " + "the change " * 40
+    argv = build_argv("codex", prompt)
+    lanes.begin_call("rui", engine="codex", argv=argv, at=T0, stdin_chars=len(prompt))
     result = run_call(argv, provider="codex", env=standin_env(bin_dir, script), timeout=30,
-                      sink=lanes.sink("rui"))
+                      sink=lanes.sink("rui"), input=prompt)
     lanes.end_call("rui", result)
     text = lanes.read("rui")
     assert "401 Unauthorized" in text
-    assert "=== 2026-12-01T09:00:00+00:00 rui on codex: codex exec <" in text  # prompt elided
+    # The prompt went on stdin: the header says how long it was, not what it said.
+    header = "=== 2026-12-01T09:00:00+00:00 rui on codex: codex exec"
+    assert f"{header} <{len(prompt)} chars on stdin>" in text
     assert "exit 1; read as other" in text
     assert result.classification.kind == "other"  # A32: a plain failed call for the core
 

@@ -23,13 +23,16 @@ import shutil
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from autodev_core.detection import classify_output
-from autodev_shell.adapters import build_argv, run_call, templates_from_config
+from autodev_core.engine import Engine
+from autodev_core.participant import Participant
+from autodev_shell.adapters import build_argv, call_participant, run_call, templates_from_config
 
 FIXTURES = Path(__file__).parent / "fixtures" / "realcli"
 #: The versions these tests were written against (recorded in docs/shell.md).
@@ -139,41 +142,24 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-@pytest.mark.realcli
-def test_A32_real_claude_not_logged_in_is_login(npm_bin: Path, tmp_path: Path) -> None:
-    binary = npm_bin / "claude"
-    assert CLAUDE_VERSION in _version(binary)
-    env = _clean_env(tmp_path / "home")
+def _claude_env(home: Path, base_url: str) -> dict[str, str]:
+    env = _clean_env(home)
     env.update({
-        "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{_dead_port()}",
-        "CLAUDE_CONFIG_DIR": str(tmp_path / "home" / ".claude"),
+        "ANTHROPIC_BASE_URL": base_url,
+        "CLAUDE_CONFIG_DIR": str(home / ".claude"),
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "DISABLE_AUTOUPDATER": "1",
         "DISABLE_TELEMETRY": "1",
         "DISABLE_ERROR_REPORTING": "1",
     })
-    templates = templates_from_config({"claude": {"binary": str(binary)}})
-    result = run_call(
-        build_argv("claude", "Say hello.", None, templates),
-        provider="claude", env=env, cwd=tmp_path, timeout=CALL_TIMEOUT,
-    )
-    assert result.classification.kind == "login", result.stdout[-2000:]
-    assert "Not logged in" in result.classification.text
-    assert result.exit_code == 1
-    assert result.post is None
-    assert not result.killed
+    return env
 
 
-@pytest.mark.realcli
-def test_A37_real_codex_without_network_is_stopped_early_as_an_outage(
-    npm_bin: Path, tmp_path: Path
-) -> None:
-    binary = npm_bin / "codex"
-    assert CODEX_VERSION in _version(binary)
-    home = tmp_path / "home"
+def _codex_env(home: Path, base_url: str) -> dict[str, str]:
+    """A temporary CODEX_HOME whose only provider is at `base_url`, nothing else looked up."""
     env = _clean_env(home)
     codex_home = home / ".codex"
-    codex_home.mkdir(parents=True)
+    codex_home.mkdir(parents=True, exist_ok=True)
     (codex_home / "config.toml").write_text(
         f"""model_provider = "autodevtest"
 model = "gpt-5"
@@ -192,22 +178,49 @@ remote_plugin = false
 plugin_sharing = false
 
 [model_providers.autodevtest]
-name = "autodev test: a dead loopback port"
-base_url = "http://127.0.0.1:{_dead_port()}/v1"
+name = "autodev test: a loopback port"
+base_url = "{base_url}"
 env_key = "AUTODEV_TEST_CODEX_KEY"
 wire_api = "responses"
 """,
         encoding="utf-8",
     )
     env.update({"CODEX_HOME": str(codex_home), "AUTODEV_TEST_CODEX_KEY": "not-a-real-key"})
+    return env
+
+
+@pytest.mark.realcli
+def test_A32_real_claude_not_logged_in_is_login(npm_bin: Path, tmp_path: Path) -> None:
+    binary = npm_bin / "claude"
+    assert CLAUDE_VERSION in _version(binary)
+    env = _claude_env(tmp_path / "home", f"http://127.0.0.1:{_dead_port()}")
+    templates = templates_from_config({"claude": {"binary": str(binary)}})
+    result = run_call(
+        build_argv("claude", "Say hello.", None, templates),
+        provider="claude", env=env, cwd=tmp_path, timeout=CALL_TIMEOUT, input="Say hello.",
+    )
+    assert result.classification.kind == "login", result.stdout[-2000:]
+    assert "Not logged in" in result.classification.text
+    assert result.exit_code == 1
+    assert result.post is None
+    assert not result.killed
+
+
+@pytest.mark.realcli
+def test_A37_real_codex_without_network_is_stopped_early_as_an_outage(
+    npm_bin: Path, tmp_path: Path
+) -> None:
+    binary = npm_bin / "codex"
+    assert CODEX_VERSION in _version(binary)
+    env = _codex_env(tmp_path / "home", f"http://127.0.0.1:{_dead_port()}/v1")
     # The command line is configurable (C1): outside a git repository codex needs this flag.
     templates = templates_from_config(
-        {"codex": [str(binary), "exec", "--skip-git-repo-check", "{model_args}", "{prompt}"]}
+        {"codex": [str(binary), "exec", "--skip-git-repo-check", "{model_args}"]}
     )
     started = time.monotonic()
     result = run_call(
         build_argv("codex", "Say hello.", None, templates),
-        provider="codex", env=env, cwd=tmp_path, timeout=CALL_TIMEOUT,
+        provider="codex", env=env, cwd=tmp_path, timeout=CALL_TIMEOUT, input="Say hello.",
     )
     elapsed = time.monotonic() - started
     assert result.stopped_early, result.stderr[-2000:]
@@ -221,3 +234,157 @@ wire_api = "responses"
         time.sleep(0.05)
     assert not _alive(result.pid)
     print(f"codex stopped early after {elapsed:.1f} s (timeout {CALL_TIMEOUT:.0f} s)")
+
+
+# -- the prompt reaches the real CLIs whole (issue 9 items 3, 4) -----------------------------------
+
+
+class _Recorder:
+    """A loopback HTTP server standing for the provider's API: it records every request body
+    and answers 401, so the CLI never gets a reply and the test reads what it sent."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        bodies: list[bytes] = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                bodies.append(self.rfile.read(length))
+                payload = b'{"type":"error","error":{"type":"authentication_error",' \
+                          b'"message":"invalid x-api-key"}}'
+                self.send_response(401)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def do_GET(self) -> None:
+                self.send_response(404)
+                self.send_header("content-length", "0")
+                self.end_headers()
+
+            def log_message(self, *_args: object) -> None:
+                pass
+
+        self.bodies = bodies
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = int(self.server.server_address[1])
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def texts(self) -> list[str]:
+        """Every string inside every JSON body received so far."""
+        found: list[str] = []
+
+        def walk(value: object) -> None:
+            if isinstance(value, str):
+                found.append(value)
+            elif isinstance(value, dict):
+                for item in value.values():
+                    walk(item)
+            elif isinstance(value, list):
+                for item in value:
+                    walk(item)
+
+        for body in list(self.bodies):
+            try:
+                walk(json.loads(body))
+            except ValueError:
+                continue
+        return found
+
+    def saw(self, text: str) -> bool:
+        return any(text in found for found in self.texts())
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def recorder() -> Iterator[_Recorder]:
+    server = _Recorder()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+#: A prompt as the runner builds it for a participant with an empty body: it begins with `-`
+#: (real claude 2.1 took it for an unknown option, real codex 0.171 for an unexpected argument)
+#: and, at 150 KB, is over Linux's 128 KiB limit on one argument.
+BIG_DASH_PROMPT = (
+    "--- the thread so far (oldest first) ---\n"
+    + "".join(f"@rui: note {i} about the change\n" for i in range(6_000))
+    + "---\nYou are @ana. It is your turn. Post your reply. END-OF-PROMPT"
+)
+
+
+@pytest.mark.realcli
+def test_item3_real_claude_reads_the_whole_prompt_on_stdin(
+    npm_bin: Path, tmp_path: Path, recorder: _Recorder
+) -> None:
+    assert len(BIG_DASH_PROMPT.encode()) > 128 * 1024
+    env = _claude_env(tmp_path / "home", f"http://127.0.0.1:{recorder.port}")
+    env["ANTHROPIC_API_KEY"] = "sk-ant-not-a-real-key"  # past the login check, to the API
+    templates = templates_from_config({"claude": {"binary": str(npm_bin / "claude")}})
+    ana = Participant(id="ana", provider="claude")
+    result = call_participant(
+        ana, Engine("claude"), BIG_DASH_PROMPT, templates=templates, env=env, cwd=tmp_path,
+        timeout=CALL_TIMEOUT, cancel=lambda: recorder.saw("END-OF-PROMPT"),
+    )
+    assert BIG_DASH_PROMPT in recorder.texts(), result.stderr[-2000:] + result.stdout[-2000:]
+    assert "unknown option" not in result.stderr
+    assert result.cancelled  # stopped by the test once the API saw the prompt
+
+
+@pytest.mark.realcli
+def test_item3_real_codex_reads_the_whole_prompt_on_stdin(
+    npm_bin: Path, tmp_path: Path, recorder: _Recorder
+) -> None:
+    env = _codex_env(tmp_path / "home", f"http://127.0.0.1:{recorder.port}/v1")
+    # The default argv (`codex exec [-m <m>]`) plus the flag codex needs outside a git repo.
+    templates = templates_from_config(
+        {"codex": [str(npm_bin / "codex"), "exec", "--skip-git-repo-check", "{model_args}"]}
+    )
+    rui = Participant(id="rui", provider="codex", model="gpt-5")
+    result = call_participant(
+        rui, Engine("codex"), BIG_DASH_PROMPT, templates=templates, env=env, cwd=tmp_path,
+        timeout=CALL_TIMEOUT, cancel=lambda: recorder.saw("END-OF-PROMPT"),
+    )
+    assert BIG_DASH_PROMPT in recorder.texts(), result.stderr[-2000:]
+    assert "unexpected argument" not in result.stderr
+    assert result.cancelled
+
+
+@pytest.mark.realcli
+@pytest.mark.parametrize("cli", ["claude", "codex"])
+def test_item4_a_positional_prompt_after_double_dash_is_never_an_option(
+    npm_bin: Path, tmp_path: Path, recorder: _Recorder, cli: str
+) -> None:
+    """docs/shell.md: a template that keeps a positional `{prompt}` puts `--` before it."""
+    prompt = "--- the thread so far --- -m o3 --help DASH-PROMPT-END"
+    if cli == "claude":
+        env = _claude_env(tmp_path / "home", f"http://127.0.0.1:{recorder.port}")
+        env["ANTHROPIC_API_KEY"] = "sk-ant-not-a-real-key"
+        head = [str(npm_bin / "claude"), "-p", "--output-format", "stream-json", "--verbose"]
+    else:
+        env = _codex_env(tmp_path / "home", f"http://127.0.0.1:{recorder.port}/v1")
+        head = [str(npm_bin / "codex"), "exec", "--skip-git-repo-check"]
+    bare = run_call(
+        build_argv(cli, prompt, None, templates_from_config({cli: [*head, "{prompt}"]})),
+        provider=cli, env=env, cwd=tmp_path, timeout=CALL_TIMEOUT,
+    )
+    # Without `--` the real CLI reads the prompt as options and refuses it.
+    assert bare.exit_code in (1, 2) and not bare.killed
+    assert "unknown option" in bare.stderr or "unexpected argument" in bare.stderr
+    guarded = run_call(
+        build_argv(cli, prompt, None, templates_from_config({cli: [*head, "--", "{prompt}"]})),
+        provider=cli, env=env, cwd=tmp_path, timeout=CALL_TIMEOUT,
+        cancel=lambda: recorder.saw("DASH-PROMPT-END"),
+    )
+    assert prompt in recorder.texts(), guarded.stderr[-2000:]
+    assert guarded.cancelled

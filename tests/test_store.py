@@ -364,3 +364,19 @@ def test_C3_a_new_store_appears_only_with_its_schema(
     finally:
         reopened.close()
     assert [p.name for p in tmp_path.iterdir() if "creating" in p.name] == []
+
+
+def test_item3_any_text_a_cli_printed_is_stored(tmp_path: Path) -> None:
+    """NUL bytes are kept as they are; a lone surrogate (a `\\ud800` JSON escape in a CLI's
+    event, an undecodable byte in `autodev say`'s argument) cannot be UTF-8: it becomes U+FFFD
+    instead of failing the write."""
+    now = datetime(2026, 12, 1, 9, tzinfo=UTC)
+    store = RunStore.open(tmp_path / "run.db", create=True, run_id="t", now=now)
+    try:
+        posts = [NewPost("ana", "claude", "a\x00b", now), NewPost("rui", "codex", "c\ud800d", now)]
+        store.commit(1, posts, "{}", persistence_state_json="{}", now=now)
+        store.enqueue_control("say", "hi \udcff", now=now)
+        assert [p.text for p in store.thread()] == ["a\x00b", "c\ufffdd"]
+        assert [c.arg for c in store.take_controls(now=now)] == ["hi \ufffd"]
+    finally:
+        store.close()

@@ -15,12 +15,15 @@ never take the same answer); then that CLI's `default`, then the top-level `defa
   endless retry, A37), `login` (claude, A32), `unauthenticated` (codex/agy), `crash`, `hang`,
   `flood` (megabytes of chatter, then the post);
 - `post`, `notice` (the limit text), `resets_at` (claude's `rate_limit_event`, epoch seconds),
-  `stdout` / `stderr` (raw text replacing the preset's), `exit`, `sleep` (seconds before
+  `stdout` / `stderr` (raw text replacing the preset's), `stdout_hex` (raw bytes written to
+  stdout first, as they are: invalid UTF-8, NUL), `exit`, `sleep` (seconds before
   answering), `interval` (between reconnect lines), `flood_bytes` (chatter before the answer,
   any kind), `grandchild_pidfile` (start a
   grandchild that outlives the CLI unless its process group is killed; its pid goes there).
 
-`$AUTODEV_STANDIN_LOG`, when set, gets one JSON line per call: the CLI, its argv, the answer.
+The prompt is read where the real CLI reads it (agy: `-p <prompt>`; claude and codex: the
+positional argument, else stdin). `$AUTODEV_STANDIN_LOG`, when set, gets one JSON line per call:
+the CLI, its argv, the answer, the prompt and where it came from (`prompt_from`).
 """
 
 from __future__ import annotations
@@ -92,13 +95,52 @@ def _take_answer(name: str, script: dict[str, Any]) -> tuple[dict[str, Any], str
     return dict(fallback), "default"
 
 
-def _prompt(name: str, argv: list[str]) -> str:
-    if name in ("claude", "agy") and "-p" in argv:
-        at = argv.index("-p")
-        if at + 1 < len(argv):
-            return argv[at + 1]
-    rest = [a for a in argv if not a.startswith("-")]
-    return rest[-1] if rest else ""
+#: Options of the real CLIs that take a value (so the value is not the positional prompt), and
+#: flags that take none. Anything else that begins with `-` is refused as the real CLIs refuse
+#: it (claude 2.1: `error: unknown option '…'`, exit 1; codex 0.171: `error: unexpected
+#: argument '…' found`, exit 2), so a prompt read as an option fails here as it does there.
+_VALUED = {"claude": {"--output-format", "--model", "--input-format"},
+           "codex": {"-m", "--model", "-c", "--config", "-p", "--profile", "-s", "--sandbox",
+                     "-C", "--cd", "--color"},
+           "agy": {"--model", "-m"}}
+_FLAGS = {"claude": {"-p", "--print", "--verbose", "--dangerously-skip-permissions"},
+          "codex": {"--skip-git-repo-check", "--json", "--full-auto", "--oss",
+                    "--dangerously-bypass-approvals-and-sandbox"},
+          "agy": set()}
+
+
+def _prompt(name: str, argv: list[str]) -> tuple[str, str]:
+    """The prompt and where it came from ("argv" or "stdin"), read as the real CLI reads it:
+    agy's is the value of `-p`; claude's (`-p` is a flag) and codex's (after `exec`) is the
+    positional argument, after `--` if there is one; without one, or as `-` (codex), stdin."""
+    if name == "agy":
+        if "-p" in argv and argv.index("-p") + 1 < len(argv):
+            return argv[argv.index("-p") + 1], "argv"
+        return "", "argv"
+    rest = argv[1:] if name == "codex" and argv[:1] == ["exec"] else list(argv)
+    positional: list[str] = []
+    skip = False
+    for index, arg in enumerate(rest):
+        if skip:
+            skip = False
+        elif arg == "--":
+            positional += rest[index + 1 :]
+            break
+        elif arg in _VALUED[name]:
+            skip = True
+        elif arg.startswith("-") and arg != "-":
+            if arg in _FLAGS[name]:
+                continue
+            if name == "claude":
+                _err(f"error: unknown option '{arg}'\n")
+                raise SystemExit(1)
+            _err(f"error: unexpected argument '{arg}' found\n")
+            raise SystemExit(2)
+        else:
+            positional.append(arg)
+    if positional and positional[-1] != "-":
+        return positional[-1], "argv"
+    return sys.stdin.read(), "stdin"
 
 
 def _out(text: str) -> None:
@@ -239,13 +281,14 @@ def main(name: str, argv: list[str] | None = None) -> int:
         _out({"claude": "2.1.197 (Claude Code) [stand-in]", "codex": "codex-cli 0.171.0 "
               "[stand-in]", "agy": "agy 1.0.0 [stand-in]"}.get(name, "stand-in") + "\n")
         return 0
+    prompt, channel = _prompt(name, args)
     answer, source = _take_answer(name, _load_script())
     log = os.environ.get(LOG_ENV)
     if log:
         with open(log, "a", encoding="utf-8") as handle:
             handle.write(_json_line({"cli": name, "argv": args, "answer": source,
-                                     "pid": os.getpid()}))
-    prompt = _prompt(name, args)
+                                     "pid": os.getpid(), "prompt_from": channel,
+                                     "prompt": prompt}))
     if answer.get("grandchild_pidfile"):
         _spawn_grandchild(str(answer["grandchild_pidfile"]))
     time.sleep(float(answer.get("sleep", 0)))
@@ -258,6 +301,9 @@ def main(name: str, argv: list[str] | None = None) -> int:
     stdout, stderr, code = _preset(name, answer, prompt)
     stdout = str(answer.get("stdout", stdout))
     stderr = str(answer.get("stderr", stderr))
+    if "stdout_hex" in answer:  # raw bytes, e.g. invalid UTF-8: written as they are
+        sys.stdout.flush()
+        os.write(1, bytes.fromhex(str(answer["stdout_hex"])))
     flood = int(answer.get("flood_bytes", 8 * 1024 * 1024 if kind == "flood" else 0))
     if name == "claude":
         # Real order: init and rate_limit_event first, then the turn's events, then the result.
