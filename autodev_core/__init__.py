@@ -31,6 +31,7 @@ from .scenario import CallAnswer, Scenario, parse_scenario
 from .scheduler import (
     STATUSES,
     TRANSITIONS,
+    CallCancelled,
     CallEnded,
     Effect,
     EngineLimit,
@@ -54,6 +55,7 @@ from .scheduler import (
     call_ended,
     initial_state,
     next_deadline,
+    restore_state,
     start_run,
     step,
 )
@@ -67,6 +69,7 @@ __all__ = [
     "Accepted",
     "AutodevError",
     "CallAnswer",
+    "CallCancelled",
     "CallEnded",
     "Classification",
     "ConfigError",
@@ -111,6 +114,7 @@ __all__ = [
     "parse_scenario",
     "reduce_persistence",
     "resolve_active_identity",
+    "restore_state",
     "simulate",
     "start_run",
     "step",

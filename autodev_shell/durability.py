@@ -230,9 +230,12 @@ class Durability:
         now: datetime,
         reason: str = "",
         immediate: bool = False,
+        taken_controls: Sequence[int] = (),
     ) -> PersistResult:
         """Queue `revision` for `identity`'s run and write everything pending (see module doc).
-        `identity` is resolved by the caller for this operation (B2)."""
+        `identity` is resolved by the caller for this operation (B2). `taken_controls` are
+        marked taken in the transaction that commits `revision` (nothing marks them when it is
+        not committed now: the caller passes them again)."""
         if self._pending and revision <= self._pending[-1].revision:
             newest = self._pending[-1].revision
             raise ValueError(f"revision {revision} is not above the pending revision {newest}")
@@ -244,7 +247,7 @@ class Durability:
                                              scheduler_state_json, now))
         self._state = reduce_persistence(
             self._state, Queued(revision, identity.run_id, reason, immediate), tiers=self.tiers)
-        return self._flush(revision, identity, now)
+        return self._flush(revision, identity, now, taken_controls)
 
     def retry(self, *, identity: RunIdentity, now: datetime) -> PersistResult:
         """Write what is pending again (the gate said `pending-persist`, B9)."""
@@ -252,7 +255,8 @@ class Durability:
             return self._result("nothing-pending", 0, (), identity)
         return self._flush(0, identity, now)
 
-    def _flush(self, revision: int, identity: RunIdentity, now: datetime) -> PersistResult:
+    def _flush(self, revision: int, identity: RunIdentity, now: datetime,
+               taken_controls: Sequence[int] = ()) -> PersistResult:
         committed: list[int] = []
         error = ""
         while self._pending:
@@ -266,6 +270,7 @@ class Durability:
                 self.store.commit(
                     head.revision, head.posts, head.scheduler_state_json,
                     persistence_state_json=to_json(self._state), now=now, run_id=head.run_id,
+                    taken_controls=taken_controls if head.revision == revision else (),
                 )
             except StoreError as exc:
                 error = str(exc)

@@ -31,7 +31,7 @@ from autodev_core.identity import RunIdentity
 from autodev_core.participant import Participant
 from autodev_core.persistence import describe_persistence
 from autodev_core.scheduler import (
-    CallEnded,
+    CallCancelled,
     Effect,
     Event,
     Log,
@@ -47,7 +47,7 @@ from autodev_core.scheduler import (
     StopRequested,
     Woke,
     call_ended,
-    initial_state,
+    restore_state,
     step,
 )
 from autodev_core.serialization import from_json, to_json
@@ -66,7 +66,7 @@ from .clock import Clock
 from .durability import Durability, PersistResult
 from .lanes import Lanes
 from .sleeper import COUNTDOWN_MIN_SECONDS, DEFAULT_SLICE_SECONDS, countdown_text, sleep_until
-from .store import NewPost, RunStore
+from .store import Control, NewPost, RunStore
 
 #: The thread's last posts shown to a participant in a fresh turn's prompt.
 PROMPT_THREAD_POSTS: Final = 20
@@ -153,52 +153,67 @@ class RunSummary:
     persistence: str
 
 
-def restore_state(config: SchedulerConfig, saved_json: str) -> SchedulerState:
-    """The scheduler state to start from after a restart.
+def restored_state(config: SchedulerConfig, saved_json: str) -> SchedulerState:
+    """The scheduler state to start from after a restart: the core's `restore_state` of the
+    last committed state (A25, A33), or a fresh one when none can be read."""
+    saved: SchedulerState | None = None
+    if saved_json and saved_json != "{}":
+        try:
+            saved = from_json(saved_json, SchedulerState)
+        except Exception:  # an unreadable saved state is a run starting over, not a crash
+            saved = None
+    return restore_state(config, saved)
 
-    The turn order (who is due) and each participant's seat survive when the team is the same;
-    the limit and outage registry does not (A25: a restart forgets it and rediscovers limits by
-    calling), nor does a call or wait that the restart cut short.
-    """
-    fresh = initial_state(config)
-    if not saved_json:
-        return fresh
-    try:
-        saved = from_json(saved_json, SchedulerState)
-    except Exception:  # an unreadable saved state is a run starting over, not a crash
-        return fresh
-    if tuple(p.id for p in saved.config.team) != tuple(p.id for p in config.team):
-        return fresh
-    return attrs.evolve(
-        fresh, due=saved.due, gates=saved.gates, iterations=saved.iterations, runtime=saved.runtime
-    )
+
+@attrs.frozen
+class _Todo:
+    """An event for the loop to apply, with what its revision carries: posts (a call's, a
+    user message's) and the ids of the queued controls it carries out (marked taken in the
+    same transaction)."""
+
+    event: Event
+    posts: tuple[NewPost, ...] = ()
+    taken: tuple[int, ...] = ()
 
 
 class Controls:
-    """Commands queued by other processes (the store's control table), read without loss."""
+    """Commands queued by other processes (the store's control table). Reading one takes
+    nothing: each is marked taken in the commit that carries it out, so a kill -9 at any moment
+    loses none (an untaken control is read again by the next daemon)."""
 
     def __init__(self, store: RunStore, clock: Clock) -> None:
         self.store = store
         self.clock = clock
-        self.queue: deque[tuple[str, str]] = deque()
+        self.queue: deque[Control] = deque()
+        self._seen = 0
 
     def poll(self) -> None:
-        for control in self.store.take_controls(now=self.clock.now()):
-            self.queue.append((control.command, control.arg))
+        for control in self.store.pending_controls(after=self._seen):
+            self._seen = max(self._seen, control.id)
+            self.queue.append(control)
 
     def has(self, *commands: str) -> bool:
         self.poll()
-        return any(command in commands for command, _ in self.queue)
+        return any(control.command in commands for control in self.queue)
 
-    def take_all(self, command: str) -> list[tuple[str, str]]:
+    def take_all(self, command: str) -> list[Control]:
         """Remove and return every queued `command`, leaving the others in order."""
         self.poll()
-        taken = [item for item in self.queue if item[0] == command]
+        taken = [item for item in self.queue if item.command == command]
         if taken:
-            self.queue = deque(item for item in self.queue if item[0] != command)
+            self.queue = deque(item for item in self.queue if item.command != command)
         return taken
 
-    def take(self) -> tuple[str, str] | None:
+    def take_first(self, *commands: str) -> Control | None:
+        """Remove and return the oldest queued control among `commands`, if any."""
+        self.poll()
+        for item in self.queue:
+            if item.command in commands:
+                self.queue.remove(item)
+                return item
+        return None
+
+    def take(self) -> Control | None:
         self.poll()
         return self.queue.popleft() if self.queue else None
 
@@ -239,16 +254,17 @@ class Runner:
         self.perform_call = perform_call or self._call_cli
         self.controls = Controls(store, clock)
         self.members = {p.id: p for p in config.team}
-        self.state = restore_state(config, store.snapshot().scheduler_state_json)
+        self.state = restored_state(config, store.snapshot().scheduler_state_json)
         self.revision = store.revision
         self.events = 0
         self.calls = 0
         self.posts: list[tuple[str, str]] = []
         self.statuses: list[str] = []
-        self._call_posts: dict[CallEnded, NewPost] = {}
+        self._untaken: set[int] = set()  # controls carried out, not yet marked taken
+        self._events: deque[_Todo] = deque()
         self._parent: tuple[str, str] = ("", "")  # the input the current turn answers (B19)
         # B21: one handler per effect type the core can emit; a test checks none is missing.
-        self.handlers: dict[type, Callable[[Effect], Event | None]] = {
+        self.handlers: dict[type, Callable[[Effect], list[_Todo]]] = {
             StartCall: self._on_start_call,  # type: ignore[dict-item]
             Sleep: self._on_sleep,  # type: ignore[dict-item]
             Log: self._on_log,  # type: ignore[dict-item]
@@ -261,11 +277,15 @@ class Runner:
     def run(self, *, stop_at: datetime | None = None) -> RunSummary:
         """Run until the run is stopped (by `autodev stop`, or at `stop_at` on the clock)."""
         self._stop_at = stop_at
-        events: deque[Event] = deque([RunStarted(now=self.clock.now())])
+        events = self._events
+        if self.state.status == "paused":
+            # A pause survives a restart: it waits for a person (A29, A31, A32).
+            self.log.note(self.clock.now(), "the run is paused; `autodev resume` goes on")
+        else:
+            events.append(_Todo(RunStarted(now=self.clock.now())))
         while True:
             while events:
-                event = events.popleft()
-                self._apply(event, events)
+                self._apply(events.popleft(), events)
                 self._drain_controls(events)
             if self.state.status == "stopped":
                 break
@@ -274,7 +294,7 @@ class Runner:
                 continue
             # A status with nothing to do next cannot happen; stop rather than spin.
             self.log.note(self.clock.now(), f"nothing to do while {self.state.status}; stopping")
-            events.append(StopRequested(now=self.clock.now()))
+            events.append(_Todo(StopRequested(now=self.clock.now())))
         return RunSummary(
             status=self.state.status,
             events=self.events,
@@ -284,64 +304,75 @@ class Runner:
             persistence=describe_persistence(self.durability.state),
         )
 
-    def _apply(self, event: Event, events: deque[Event]) -> None:
-        before = self.state
-        post = self._call_posts.pop(event, None) if isinstance(event, CallEnded) else None
-        last = before.last_event_at
+    def _apply(self, todo: _Todo, events: deque[_Todo]) -> None:
+        """One step of the core, committed as one revision with its posts and the controls it
+        carries out; then its effects are carried out, in order."""
+        event = todo.event
+        last = self.state.last_event_at
         if last is not None and event.now < last:
             # The wall clock was set back (A20): the core refuses time going backwards (A38),
             # so the event happens at the last instant it knows.
             event = attrs.evolve(event, now=last)
-        self.state, effects = step(before, event)
+        self.state, effects = step(self.state, event)
         self.events += 1
-        posts: list[NewPost] = []
-        if post is not None:
-            posts.append(post)
-            self.posts.append((post.participant, post.engine))
-        self._commit(posts, reason=type(event).__name__)
-        follow: Event | None = None
+        for post in todo.posts:
+            if post.participant != USER:
+                self.posts.append((post.participant, post.engine))
+        self._commit(todo.posts, reason=type(event).__name__, taken=todo.taken)
         for effect in effects:
-            handler = self.handlers[type(effect)]
-            result = handler(effect)
-            if result is not None:
-                follow = result
-        if follow is not None:
-            events.append(follow)
+            events.extend(self.handlers[type(effect)](effect))
         # A user message is posted as soon as the loop sees it, whatever the run is doing; the
         # core decides what it changes (A19, A30).
-        for _command, arg in self.controls.take_all("say"):
-            now = self.clock.now()
-            self._user_message(arg, now)
-            events.append(MessageArrived(now=now))
+        says = self.controls.take_all("say")
+        if says:
+            events.append(self._say(says, self.clock.now()))
 
-    def _drain_controls(self, events: deque[Event]) -> None:
+    def _say(self, says: Sequence[Control], now: datetime) -> _Todo:
+        """User messages as one `MessageArrived`, committed with their posts. Each post is keyed
+        by its control, so however often a crash makes it be carried out, it is posted once."""
+        posts = tuple(
+            NewPost(participant=USER, engine="", text=c.arg.strip(), at=now, key=f"say:{c.id}")
+            for c in says
+            if c.arg.strip()
+        )
+        return _Todo(MessageArrived(now=now), posts, tuple(c.id for c in says))
+
+    def _post_messages_now(self) -> None:
+        """Post queued user messages at once, in the middle of a call or a wait that a message
+        does not end (A19): one step and one revision, whose follow-ups run after it."""
+        says = self.controls.take_all("say")
+        if says:
+            self._apply(self._say(says, self.clock.now()), self._events)
+
+    def _drain_controls(self, events: deque[_Todo]) -> None:
         """Turn queued controls into events, once the events in hand are done."""
         if events:
             return
         if self._stop_at is not None and self.clock.now() >= self._stop_at:
             if self.state.status != "stopped":
-                events.append(StopRequested(now=self.clock.now()))
+                events.append(_Todo(StopRequested(now=self.clock.now())))
             return
-        while (item := self.controls.take()) is not None:
-            command, arg = item
-            now = self.clock.now()
-            if command == "stop":
-                events.append(StopRequested(now=now))
-            elif command == "pause":
-                events.append(PauseRequested(now=now))
-            elif command == "resume":
-                events.append(ResumeRequested(now=now))
-            elif command == "say":
-                self._user_message(arg, now)
-                events.append(MessageArrived(now=now))
-            else:
-                self.log.note(now, f"unknown control {command!r} ignored")
+        control = self.controls.take()
+        if control is None:
             return
+        now = self.clock.now()
+        if control.command == "say":
+            events.append(self._say([control, *self.controls.take_all("say")], now))
+            return
+        kinds: dict[str, type[StopRequested | PauseRequested | ResumeRequested]] = {
+            "stop": StopRequested, "pause": PauseRequested, "resume": ResumeRequested,
+        }
+        kind = kinds.get(control.command)
+        if kind is None:
+            self.log.note(now, f"unknown control {control.command!r} ignored")
+            self._untaken.add(control.id)
+            return
+        events.append(_Todo(kind(now=now), taken=(control.id,)))
 
-    def _wait_while_paused(self, events: deque[Event]) -> None:
+    def _wait_while_paused(self, events: deque[_Todo]) -> None:
         while not events:
             if self._stop_at is not None and self.clock.now() >= self._stop_at:
-                events.append(StopRequested(now=self.clock.now()))
+                events.append(_Todo(StopRequested(now=self.clock.now())))
                 return
             now = self.clock.now()
             self.store.heartbeat(now)
@@ -357,8 +388,11 @@ class Runner:
 
     # --- persistence (C3, B4-B9) -----------------------------------------------------------
 
-    def _commit(self, posts: Sequence[NewPost], *, reason: str) -> PersistResult:
+    def _commit(
+        self, posts: Sequence[NewPost], *, reason: str, taken: Sequence[int] = ()
+    ) -> PersistResult:
         self.revision += 1
+        self._untaken.update(taken)
         result = self.durability.persist_revision(
             self.revision,
             posts,
@@ -366,7 +400,10 @@ class Runner:
             identity=self.identity,
             now=self.clock.now(),
             reason=reason,
+            taken_controls=tuple(sorted(self._untaken)),
         )
+        if result.outcome == "committed":
+            self._untaken.clear()
         if result.outcome != "committed":
             self.log.note(
                 self.clock.now(),
@@ -394,14 +431,16 @@ class Runner:
 
     # --- effect handlers ---------------------------------------------------------------------
 
-    def _on_log(self, effect: Log) -> None:
+    def _on_log(self, effect: Log) -> list[_Todo]:
         self.log.line(effect.at, effect.message)
+        return []
 
-    def _on_status(self, effect: StatusChanged) -> None:
+    def _on_status(self, effect: StatusChanged) -> list[_Todo]:
         # The status itself is part of the scheduler state committed after this step.
         self.statuses.append(effect.status)
+        return []
 
-    def _on_sleep(self, effect: Sleep) -> Event | None:
+    def _on_sleep(self, effect: Sleep) -> list[_Todo]:
         shown = [""]
 
         def heartbeat(now: datetime, target: datetime) -> None:
@@ -417,27 +456,32 @@ class Runner:
         target = effect.until
         if self._stop_at is not None and self._stop_at < target:
             target = self._stop_at
-        wake = sleep_until(
-            target,
-            clock=self.clock,
-            slice_seconds=self.slice_seconds,
-            heartbeat=heartbeat,
-            stop=lambda: self.controls.has("stop"),
-            pause=lambda: self.controls.has("pause"),
-            message=lambda: self.controls.has("say"),
-            wakes_on_message=effect.wakes_on_message,
-        )
+        while True:
+            wake = sleep_until(
+                target,
+                clock=self.clock,
+                slice_seconds=self.slice_seconds,
+                heartbeat=heartbeat,
+                stop=lambda: self.controls.has("stop"),
+                pause=lambda: self.controls.has("pause"),
+                message=lambda: self.controls.has("say"),
+                wakes_on_message=True,  # every message is posted at once ...
+            )
+            if wake.reason != "message" or effect.wakes_on_message:
+                break
+            # ... but only a failure wait ends on one (A30); a limit wait sleeps on (A19).
+            self._post_messages_now()
+            if self.state.wait_until != effect.until:
+                return []  # the core changed course; its effects are already under way
         if self.countdown is not None:
             self.countdown.write("\n")
         if wake.reason == "target" and target is not effect.until:
-            return StopRequested(now=wake.at)
+            return [_Todo(StopRequested(now=wake.at))]
         if wake.reason == "target":
-            return Woke(now=wake.at)
+            return [_Todo(Woke(now=wake.at))]
         if wake.reason == "message":
-            for _command, arg in self.controls.take_all("say"):
-                self._user_message(arg, wake.at)
-            return MessageArrived(now=wake.at)
-        return None  # stop/pause: the control is still queued and becomes the next event
+            return [self._say(self.controls.take_all("say"), wake.at)]
+        return []  # stop/pause: the control is still queued and becomes the next event
 
     def _waiting_for(self, effect: Sleep) -> str:
         """What a wait waits for, for the countdown (C7): the engine or provider that comes back
@@ -452,18 +496,20 @@ class Runner:
                 return outage.provider
         return "a provider"
 
-    def _on_start_call(self, effect: StartCall) -> Event | None:
+    def _on_start_call(self, effect: StartCall) -> list[_Todo]:
         member = self.members[effect.participant]
         if self._stop_at is not None and self.clock.now() >= self._stop_at:
-            return None  # the run's time is up: the loop stops it before another call
+            # The run's time is up: it stops before another call, and the call never ran.
+            now = self.clock.now()
+            return [_Todo(StopRequested(now=now)), _Todo(CallCancelled(now=now))]
         if self.controls.has("stop", "pause") or not self._gate_open():
-            return None  # stop or pause arrived while waiting for the write
+            return self._cut_short()  # stop or pause arrived while waiting for the write
         prompt = self._prompt(effect, member)
         self.store.heartbeat(self.clock.now())
         self.calls += 1
         result = self.perform_call(effect, member, prompt)
         if result.cancelled:
-            return None  # a stop or pause cut the call short; the control is still queued
+            return self._cut_short()
         text = (result.post or "").strip()
         ended = call_ended(
             max(self.clock.now(), effect.at),
@@ -474,15 +520,30 @@ class Runner:
             exit_code=result.exit_code,
             timed_out=result.timed_out,
         )
-        if text:  # committed with the CallEnded it belongs to; the key only has to be unique (C3)
-            self._call_posts[ended] = NewPost(
-                participant=effect.participant,
-                engine=str(effect.engine),
-                text=text,
-                at=result.ended_at,
-                key=f"r{self.revision + 1}:{effect.participant}",
-            )
-        return ended
+        # The post is committed with the CallEnded it belongs to, keyed by that revision (C3).
+        posts = (
+            (NewPost(participant=effect.participant, engine=str(effect.engine), text=text,
+                     at=result.ended_at),)
+            if text else ()
+        )
+        return [_Todo(ended, posts)]
+
+    def _cut_short(self) -> list[_Todo]:
+        """A stop or pause cut the call short (or came before it started): that control, then
+        `CallCancelled`, so the core knows the call has no outcome and its turn is still owed
+        (A33) — a resume or a new start begins it again."""
+        control = self.controls.take_first("stop", "pause")
+        now = self.clock.now()
+        if control is None:  # pragma: no cover - a cut-short call always has its control
+            return []
+        kind = StopRequested if control.command == "stop" else PauseRequested
+        return [_Todo(kind(now=now), taken=(control.id,)), _Todo(CallCancelled(now=now))]
+
+    def _during_call(self) -> bool:
+        """Asked several times a second while a call runs: post user messages at once, and
+        say whether a stop or pause cuts the call short."""
+        self._post_messages_now()
+        return self.controls.has("stop", "pause")
 
     def _call_cli(self, effect: StartCall, member: Participant, prompt: str) -> CallResult:
         lanes = self.lanes
@@ -506,34 +567,13 @@ class Runner:
             local_tz=self.config.zone,
             env=self.env,
             sink=lanes.sink(member.id) if lanes is not None else None,
-            cancel=lambda: self.controls.has("stop", "pause"),
+            cancel=self._during_call,
         )
         if lanes is not None:
             lanes.end_call(member.id, result)  # C8: the lane says how each call ended
         return result
 
     # --- the thread and prompts (B18-B20) --------------------------------------------------
-
-    def _user_message(self, text: str, now: datetime) -> None:
-        if not text.strip():
-            return
-        self.revision += 1
-        self.durability.persist_revision(
-            self.revision,
-            [
-                NewPost(
-                    participant=USER,
-                    engine="",
-                    text=text.strip(),
-                    at=now,
-                    key=f"r{self.revision}:{USER}",
-                )
-            ],
-            to_json(self.state),
-            identity=self.identity,
-            now=now,
-            reason="user message",
-        )
 
     def _prompt(self, effect: StartCall, member: Participant) -> str:
         """The turn's prompt: computed for a fresh turn and persisted with its parent input;
@@ -589,5 +629,5 @@ __all__ = [
     "Runner",
     "StreamLog",
     "default_countdown",
-    "restore_state",
+    "restored_state",
 ]

@@ -358,8 +358,12 @@ class RunStore:
         persistence_state_json: str,
         now: datetime,
         run_id: str | None = None,
+        taken_controls: Sequence[int] = (),
     ) -> CommitResult:
         """Commit one revision in one transaction: its posts, the run state and the marker.
+        `taken_controls` are the ids of queued controls this revision carries out (a `say`'s
+        post, a pause…): they are marked taken in the same transaction, so a control is never
+        taken without its effect, nor its effect written without taking it.
 
         Posts are keyed, so replaying a commit never duplicates one. A revision not above the
         stored one is a replay: its missing posts are added, state and marker stay. The
@@ -386,6 +390,11 @@ class RunStore:
                     (key, revision, _text(post.at), post.participant, post.engine, post.text),
                 )
                 added += max(cursor.rowcount, 0)
+            for control in taken_controls:
+                conn.execute(
+                    "UPDATE controls SET taken_at = ? WHERE id = ? AND taken_at IS NULL",
+                    (stamp, int(control)),
+                )
             if not replayed:
                 conn.execute(
                     "UPDATE run_state SET revision = ?, scheduler_json = ?, persistence_json = ?,"
@@ -540,6 +549,16 @@ class RunStore:
                 (command, clean_text(arg), _text(now or _utcnow())),
             )
             return int(cursor.lastrowid or 0)
+
+    def pending_controls(self, *, after: int = 0) -> tuple[Control, ...]:
+        """The queued commands not yet taken whose id is above `after`, oldest first. Reading
+        takes nothing: the daemon marks each taken in the commit that carries it out."""
+        with self._transaction("read the queued commands", write=False) as conn:
+            rows = conn.execute(
+                "SELECT id, command, arg, queued_at FROM controls WHERE taken_at IS NULL "
+                "AND id > ? ORDER BY id", (after,),
+            ).fetchall()
+        return tuple(Control(int(r[0]), r[1], r[2], _time(r[3])) for r in rows)
 
     def take_controls(self, *, now: datetime | None = None) -> tuple[Control, ...]:
         """The queued commands not yet taken, oldest first, marked taken in the same

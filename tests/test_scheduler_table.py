@@ -3,7 +3,7 @@ diagram is exactly the one generated from the table."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -14,10 +14,13 @@ from autodev_core.scheduler import (
     EVENT_TYPES,
     STATUSES,
     TRANSITIONS,
+    CallCancelled,
     CallEnded,
     GateApproved,
     GateRequested,
     Log,
+    PauseRequested,
+    ResumeRequested,
     RunStarted,
     SchedulerConfig,
     SchedulerProtocolError,
@@ -25,6 +28,7 @@ from autodev_core.scheduler import (
     Sleep,
     StartCall,
     StatusChanged,
+    StopRequested,
     initial_state,
     step,
 )
@@ -78,7 +82,7 @@ def test_closure_every_pair_is_in_the_table_or_refused(status: str, kind: type) 
         with pytest.raises(SchedulerProtocolError):
             step(state, event)  # type: ignore[arg-type]
         return
-    if kind is CallEnded:  # no call in flight: the caller's mistake
+    if kind in (CallEnded, CallCancelled):  # no call in flight: the caller's mistake
         with pytest.raises(SchedulerProtocolError, match="no call in flight"):
             step(state, event)  # type: ignore[arg-type]
         return
@@ -123,3 +127,39 @@ def test_0_3_events_and_effects_round_trip_with_a_type_tag() -> None:
     for kind in EVENT_TYPES:
         event = _event(kind)
         assert from_json(to_json(event, as_type=Event), Event) == event
+
+
+def _paused_mid_call() -> SchedulerState:
+    config = SchedulerConfig(
+        team=(Participant(id="ana", provider="claude"), Participant(id="rui", provider="codex"))
+    )
+    state, _ = step(initial_state(config), RunStarted(now=NOW))
+    state, _ = step(state, PauseRequested(now=NOW))
+    assert state.status == "paused" and state.call is not None
+    return state
+
+
+def test_A33_a_cancelled_call_leaves_its_turn_owed_and_resume_starts_it_again() -> None:
+    # issue 9.1: pause cut the call short; resume must start the owed turn, not sit `running`.
+    later = NOW + timedelta(minutes=5)
+    state, effects = step(_paused_mid_call(), CallCancelled(now=later))
+    assert effects == () and state.call is None and state.status == "paused"
+    assert state.runtime == timedelta(minutes=5)  # A21: the call's time is call time
+    state, effects = step(state, ResumeRequested(now=later))
+    starts = [e for e in effects if isinstance(e, StartCall)]
+    assert [(s.participant, s.turn_owner) for s in starts] == [("ana", "ana")]
+    assert state.status == "running"
+
+
+def test_A33_a_stop_then_a_new_start_starts_the_cancelled_turn_again() -> None:
+    state, _ = step(_paused_mid_call(), StopRequested(now=NOW))
+    state, _ = step(state, CallCancelled(now=NOW))
+    state, effects = step(state, RunStarted(now=NOW))
+    assert [e.participant for e in effects if isinstance(e, StartCall)] == ["ana"]
+
+
+def test_a_call_is_cancelled_only_after_a_pause_or_stop() -> None:
+    config = SchedulerConfig(team=(Participant(id="ana", provider="claude"),))
+    state, _ = step(initial_state(config), RunStarted(now=NOW))
+    with pytest.raises(SchedulerProtocolError, match="CallCancelled makes no sense while"):
+        step(state, CallCancelled(now=NOW))

@@ -20,6 +20,7 @@ from .effects import (
 from .events import (
     CALL_KINDS,
     EVENT_TYPES,
+    CallCancelled,
     CallEnded,
     CallKind,
     Event,
@@ -33,6 +34,7 @@ from .events import (
     Woke,
     call_ended,
 )
+from .restore import restore_state
 from .state import Call, EngineLimit, Outage, SchedulerConfig, SchedulerState, initial_state
 from .step import TRANSITIONS, SchedulerProtocolError, next_deadline, start_run, step
 
@@ -43,6 +45,7 @@ __all__ = [
     "STATUSES",
     "TRANSITIONS",
     "Call",
+    "CallCancelled",
     "CallEnded",
     "CallKind",
     "Effect",
@@ -69,6 +72,7 @@ __all__ = [
     "call_ended",
     "initial_state",
     "next_deadline",
+    "restore_state",
     "start_run",
     "step",
 ]

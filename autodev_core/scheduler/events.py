@@ -101,6 +101,17 @@ class CallEnded:
 
 
 @attrs.frozen
+class CallCancelled:
+    """The call in flight was cut short before it ended by itself — the shell stopped it for a
+    pause or a stop, or never started it — so it has no outcome. The turn stays owed (A33): the
+    next `ResumeRequested` or `RunStarted` starts it again. Report it after the pause or stop
+    that caused it (it is refused while the run is `running`). Time spent in the call is charged
+    to `max_runtime` (A21); the call still counts as made (A30)."""
+
+    now: datetime = attrs.field(validator=aware)
+
+
+@attrs.frozen
 class Woke:
     """A sleep the scheduler asked for ended (or the shell checked the clock, C2)."""
 
@@ -150,6 +161,7 @@ class GateApproved:
 Event = (
     RunStarted
     | CallEnded
+    | CallCancelled
     | Woke
     | MessageArrived
     | StopRequested
@@ -161,6 +173,7 @@ Event = (
 EVENT_TYPES: tuple[type, ...] = (
     RunStarted,
     CallEnded,
+    CallCancelled,
     Woke,
     MessageArrived,
     StopRequested,

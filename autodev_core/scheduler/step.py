@@ -27,6 +27,7 @@ from . import logs
 from .effects import Effect, Log, Sleep, StartCall, Status, StatusChanged, TurnKind
 from .events import (
     EVENT_TYPES,
+    CallCancelled,
     CallEnded,
     Event,
     GateApproved,
@@ -562,6 +563,18 @@ def _on_call_ended(d: _Draft, event: CallEnded) -> None:
         _reroute(d, now, runner, engine, unreachable=kind == "network")
 
 
+def _on_call_cancelled(d: _Draft, event: CallCancelled) -> None:
+    """The call in flight was cut short (a pause or a stop): it has no outcome, so nothing is
+    learned and nothing counted; the turn it ran stays owed (A33) and the next resume or start
+    begins it again. Its time so far was call time (A21)."""
+    call = d.call
+    if call is None:
+        raise SchedulerProtocolError("CallCancelled with no call in flight")
+    d.call = None
+    if event.now > call.started_at:
+        d.runtime += event.now - call.started_at
+
+
 def _on_woke(d: _Draft, event: Woke) -> None:
     now = event.now
     until = d.wait_until
@@ -659,6 +672,8 @@ def _table() -> Mapping[tuple[Status, type], tuple[Handler, frozenset[Status]]]:
         t[(status, MessageArrived)] = (_on_message, frozenset((status,)))
         t[(status, Woke)] = (_ignore, frozenset((status,)))
         t[(status, GateApproved)] = (_on_gate_approved, frozenset((status,)))
+        # A call is cancelled only once a pause or stop took the run out of `running`.
+        t[(status, CallCancelled)] = (_on_call_cancelled, frozenset((status,)))
     t[("paused", ResumeRequested)] = (_on_resume, _AFTER_DECIDING)
     for status in ("running", *_WAITS, "stopped"):
         t[(status, ResumeRequested)] = (_ignore, frozenset((status,)))

@@ -19,6 +19,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import ClassVar
 
+import attrs
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -34,6 +35,7 @@ from ..participant import Participant
 from ..scheduler import logs
 from ..scheduler.effects import STATUSES, Effect, Log, Sleep, StartCall, StatusChanged
 from ..scheduler.events import (
+    CallCancelled,
     CallEnded,
     Event,
     GateApproved,
@@ -46,6 +48,7 @@ from ..scheduler.events import (
     Woke,
 )
 from ..scheduler.policy import EMPTY_TURNS_PAUSE, GIVE_UP_AFTER, backoff_after
+from ..scheduler.restore import restore_state
 from ..scheduler.state import SchedulerConfig, SchedulerState, initial_state
 from ..scheduler.step import TRANSITIONS, step
 from ..serialization import from_json, from_yaml, to_json, to_yaml
@@ -321,6 +324,42 @@ class SchedulerMachine(RuleBasedStateMachine):
         self._start_counts_afresh(jump)
         self.feed(RunStarted(now=self.now))
 
+    @precondition(
+        lambda self: self.state is not None
+        and self.state.call is not None
+        and self.state.status in ("paused", "stopped")
+    )
+    @rule(duration=durations(max_hours=1))
+    def cancel_call(self, duration: timedelta) -> None:
+        """The shell cut the call short for the pause or stop (it killed the CLI)."""
+        self.now += duration
+        self.feed(CallCancelled(now=self.now))
+
+    @precondition(lambda self: self.state is not None)
+    @rule(jump=durations(), reorder=st.booleans())
+    def save_and_restore(self, jump: timedelta, reorder: bool) -> None:
+        """Save the state as JSON at any moment (mid-call, mid-wait, paused, stopped), restore it
+        (with the team reordered, sometimes) and start again: the owed turn is started."""
+        saved = from_json(to_json(self.s), SchedulerState)
+        config = saved.config
+        if reorder:
+            config = attrs.evolve(config, team=tuple(reversed(config.team)))
+        restored = restore_state(config, saved)
+        owed = saved.config.team[saved.due].id
+        assert restored.config.team[restored.due].id == owed  # A33: the same turn is owed
+        assert restored.approved == saved.approved
+        assert restored.gates == saved.gates
+        assert restored.call is None and restored.wait_until is None
+        assert restored.limits == () and restored.outages == ()  # A25
+        assert (restored.iterations, restored.runtime) == (saved.iterations, saved.runtime)
+        assert restored.status == ("paused" if saved.status == "paused" else "stopped")
+        self.state = restored
+        self._start_counts_afresh(jump)
+        if restored.status == "paused":
+            self.feed(ResumeRequested(now=self.now))
+        else:
+            self.feed(RunStarted(now=self.now))
+
     def _start_counts_afresh(self, jump: timedelta) -> None:
         """Resume and a new start reset the failure and empty-turn counts (A29, A31)."""
         self.now += jump
@@ -374,6 +413,21 @@ class SchedulerMachine(RuleBasedStateMachine):
                 assert start.participant == start.turn_owner or (
                     before.call is not None and before.call.participant == start.participant
                 )
+        if isinstance(event, CallCancelled):
+            # The cut-short call has no outcome: nothing learned, counted or decided; the turn it
+            # ran stays owed (A33).
+            assert after.call is None and not effects and after.status == before.status
+            assert (after.due, after.approved, after.failures, after.empties) == (
+                before.due, before.approved, before.failures, before.empties)
+            assert (after.limits, after.outages, after.iterations) == (
+                before.limits, before.outages, before.iterations)
+        if isinstance(event, (RunStarted, ResumeRequested)) and before.call is None:
+            # A33: with no call in flight, a start or resume decides the owed turn at once: a
+            # call for it, a wait, or the stop of A43 — never `running` with nothing to do.
+            assert starts or sleeps or after.status == "stopped", (before, effects)
+            owner = before.approved or before.config.team[before.due].id
+            for start in starts:
+                assert start.turn_owner == owner
         # A23: a recorded reset never moves earlier except by lifting.
         old = {r.engine: r.until for r in before.limits}
         for record in after.limits:

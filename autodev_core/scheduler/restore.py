@@ -1,0 +1,65 @@
+"""Starting again from a saved scheduler state: after a crash, after a stop, with a changed team.
+
+A state saved with `to_json` at any moment — mid-call, mid-wait, paused, stopped — comes back
+through `restore_state` as a state that is not doing anything: no call in flight (whatever call
+the saved state held was cut short by the crash or the stop, so it has no outcome) and no wait.
+What the run owes survives; what only a live process knew does not.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from .state import SchedulerConfig, SchedulerState, initial_state
+
+
+def _due_id(saved: SchedulerState, ids: frozenset[str]) -> str | None:
+    """The participant the saved turn is owed to, or — when it left the team — the first one
+    after it in the saved team order that is still in the team (A33)."""
+    team = saved.config.team
+    for offset in range(len(team)):
+        member = team[(saved.due + offset) % len(team)].id
+        if member in ids:
+            return member
+    return None
+
+
+def restore_state(config: SchedulerConfig, saved: SchedulerState | None) -> SchedulerState:
+    """The state to start from, given the team as it is now and the state last saved (or None).
+
+    Kept: who the turn is owed to (A33; by participant id, so a reordered or grown team keeps
+    it, and a removed participant passes it to the next one in the old order), a gate-approved
+    turn still owed (A22), the pending gates of participants still in the team (a new member
+    starts with its file's gate, A16), and the calls made and call time (A30, A21, A43).
+
+    Forgotten: the limit and outage registry (A25: limits are rediscovered by calling), a call
+    that was in flight (its turn is still owed and is started again), a wait, the failure and
+    empty-turn counts (a start or resume begins them afresh, A29, A31) and each participant's
+    place on its chain (it takes its earliest free entry, A23).
+
+    The status is `paused` when the saved run was paused — a pause waits for a person (A29,
+    A31, A32), so feed `ResumeRequested` to go on — and `stopped` otherwise: feed `RunStarted`.
+    """
+    fresh = initial_state(config)
+    if saved is None:
+        return fresh
+    ids = frozenset(p.id for p in config.team)
+    old_ids = frozenset(p.id for p in saved.config.team)
+    due_id = _due_id(saved, ids)
+    due = config.index[due_id] if due_id is not None else 0
+    gates = frozenset(g for g in saved.gates if g in ids) | frozenset(
+        p.id for p in config.team if p.gate and p.id not in old_ids
+    )
+    approved = saved.approved if saved.approved in ids else None
+    return attrs.evolve(
+        fresh,
+        status="paused" if saved.status == "paused" else "stopped",
+        due=due,
+        approved=approved,
+        gates=gates,
+        iterations=saved.iterations,
+        runtime=saved.runtime,
+    )
+
+
+__all__ = ["restore_state"]

@@ -1,0 +1,140 @@
+"""Driving the real daemon (`autodev run` in its own process) on stand-in CLIs, for the tests of
+issue 9: controls, messages, kills. Nothing here decides what a test expects."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from autodev_core.scheduler import SchedulerState
+from autodev_core.serialization import from_json
+from autodev_shell.standins import install_standins, standin_env, write_script
+from autodev_shell.store import RunStore
+
+#: Generous: the machine is shared and loaded; tests poll, never assert on timings.
+WAIT = 60.0
+
+
+def make_team(root: Path, members: dict[str, str]) -> Path:
+    """A team folder: one participant file per (id, provider)."""
+    team = root / "team"
+    team.mkdir()
+    for pid, provider in members.items():
+        (team / f"{pid}.md").write_text(f"---\nprovider: {provider}\n---\nWork.\n", "utf-8")
+    return team
+
+
+class Daemon:
+    """One run folder, its stand-ins and the `autodev run` processes started on it."""
+
+    def __init__(self, root: Path, members: dict[str, str], script: dict[str, Any]) -> None:
+        self.root = root
+        self.team = make_team(root, members)
+        self.run_dir = root / "run"
+        self.calls_log = root / "calls.jsonl"
+        bin_dir = install_standins(root / "bin")
+        self.script = write_script(root / "script.json", script)
+        self.env = standin_env(bin_dir, self.script, log=self.calls_log)
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> subprocess.Popen[bytes]:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "autodev_shell.cli", "run", str(self.team), "--run",
+             str(self.run_dir)],
+            env=self.env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        return self.proc
+
+    def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "autodev_shell.cli", *args, "--run", str(self.run_dir)],
+            capture_output=True, text=True, timeout=120, env=self.env,
+        )
+
+    def control(self, *args: str) -> None:
+        done = self.cli(*args)
+        assert done.returncode == 0, done.stderr
+
+    def kill9(self) -> None:
+        """kill -9 of the daemon alone (its CLI, in its own session, is not signalled)."""
+        assert self.proc is not None
+        os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=WAIT)
+
+    def wait_exit(self) -> int:
+        assert self.proc is not None
+        return self.proc.wait(timeout=WAIT)
+
+    def stop(self) -> None:
+        """Ask the daemon to stop and wait for it (kill it if it does not)."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.control("stop")
+        try:
+            self.proc.wait(timeout=WAIT)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+    # --- what the run shows ------------------------------------------------------------
+
+    def calls(self) -> list[dict[str, Any]]:
+        """The stand-ins' calls, in start order (one JSON line each, written as they start)."""
+        if not self.calls_log.exists():
+            return []
+        lines = self.calls_log.read_text(encoding="utf-8").splitlines()
+        return [json.loads(line) for line in lines if line.strip()]
+
+    def state(self) -> SchedulerState | None:
+        db = self.run_dir / "run.db"
+        if not db.exists():
+            return None
+        store = RunStore.open(db, check=False)
+        try:
+            text = store.snapshot().scheduler_state_json
+        finally:
+            store.close()
+        if not text or text == "{}":
+            return None
+        state: SchedulerState = from_json(text, SchedulerState)
+        return state
+
+    def status(self) -> str | None:
+        state = self.state()
+        return None if state is None else state.status
+
+    def thread(self) -> list[tuple[str, str, str]]:
+        store = RunStore.open(self.run_dir / "run.db", check=False)
+        try:
+            return [(p.key, p.participant, p.text) for p in store.thread()]
+        finally:
+            store.close()
+
+
+def wait_for(predicate: Callable[[], object], what: str, seconds: float = WAIT) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def alive(pid: int) -> bool:
+    """The process exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return False
+    return fields[0] != "Z"
