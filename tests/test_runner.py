@@ -200,9 +200,10 @@ def test_A20_a_wall_clock_set_back_during_a_call_never_feeds_the_core_earlier_ti
         calls[0] += 1
         if calls[0] == 2:
             clock.advance(-2 * 3600)  # the clock is corrected two hours back mid-run
-            runner.controls.queue.append(("say", "still there?"))  # events stamped after it
-            runner.controls.queue.append(("pause", ""))
-            runner.controls.queue.append(("resume", ""))
+            store = runner.store  # events stamped after it
+            store.enqueue_control("say", "still there?", now=clock.now())
+            store.enqueue_control("pause", now=clock.now())
+            store.enqueue_control("resume", now=clock.now())
         return result
 
     runner.perform_call = set_back
