@@ -76,14 +76,29 @@ def keyword_hits(
     if meter is not None:
         meter.scan(len(text) * len(keywords))
     hits: list[tuple[int, str]] = []
-    for shared, group in _groups(keywords):
-        if shared not in lowered:  # every keyword of the group contains it: none is there
-            continue
-        if len(group) == 1 or not _through_shared(lowered, shared, group, hits):
-            for keyword, _offset in group:
-                _one_by_one(lowered, keyword, hits)
+    _find_groups(lowered, keywords, frozenset(), set(), hits)
     hits.sort()
     return hits
+
+
+def _find_groups(
+    lowered: str,
+    keywords: tuple[str, ...],
+    dense: frozenset[str],
+    absent: set[str],
+    hits: list[tuple[int, str]],
+) -> None:
+    for shared, group in _groups(keywords, dense):
+        if any(word in shared for word in absent) or shared not in lowered:
+            absent.add(shared)  # every keyword of the group contains it: none is there
+            continue
+        if len(group) == 1:
+            _one_by_one(lowered, shared, hits)
+        elif not _through_shared(lowered, shared, group, hits):
+            # The shared word is everywhere: group these keywords again under other words
+            # (in the end each is its own), so that the absent ones cost a pass per word.
+            left = tuple(k for k, _ in group if not any(word in k for word in absent))
+            _find_groups(lowered, left, dense | {shared}, absent, hits)
 
 
 # Spots of a shared word examined before its keywords are searched one by one instead.
@@ -108,16 +123,22 @@ def _through_shared(
 ) -> bool:
     """Add the hits of `group` found through the spots of `shared`; False (nothing added) when
     the shared word has too many spots, so the caller searches the keywords one by one."""
+    # The spots first, alone (a find each): a word found everywhere is given up on before any
+    # keyword is checked at its spots.
+    spots: list[int] = []
+    spot = lowered.find(shared)
+    while spot != -1:
+        if len(spots) == _SHARED_SPOTS_MAX:
+            return False
+        spots.append(spot)
+        spot = lowered.find(shared, spot + 1)
     found: list[tuple[int, str]] = []
     counts = [0] * len(group)
     next_free = [0] * len(group)  # a keyword's next hit starts after its previous one (no overlap)
     full = 0
-    spots = 0
-    spot = lowered.find(shared)
-    while spot != -1 and full < len(group):
-        spots += 1
-        if spots > _SHARED_SPOTS_MAX:
-            return False
+    for spot in spots:
+        if full == len(group):
+            break
         for index, (keyword, offset) in enumerate(group):
             start = spot - offset
             if (
@@ -130,15 +151,17 @@ def _through_shared(
                 next_free[index] = start + len(keyword)
                 if counts[index] == MAX_HITS_PER_UNIT:
                     full += 1
-        spot = lowered.find(shared, spot + 1)
     hits.extend(found)
     return True
 
 
 @functools.cache
-def _groups(keywords: tuple[str, ...]) -> tuple[tuple[str, tuple[tuple[str, int], ...]], ...]:
+def _groups(
+    keywords: tuple[str, ...], dense: frozenset[str] = frozenset()
+) -> tuple[tuple[str, tuple[tuple[str, int], ...]], ...]:
     """Keywords grouped under a word they share (each keyword once, with the word's offset in
-    it): greedily the word shared by most keywords not yet grouped, longest first on ties."""
+    it): greedily the word shared by most keywords not yet grouped, longest first on ties.
+    Words holding or held by one of `dense` (found everywhere) are not used."""
     left = list(dict.fromkeys(keywords))
     groups: list[tuple[str, tuple[tuple[str, int], ...]]] = []
     while left:
@@ -150,6 +173,7 @@ def _groups(keywords: tuple[str, ...]) -> tuple[tuple[str, tuple[tuple[str, int]
             for size in range(_SHARED_MIN, min(len(keyword), _SHARED_LONGEST) + 1)
             for at in range(len(keyword) - size + 1)
         }
+        words = {w for w in words if not any(d in w or w in d for d in dense)}
         for word in sorted(words):  # sorted: the same groups on every run
             members = [k for k in left if word in k]
             if (len(members), len(word)) > (len(best_members), len(best)):

@@ -24,6 +24,8 @@ from typing import Any, Literal, cast
 
 import attrs
 
+from ._bounded import _groups
+
 # A5: text a model may have written is examined only up to this length, after trimming.
 MODEL_TEXT_MAX_CHARS = 300
 # Structured events are flattened to "key: value" lines to this depth and this many leaves.
@@ -294,45 +296,205 @@ def _split_codex_stderr(stderr: str) -> tuple[str, list[str]]:
     return "\n".join(own), ["\n".join(lines) for lines in said]
 
 
-def cut(stdout: str, stderr: str, provider: str = "") -> Output:
-    """Cut stdout and stderr into pieces (A5), in the order they were written."""
-    pieces: list[Piece] = []
-    rate_limits: list[RateLimitEvent] = []
+def _read_line(raw: str, pieces: list[Piece], rate_limits: list[RateLimitEvent]) -> bool | None:
+    """Read one stdout line into `pieces` and `rate_limits`: None when it is free text (not a
+    structured event of the CLI), else whether it was a terminal success."""
+    line = raw.strip()
+    marker = line.find(_AGY_ERROR, 0, 40 + len(_AGY_ERROR))
+    if marker != -1:  # agy's own structured error line (A4), perhaps after a timestamp
+        payload = line[marker + len(_AGY_ERROR) :].strip()
+        parsed = _as_events(payload)
+        pieces.append(
+            Piece(text=payload, origin="cli", where="event")
+            if parsed is None
+            else Piece(text=payload + "\n" + _cli(parsed).text, origin="cli", where="event")
+        )
+        return False
+    events = _as_events(line)
+    if events is None:
+        return None
     succeeded = False
-    free: list[str] = []
-    stdout, stderr = strip_ansi(stdout), strip_ansi(stderr)
-    for raw in stdout.splitlines():
-        line = raw.strip()
-        marker = line.find(_AGY_ERROR, 0, 40 + len(_AGY_ERROR))
-        if marker != -1:  # agy's own structured error line (A4), perhaps after a timestamp
-            payload = line[marker + len(_AGY_ERROR) :].strip()
-            parsed = _as_events(payload)
-            pieces.append(
-                Piece(text=payload, origin="cli", where="event")
-                if parsed is None
-                else Piece(text=payload + "\n" + _cli(parsed).text, origin="cli", where="event")
-            )
-            continue
-        events = _as_events(line)
-        if events is None:
-            free.append(raw)
-            continue
-        for event in events:
-            for part in _event_pieces(event):
-                if part is True:
-                    succeeded = True
-                elif isinstance(part, RateLimitEvent):
-                    rate_limits.append(part)
-                elif isinstance(part, Piece):
-                    pieces.append(part)
-    free_text = "\n".join(free).strip()
-    if free_text:
-        pieces.append(Piece(text=free_text, origin="model", where="stdout"))
+    for event in events:
+        for part in _event_pieces(event):
+            if part is True:
+                succeeded = True
+            elif isinstance(part, RateLimitEvent):
+                rate_limits.append(part)
+            elif isinstance(part, Piece):
+                pieces.append(part)
+    return succeeded
+
+
+def _stderr_pieces(stderr: str, provider: str) -> list[Piece]:
+    pieces: list[Piece] = []
     if provider == "codex":
         stderr, messages = _split_codex_stderr(stderr)
         pieces.extend(Piece(text=m, origin="model", where="message") for m in messages)
     if stderr.strip():
         pieces.append(Piece(text=stderr, origin="cli", where="stderr"))
+    return pieces
+
+
+def _cut(stdout: str, stderr: str, provider: str) -> Output:
+    pieces: list[Piece] = []
+    rate_limits: list[RateLimitEvent] = []
+    succeeded = False
+    free: list[str] = []
+    for raw in stdout.splitlines():
+        said = _read_line(raw, pieces, rate_limits)
+        if said is None:
+            free.append(raw)
+        elif said:
+            succeeded = True
+    free_text = "\n".join(free).strip()
+    if free_text:
+        pieces.append(Piece(text=free_text, origin="model", where="stdout"))
+    pieces.extend(_stderr_pieces(stderr, provider))
+    return Output(pieces=tuple(pieces), rate_limits=tuple(rate_limits), succeeded=succeeded)
+
+
+def cut(stdout: str, stderr: str, provider: str = "") -> Output:
+    """Cut stdout and stderr into pieces (A5), in the order they were written."""
+    return _cut(strip_ansi(stdout), strip_ansi(stderr), provider)
+
+
+# --- Reading only what can matter ---------------------------------------------------------
+#
+# A detector finds nothing in a piece that holds none of its keywords, so a piece without one
+# may be left out. `cut_relevant` finds, on the raw bytes, the stdout lines holding a trigger
+# (a word every keyword contains, lower case) and decodes only those; the rest of the output is
+# read the full way when it could still matter. The bytes are the text encoded as latin-1 (one
+# byte per character, so positions are the text's) or else UTF-8; `bytes.lower` folds the ASCII
+# letters, and the keywords are ASCII. Where bytes cannot stand for the text the full reader
+# runs instead: a line break or a letter folding to ASCII that only Unicode knows (U+0085,
+# U+2028, U+2029 in UTF-8; KELVIN SIGN U+212A folds to `k`).
+
+_BREAKS = b"\r\x0b\x0c\x1c\x1d\x1e"  # besides "\n", the ASCII line breaks of `str.splitlines`
+_UPPER = bytes(range(ord("A"), ord("Z") + 1))
+_FOLD_UTF8 = bytes.maketrans(_UPPER + _BREAKS, _UPPER.lower() + b"\n" * len(_BREAKS))
+_FOLD_LATIN1 = bytes.maketrans(_UPPER + _BREAKS + b"\x85", _UPPER.lower() + b"\n" * 7)
+_KELVIN = "\u212a".encode()  # KELVIN SIGN: `str.lower` makes it `k`
+_UNICODE_BREAKS = ("\x85".encode(), "\u2028".encode(), "\u2029".encode())
+# A JSON `\\u` escape may spell any character: a line holding one that spells an ASCII one (or
+# KELVIN SIGN) is always decoded. Other escapes stand for characters no trigger holds (quote,
+# backslash, control characters); `\\/` is why triggers hold no `/`.
+_ESCAPE_ASCII = b"\\u00"
+_ESCAPE_KELVIN = b"\\u212a"  # needed only when a trigger holds a `k`
+
+
+def _lowered(text: str) -> tuple[bytes, bool] | None:
+    """The text as bytes, ASCII letters lower-cased, and whether it is latin-1 (one byte per
+    character) rather than UTF-8; None when a letter only Unicode folds to ASCII is in it."""
+    try:
+        return text.encode("latin-1"), True
+    except UnicodeEncodeError:
+        raw = text.encode("utf-8", "surrogatepass")
+        return None if _KELVIN in raw else (raw, False)
+
+
+def _folded(text: str) -> tuple[bytes, bytes | None] | None:
+    """The text as bytes with ASCII letters lower-cased and every line break a "\\n", and its
+    UTF-8 bytes (None when latin-1: byte positions are character positions); None when bytes
+    cannot stand for the text (a line break or case fold only Unicode knows)."""
+    encoded = _lowered(text)
+    if encoded is None:
+        return None
+    raw, latin1 = encoded
+    if latin1:
+        breaks = any(brk in raw for brk in _BREAKS) or b"\x85" in raw
+        return (raw.translate(_FOLD_LATIN1) if breaks else raw.lower()), None
+    if any(brk in raw for brk in _UNICODE_BREAKS):
+        return None
+    breaks = any(brk in raw for brk in _BREAKS)
+    return (raw.translate(_FOLD_UTF8) if breaks else raw.lower()), raw
+
+
+def triggers_for(keywords: tuple[str, ...], *extra: str) -> tuple[bytes, ...]:
+    """Words such that each keyword (and each of `extra`) holds one: lower case, no `/`.
+
+    The words `keyword_hits` finds keywords through; a `/` may be written `\\/` in JSON, so
+    a word holding one is cut there and its longest part kept.
+    """
+    words = {max(shared.split("/"), key=len).encode("ascii") for shared, _ in _groups(keywords)}
+    words.update(word.encode("ascii") for word in extra)
+    # A word holding another is found through it.
+    return tuple(sorted(w for w in words if not any(o != w and o in w for o in words)))
+
+
+def mentions(text: str, triggers: tuple[bytes, ...]) -> bool:
+    """Whether `text` may hold a keyword of `triggers` (case-insensitively); True when unsure."""
+    encoded = _lowered(text)
+    if encoded is None:
+        return True
+    low = encoded[0].lower()
+    return any(trigger in low for trigger in triggers)
+
+
+def _spans(low: bytes, triggers: tuple[bytes, ...]) -> list[tuple[int, int]]:
+    """The (start, end) of every line of `low` holding a trigger, in order."""
+    spans: set[tuple[int, int]] = set()
+    for trigger in triggers:
+        pos = low.find(trigger)
+        while pos != -1:
+            start = low.rfind(b"\n", 0, pos) + 1
+            end = low.find(b"\n", pos)
+            if end == -1:
+                end = len(low)
+            spans.add((start, end))
+            pos = low.find(trigger, end)
+    return sorted(spans)
+
+
+def _relevant_stdout(
+    stdout: str, provider: str, triggers: tuple[bytes, ...]
+) -> tuple[list[Piece], list[RateLimitEvent], bool] | None:
+    """The pieces of the stdout lines holding a trigger; None when the full reader must run."""
+    pieces: list[Piece] = []
+    rate_limits: list[RateLimitEvent] = []
+    succeeded = False
+    if not stdout:
+        return pieces, rate_limits, succeeded
+    if provider == "agy":  # `429` is a keyword, and JSON may write that number as `4.29e2`
+        return None
+    kelvin = (_ESCAPE_KELVIN,) if any(b"k" in trigger for trigger in triggers) else ()
+    triggers = (*triggers, _ESCAPE_ASCII, *kelvin)
+    folded = _folded(stdout)
+    if folded is None:
+        return None
+    low, raw = folded
+    free_chars = 0
+    free_seen = False
+    for start, end in _spans(low, triggers):
+        line = stdout[start:end] if raw is None else raw[start:end].decode("utf-8", "surrogatepass")
+        said = _read_line(line, pieces, rate_limits)
+        if said is None:
+            free_seen = True
+            free_chars += len(line.strip())
+        elif said:
+            succeeded = True
+    # Free text is examined only as a whole, and only when short (A5): if the lines with a
+    # keyword are already too long, it never is; else the whole of it is needed.
+    if free_seen and free_chars <= MODEL_TEXT_MAX_CHARS:
+        return None
+    return pieces, rate_limits, succeeded
+
+
+def cut_relevant(stdout: str, stderr: str, provider: str, triggers: tuple[bytes, ...]) -> Output:
+    """`cut`, leaving out pieces that hold none of `triggers` (and none that do).
+
+    A detector whose keywords each hold a trigger finds the same in both: the pieces left out
+    hold no keyword, and those kept come in the same order. Rate-limit events and terminal
+    successes are kept when their words (`limit`, `success`, `complete`) are among `triggers`.
+    """
+    stdout, stderr = strip_ansi(stdout), strip_ansi(stderr)
+    read = _relevant_stdout(stdout, provider, triggers)
+    if read is None:
+        return _cut(stdout, stderr, provider)
+    pieces, rate_limits, succeeded = read
+    # codex's stderr is cut into the CLI's lines and the model's (a pass per block word):
+    # not needed when it mentions no keyword. Other CLIs' stderr is one piece, read as is.
+    if stderr and (provider != "codex" or mentions(stderr, triggers)):
+        pieces.extend(_stderr_pieces(stderr, provider))
     return Output(pieces=tuple(pieces), rate_limits=tuple(rate_limits), succeeded=succeeded)
 
 

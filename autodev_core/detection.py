@@ -24,10 +24,10 @@ from __future__ import annotations
 from datetime import UTC, datetime, tzinfo
 
 from ._bounded import Meter
-from ._failures import scan_login, scan_network
-from ._notices import Found, scan_limit
+from ._failures import _LOGIN, _NETWORK, scan_login, scan_network
+from ._notices import _AGY_KEYWORDS, _KEYWORDS, Found, scan_limit
 from ._resets import from_epoch
-from ._streams import MODEL_TEXT_MAX_CHARS, Output, cut, examinable
+from ._streams import MODEL_TEXT_MAX_CHARS, Output, cut_relevant, examinable, triggers_for
 from .classification import Classification, LimitNotice
 from .engine import PROVIDERS
 
@@ -43,6 +43,24 @@ __all__ = [
 # A2: claude's `rate_limit_event` statuses that are limits. `allowed` and `allowed_warning`
 # come on every healthy turn (often with `overageStatus: "rejected"`) and are never limits.
 LIMIT_STATUSES = frozenset({"rejected", "blocked", "denied"})
+
+# What each detector reads for (see `_streams.cut_relevant`): a piece holding none of these
+# words holds none of its keywords, so it is left unread. `rate_limit_event` holds `limit`;
+# a terminal success (A26: the call ended well) holds `success` or `complete`.
+_LIMIT_WORDS = {
+    "agy": triggers_for(_KEYWORDS + _AGY_KEYWORDS),
+    "claude": triggers_for(_KEYWORDS),
+    "codex": triggers_for(_KEYWORDS),
+}
+_LOGIN_WORDS = triggers_for(_LOGIN)
+_NETWORK_WORDS = triggers_for(_NETWORK, "success", "complete")
+_ALL_WORDS = {
+    provider: triggers_for(
+        _KEYWORDS + (_AGY_KEYWORDS if provider == "agy" else ()) + _LOGIN + _NETWORK,
+        "success", "complete",
+    )
+    for provider in PROVIDERS
+}
 
 
 def _check(provider: str, now: datetime, local_tz: tzinfo) -> None:
@@ -129,7 +147,7 @@ def _classify(
 ) -> Classification:
     _check(provider, now, local_tz)
     now = now.astimezone(UTC)  # A6: durations are elapsed time, whatever zone `now` carries
-    output = cut(_text(stdout), _text(stderr), provider)
+    output = cut_relevant(_text(stdout), _text(stderr), provider, _ALL_WORDS[provider])
     limit = _limit(provider, output, now, local_tz, meter)
     if limit is not None:
         return Classification(kind="limit", limit=limit, text=limit.text)
@@ -168,7 +186,8 @@ def detect_limit(
     _check(provider, now, local_tz)
     now = now.astimezone(UTC)  # A6: durations are elapsed time, whatever zone `now` carries
     del exit_code  # a limit is a limit however the CLI exits (A17: even after a post)
-    return _limit(provider, cut(_text(stdout), _text(stderr), provider), now, local_tz, None)
+    output = cut_relevant(_text(stdout), _text(stderr), provider, _LIMIT_WORDS[provider])
+    return _limit(provider, output, now, local_tz, None)
 
 
 def detect_network_error(
@@ -180,7 +199,8 @@ def detect_network_error(
     """
     if provider not in PROVIDERS:
         raise ValueError(f"unknown provider {provider!r} (known: {', '.join(PROVIDERS)})")
-    return _network(cut(_text(stdout), _text(stderr), provider), exit_code, None)
+    output = cut_relevant(_text(stdout), _text(stderr), provider, _NETWORK_WORDS)
+    return _network(output, exit_code, None)
 
 
 def detect_login_error(provider: str, *, stdout: str = "", stderr: str = "") -> str | None:
@@ -188,4 +208,5 @@ def detect_login_error(provider: str, *, stdout: str = "", stderr: str = "") -> 
     (A32)."""
     if provider not in PROVIDERS:
         raise ValueError(f"unknown provider {provider!r} (known: {', '.join(PROVIDERS)})")
-    return _login(provider, cut(_text(stdout), _text(stderr), provider), None)
+    output = cut_relevant(_text(stdout), _text(stderr), provider, _LOGIN_WORDS)
+    return _login(provider, output, None)

@@ -135,7 +135,8 @@ def detection(quick: bool, summary: list[str], details: list[str]) -> None:
     t = m["transcript"]
     worst_name, worst = max(m["adversarial"].items(), key=lambda kv: kv[1]["ratio"])
     ok_t = t["ratio"] <= target
-    ok_a = worst["ratio"] <= target
+    target_a = bench_detection.ADVERSARIAL_TARGET_RATIO
+    ok_a = worst["ratio"] <= target_a
     summary.append(
         f"| 3a. detection: 10 MB claude stream-json, notice at the end "
         f"| {t['detect_ms']:.1f} ms | `str.find`: {t['scan_ms']:.2f} ms "
@@ -147,7 +148,7 @@ def detection(quick: bool, summary: list[str], details: list[str]) -> None:
     summary.append(
         f"| 3b. detection: 1 MB adversarial inputs (worst: {worst_name}) "
         f"| {worst['detect_ms']:.1f} ms | `str.find`: {worst['scan_ms']:.2f} ms "
-        f"| **{worst['ratio']:.1f}×** | ≤ {target:.0f}× | {_verdict(ok_a)} |")
+        f"| **{worst['ratio']:.1f}×** | ≤ {target_a:.0f}× | {_verdict(ok_a)} |")
     summary.append(
         f"| 3c. detection: linear in size (1 → 8 MB) | cost/char at 8 MB ÷ at 1 MB "
         f"| — | **{m['growth']:.2f}** | ≤ {bench_detection.LINEARITY_SLACK} "
@@ -159,7 +160,8 @@ def detection(quick: bool, summary: list[str], details: list[str]) -> None:
                     f"| {r['ratio']:.1f}× | {_verdict(r['ratio'] <= target)} |")
     for name, r in m["adversarial"].items():
         rows.append(f"| {name}, 1 MB | {r['detect_ms']:.2f} | {r['scan_ms']:.3f} "
-                    f"| {r['ratio']:.1f}× | {_verdict(r['ratio'] <= target)} |")
+                    f"| {r['ratio']:.1f}× (≤ {target_a:.0f}×) "
+                    f"| {_verdict(r['ratio'] <= target_a)} |")
     transcript = bench_detection.claude_transcript(bench_detection.MB)
     details.append(
         "### 3. Detection throughput\n\n"
