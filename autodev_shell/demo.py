@@ -46,7 +46,10 @@ ORDER: Final = ("ana", "rui", "eva")
 
 def demo_script(start: datetime) -> dict[str, Any]:
     """The stand-ins' answers: per CLI a queue, then posts (see `standins._standin`)."""
-    claude_reset = int((start + timedelta(minutes=50)).timestamp())
+    # Far enough out that codex and agy are limited before claude comes back, however long
+    # the stand-ins take on a loaded machine (each real second is many virtual minutes): the
+    # run then waits with nothing able to run (A18). At 50 minutes that wait was a race.
+    claude_reset = int((start + timedelta(minutes=75)).timestamp())
     return {
         "claude": [
             {"kind": "limit", "resets_at": claude_reset},  # A2: a rejected rate_limit_event
