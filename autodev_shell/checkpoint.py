@@ -91,6 +91,7 @@ def atomic_write_text(path: Path, text: str) -> None:
     directory = path.parent
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=_temp_prefix(path), suffix=TEMP_SUFFIX)
     try:
+        os.fchmod(fd, 0o600)  # private whatever the umask (issue 9 item 8): it holds the thread
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()

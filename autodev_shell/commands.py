@@ -31,6 +31,7 @@ from .checkpoint import offer_restore, restore_from_checkpoint
 from .clock import Clock, ScaledClock, SystemClock, local_zone
 from .durability import Durability
 from .lanes import Lanes
+from .private import make_private, private_dir
 from .runlock import RunLock
 from .runner import Runner, RunSummary, StreamLog, default_countdown
 from .sleeper import format_left
@@ -94,7 +95,7 @@ def start_run(
     timezone: str | None = None,
 ) -> RunSummary:
     """Lock the run (C4), open its store, and drive the loop until the run stops."""
-    run_dir.mkdir(parents=True, exist_ok=True)
+    private_dir(run_dir)  # folders made here are 0700 (issue 9 item 8)
     zone_key = timezone or team.timezone or zone_name(local_zone())
     have = (
         installed
@@ -105,6 +106,7 @@ def start_run(
     db = run_db(run_dir)
     lock = RunLock.acquire(db, run=run_id)
     try:
+        make_private(run_dir)  # run files an older autodev (or another umask) left readable
         store = RunStore.open(db, create=True, run_id=run_id, now=clock.now())
         try:
             identity = resolve_active_identity(run_id=store.run_id)

@@ -17,10 +17,12 @@ import threading
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import Final
 
 from autodev_core.errors import AutodevError
 
 from .adapters import CallResult, Sink
+from .private import open_private, private_dir
 
 #: C8: one lane file's size before it rotates, and how many files a lane keeps.
 LANE_MAX_BYTES = 1024 * 1024
@@ -40,9 +42,53 @@ def _check_id(participant_id: str) -> str:
     return participant_id
 
 
+#: Names of arguments and env entries whose values are secrets (matched in upper case, anywhere
+#: in the name: `OPENAI_API_KEY`, `--auth-token`, `model_providers.x.http_headers.Authorization`).
+SECRET_NAME_WORDS: Final = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE",
+                            "AUTH", "CREDENTIAL", "COOKIE", "BEARER")
+#: Values that look like keys or tokens whatever their name: `sk-…` (OpenAI, Anthropic), GitHub
+#: `ghp_…`/`github_pat_…`, Slack `xox?-…`, AWS `AKIA…`, Google `AIza…`, JWTs, `Bearer …`.
+_SECRET_VALUE = re.compile(
+    r"(?:sk-[A-Za-z0-9_\-]{8,}|gh[pousr]_[A-Za-z0-9]{16,}|github_pat_[A-Za-z0-9_]{16,}"
+    r"|xox[abposr]-[A-Za-z0-9\-]{8,}|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_\-]{20,}"
+    r"|eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*"
+    r"|(?<=Bearer )[A-Za-z0-9._\-+/=]{8,})"
+)
+REDACTED: Final = "***"
+
+
+def _secret_name(name: str) -> bool:
+    upper = name.upper()
+    return any(word in upper for word in SECRET_NAME_WORDS)
+
+
+def redact_argv(argv: Sequence[str]) -> list[str]:
+    """`argv` as a lane may show it: the value of an `NAME=value` item or of an option named
+    like a secret (`--api-key X`, `--token=X`) is `***`, and so is any value that looks like a
+    key or token (`sk-…`)."""
+    shown: list[str] = []
+    hide_next = False
+    for arg in argv:
+        if hide_next and not arg.startswith("-"):
+            shown.append(REDACTED)
+            hide_next = False
+            continue
+        hide_next = False
+        name, eq, _value = arg.partition("=")
+        if eq and name and _secret_name(name.lstrip("-")) and " " not in name:
+            shown.append(f"{name}={REDACTED}")
+            continue
+        if arg.startswith("-") and not eq and _secret_name(arg.lstrip("-")):
+            shown.append(arg)  # `--api-key X`: X is the secret (a following option is not)
+            hide_next = True
+            continue
+        shown.append(_SECRET_VALUE.sub(REDACTED, arg))
+    return shown
+
+
 def _shown(argv: Sequence[str]) -> str:
     parts = []
-    for arg in argv:
+    for arg in redact_argv(argv):
         if len(arg) > _ARG_SHOWN_CHARS or "\n" in arg:
             parts.append(f"<{len(arg)} chars>")
         else:
@@ -93,14 +139,14 @@ class Lanes:
             chunk = chunk[-self.max_bytes :]  # one huge write keeps its tail
         path = self.path(participant_id)
         with self._lock:
-            self.directory.mkdir(parents=True, exist_ok=True)
+            private_dir(self.directory)
             try:
                 size = path.stat().st_size
             except FileNotFoundError:
                 size = 0
             if size and size + len(chunk) > self.max_bytes:
                 self._rotate(participant_id)
-            with path.open("ab") as handle:
+            with os.fdopen(open_private(path, os.O_WRONLY | os.O_APPEND), "ab") as handle:
                 handle.write(chunk)
 
     def sink(self, participant_id: str) -> Sink:

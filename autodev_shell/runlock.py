@@ -16,6 +16,8 @@ from typing import Final
 
 from autodev_core.errors import AutodevError
 
+from .private import open_private
+
 #: Suffix of the lock file beside the database.
 LOCK_SUFFIX: Final = ".lock"
 
@@ -61,7 +63,7 @@ class RunLock:
         name = run or Path(db_path).name
         # A CLI the daemon spawns must not inherit (and so prolong) the lock: Python opens
         # descriptors non-inheritable already (PEP 446); O_CLOEXEC says so explicitly.
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = open_private(path, os.O_RDWR)  # 0600 (issue 9 item 8), close-on-exec
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -18,6 +18,7 @@ revision through `Durability` (C3, B4-B9). Controls from other processes (`autod
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
@@ -65,6 +66,7 @@ from .adapters import (
 from .clock import Clock
 from .durability import Durability, PersistResult
 from .lanes import Lanes
+from .private import open_private
 from .sleeper import COUNTDOWN_MIN_SECONDS, DEFAULT_SLICE_SECONDS, countdown_text, sleep_until
 from .store import Control, NewPost, RunStore
 
@@ -106,7 +108,11 @@ class StreamLog:
         self.zone = zone
         self.stream = stream
         self.json_lines = json_lines
-        self._file = file.open("a", encoding="utf-8") if file is not None else None
+        self._file = (
+            os.fdopen(open_private(file, os.O_WRONLY | os.O_APPEND), "a", encoding="utf-8")
+            if file is not None
+            else None
+        )
         self.lines: list[tuple[datetime, str]] = []
 
     def _stamp(self, at: datetime) -> str:

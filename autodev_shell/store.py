@@ -29,6 +29,8 @@ from autodev_core.errors import AutodevError
 from autodev_core.persistence import CommitMarker
 from autodev_core.turn_input import InputRecord
 
+from .private import open_private
+
 #: Version of the layout below; a store written by a newer layout is refused, not guessed at.
 SCHEMA_VERSION: Final = 1
 #: The tier name this store reports to the persistence reducer (B5: canonical by default).
@@ -681,6 +683,9 @@ def _create_file(path: Path, run_id: str, integrity_id: str, aliases: Iterable[s
     for leftover in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
         leftover.unlink(missing_ok=True)
     try:
+        # Private whatever the umask (issue 9 item 8): SQLite gives the `-wal` and `-shm` files
+        # the database file's own mode, so an empty file made 0600 here keeps all three 0600.
+        os.close(open_private(tmp, os.O_RDWR | os.O_EXCL))
         conn = sqlite3.connect(str(tmp), isolation_level=None, factory=factory,
                                timeout=BUSY_TIMEOUT_MS / 1000)
         try:
