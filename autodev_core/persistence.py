@@ -14,6 +14,7 @@ from typing import Final, Literal
 
 import attrs
 
+from .errors import AutodevError
 from .identity import RunIdentity, ids_equivalent, normalize_run_id
 from .serialization import register_union
 
@@ -61,6 +62,11 @@ class TierRoles:
         if overlap:
             raise ValueError(f"tiers with more than one role: {', '.join(sorted(overlap))}")
 
+    def bind(self) -> BoundTiers:
+        """This table bound once (B4): methods that reduce, plan and gate under it, refusing
+        unknown tier names."""
+        return BoundTiers(self)
+
 
 #: B5 / SPEC D defaults: SQLite confirms; shadow and checkpoint copies only recover; the
 #: search index is a replica.
@@ -100,12 +106,16 @@ def _tier_field(value: str | None) -> str:
 
 @attrs.frozen
 class PersistenceState:
-    """B4. Defaults: nothing pending, revisions 0, tiers "none", no queued run."""
+    """B4, in its order. Defaults: nothing pending, revisions 0, tiers "none", no queued or
+    accepted run."""
 
     pending_persist: bool = False
     writes_blocked: bool = False
     last_accepted_revision: int = attrs.field(default=0, converter=_revision)
     accepted_tier: str = attrs.field(default=NO_TIER, converter=_tier_field)
+    #: The run the last accepted revision belongs to (B7): the queued run when the acceptance
+    #: came, else the acceptance's own `run_id`. Empty in a state stored before B7 said so.
+    accepted_run_id: str = attrs.field(default="", converter=normalize_run_id)
     last_recoverable_tier: str = attrs.field(default=NO_TIER, converter=_tier_field)
     queued_revision: int = attrs.field(default=0, converter=_revision)
     queued_run_id: str = attrs.field(default="", converter=normalize_run_id)
@@ -129,12 +139,15 @@ class Queued:
 
 @attrs.frozen
 class Accepted:
-    """Tier `tier` reports it stored `revision` (B7). Only a canonical tier confirms."""
+    """Tier `tier` reports it stored `revision` (B7). Only a canonical tier confirms, and only
+    what was queued up to `revision`. `run_id` is the run the stored revision belongs to; it is
+    recorded as `accepted_run_id` when no write is queued (a queued write's run wins)."""
 
     tier: str
     revision: int = attrs.field(converter=_revision)
     accepted: bool = True
     clear_queued: bool = True
+    run_id: str = attrs.field(default="", converter=normalize_run_id)
 
 
 PersistenceEvent = Queued | Accepted
@@ -181,13 +194,20 @@ def _queued(state: PersistenceState, event: Queued, tiers: TierRoles) -> Persist
 def _accepted(state: PersistenceState, event: Accepted, tiers: TierRoles) -> PersistenceState:
     if not event.accepted or tier_role(event.tier, tiers) != "canonical":
         return state  # B7: only a canonical acceptance advances confirmation.
-    confirmed = attrs.evolve(
+    revision = _positive(event.revision)
+    accepted = attrs.evolve(
         state,
-        pending_persist=False,
-        writes_blocked=False,
-        last_accepted_revision=max(state.last_accepted_revision, _positive(event.revision)),
+        last_accepted_revision=max(state.last_accepted_revision, revision),
         accepted_tier=normalize_tier(event.tier),
-        last_recoverable_tier=NO_TIER,
+        accepted_run_id=state.queued_run_id or event.run_id,
+    )
+    if revision < _positive(state.queued_revision):
+        # B7: a late or out-of-order acknowledgement of an older write. The newer queued write
+        # is not confirmed by it: the pending flag, the block, the queued fields and the
+        # recovery copy that holds the newer write all stay.
+        return accepted
+    confirmed = attrs.evolve(
+        accepted, pending_persist=False, writes_blocked=False, last_recoverable_tier=NO_TIER,
     )
     return _clear_queued(confirmed) if event.clear_queued else confirmed
 
@@ -266,9 +286,13 @@ def plan_stale_pending_clear(
 ) -> StalePendingPlan:
     """B8: may a pending flag be cleared because a canonical tier already covers it?
 
-    `batch_revision` / `batch_tier` describe the last write batch; `marker` the last commit
-    marker. Unlike the source, the run comparison is B3 equivalence under the active identity,
-    so a write queued under an alias of the active run clears too.
+    `batch_revision` is the last write batch's revision (it raises the target); `marker` the
+    last commit marker. The covering revision comes from the state (when `accepted_run_id` is
+    the queued run) or the marker (when its run is the queued run and its tier canonical); the
+    tier checked is the tier of whichever gave it. `batch_tier` is accepted for compatibility
+    and no longer read: a batch's tier never confirms anything by itself (B8).
+    Unlike the source, run comparisons are B3 equivalence under the active identity, so a
+    write queued under an alias of the active run clears too.
     """
     active = _as_identity(identity)
     target = max(_positive(batch_revision), _positive(state.queued_revision))
@@ -284,28 +308,38 @@ def plan_stale_pending_clear(
         return keep("missing-run-id")
     if not ids_equivalent(active.run_id, state.queued_run_id, active):
         return keep("queued-run-mismatch")
-    marker_revision = 0
-    if (
-        marker is not None
-        and marker.accepted
-        and ids_equivalent(marker.run_id, state.queued_run_id, active)
-    ):
-        marker_revision = _positive(marker.revision)
-    accepted = max(_positive(state.last_accepted_revision), marker_revision)
+    accepted, tier = _covering(state, active, marker, tiers)
     if accepted < target:
-        return keep("accepted-revision-behind", accepted)
-    tier = _first_tier(state.accepted_tier, marker.tier if marker else None, batch_tier)
+        return keep("accepted-revision-behind", accepted, tier)
     if tier_role(tier, tiers) != "canonical":
         return keep("accepted-tier-not-canonical", accepted, tier)
     return StalePendingPlan(CLEAR_STALE_PENDING, CLEAR_STALE_PENDING, target, accepted, tier)
 
 
-def _first_tier(*candidates: str | None) -> str:
-    for candidate in candidates:
-        tier = normalize_tier(candidate)
-        if tier != NO_TIER:
-            return tier
-    return NO_TIER
+def _covering(
+    state: PersistenceState, active: RunIdentity, marker: CommitMarker | None, tiers: TierRoles
+) -> tuple[int, str]:
+    """B8: the revision that covers the queued write for its run, and the tier that gave it.
+
+    Two records may: the state's last accepted revision, when `accepted_run_id` is the queued
+    run; the commit marker's revision, when it is accepted, of the queued run, and from a
+    canonical tier. The higher one gives the covering revision and its tier; on a tie the
+    marker's (canonical by the condition above) is taken. (0, "none") when neither counts.
+    """
+    candidates: list[tuple[int, str]] = []
+    if ids_equivalent(state.accepted_run_id, state.queued_run_id, active):
+        candidates.append((_positive(state.last_accepted_revision), state.accepted_tier))
+    if (
+        marker is not None
+        and marker.accepted
+        and ids_equivalent(marker.run_id, state.queued_run_id, active)
+        and tier_role(marker.tier, tiers) == "canonical"
+    ):
+        candidates.append((_positive(marker.revision), marker.tier))
+    if not candidates:
+        return 0, NO_TIER
+    best = max(revision for revision, _tier in candidates)
+    return best, [tier for revision, tier in candidates if revision == best][-1]
 
 
 def apply_stale_pending_plan(state: PersistenceState, plan: StalePendingPlan) -> PersistenceState:
@@ -323,6 +357,7 @@ def apply_stale_pending_plan(state: PersistenceState, plan: StalePendingPlan) ->
             writes_blocked=False,
             last_accepted_revision=max(state.last_accepted_revision, plan.accepted_revision),
             accepted_tier=plan.tier,
+            accepted_run_id=state.queued_run_id,
             last_recoverable_tier=NO_TIER,
         )
     )
@@ -386,14 +421,17 @@ class TurnGate:
     `may_start` with `reason` "confirmed", "stale-pending-cleared" or "recovery-copy"; else
     deferred with "pending-persist" (the shell retries the write), "queued-run-mismatch" (the
     write belongs to another run; it is kept, never applied here) or "no-active-run".
-    `detail` is the B8 planner's reason when it was consulted. `state` is the persistence state
-    to carry on with: changed only when a stale pending flag was cleared.
+    `code` is the B8 planner's reason when it was consulted (e.g. "accepted-revision-behind");
+    `detail` says in words why, naming revisions, runs and tiers, so that a user can act on it.
+    `state` is the persistence state to carry on with: changed only when a stale pending flag
+    was cleared.
     """
 
     may_start: bool
     reason: TurnGateReason
     state: PersistenceState
     detail: str = ""
+    code: str = ""
 
     @property
     def retry_write(self) -> bool:
@@ -418,31 +456,103 @@ def turn_gate(
     """
     active = _as_identity(identity)
     if not state.pending_persist:
-        return TurnGate(True, "confirmed", state)
+        return TurnGate(True, "confirmed", state, _confirmed_words(state))
     if not active.run_id:
-        return TurnGate(False, "no-active-run", state)
+        return TurnGate(False, "no-active-run", state,
+                        "a write is pending but no run is active; name the run (--run) it "
+                        "belongs to")
     if state.queued_run_id and not ids_equivalent(active.run_id, state.queued_run_id, active):
         # Whatever else holds (no revision, a marker, a recovery copy), this write is another
         # run's: it is kept for that run and never applied to the active one.
-        return TurnGate(False, "queued-run-mismatch", state, "queued-run-mismatch")
+        return TurnGate(False, "queued-run-mismatch", state,
+                        _keep_words("queued-run-mismatch", state, active, 0, NO_TIER, tiers),
+                        "queued-run-mismatch")
     outcome = settle_stale_pending(
         state, active, batch_revision=batch_revision, batch_tier=batch_tier,
         marker=marker, tiers=tiers,
     )
     plan = outcome.plan
     if plan.clears:
-        return TurnGate(True, "stale-pending-cleared", outcome.state, plan.reason)
+        words = (f"revision {plan.accepted_revision} of run {state.queued_run_id!r} was "
+                 f"already confirmed by {plan.tier}; the stale pending flag was cleared")
+        return TurnGate(True, "stale-pending-cleared", outcome.state, words, plan.reason)
     target = max(_positive(batch_revision), _positive(state.queued_revision))
-    if (
-        recovery is not None
-        and target > 0
-        and recovery.revision >= target
-        and tier_role(recovery.tier, tiers) == "recovery-only"
-        and ids_equivalent(recovery.run_id, active.run_id, active)
-        and ids_equivalent(recovery.run_id, state.queued_run_id, active)
+    refused = _recovery_refusal(recovery, state, active, target, tiers)
+    if recovery is not None and refused is None:
+        words = (f"revision {target} is not confirmed yet, but a recovery copy in "
+                 f"{normalize_tier(recovery.tier)} holds revision {recovery.revision}; the turn "
+                 "starts and the write is retried")
+        return TurnGate(True, "recovery-copy", state, words, plan.reason)
+    words = _keep_words(plan.reason, state, active, plan.accepted_revision, plan.tier, tiers)
+    if refused:
+        words += f"; {refused}"
+    return TurnGate(False, "pending-persist", state, words, plan.reason)
+
+
+def _recovery_refusal(
+    recovery: RecoveryCopy | None, state: PersistenceState, active: RunIdentity, target: int,
+    tiers: TierRoles,
+) -> str | None:
+    """B9: None when `recovery` lets the turn start; else why not, in words ("" for no copy).
+
+    It counts when its tier is recovery-only, its run is the active and the queued run, and
+    its revision is at least the target.
+    """
+    if recovery is None:
+        return ""
+    tier = normalize_tier(recovery.tier)
+    role = tier_role(tier, tiers)
+    if role != "recovery-only":
+        return (f"the copy in {tier!r} does not count: a recovery copy must be in a "
+                f"recovery-only tier ({_names(tiers.recovery_only)}), and {tier!r} is {role}")
+    if not (ids_equivalent(recovery.run_id, active.run_id, active)
+            and ids_equivalent(recovery.run_id, state.queued_run_id, active)):
+        return (f"the copy in {tier} belongs to run {recovery.run_id!r}, not the active run "
+                f"{active.run_id!r}")
+    if target <= 0 or recovery.revision < target:
+        return (f"the copy in {tier} holds revision {recovery.revision}, older than the "
+                f"pending revision {target}")
+    return None
+
+
+def _names(values: Iterable[str]) -> str:
+    names = sorted(values)
+    return ", ".join(names) if names else "none configured"
+
+
+def _confirmed_words(state: PersistenceState) -> str:
+    if state.last_accepted_revision > 0:
+        return f"revision {state.last_accepted_revision} confirmed by {state.accepted_tier}"
+    return "nothing is pending"
+
+
+def _keep_words(
+    reason: str, state: PersistenceState, active: RunIdentity, accepted: int, tier: str,
+    tiers: TierRoles,
+) -> str:
+    """A B8 keep reason in words a user can act on: what is waiting, what would confirm it."""
+    queued = state.queued_revision
+    canonical = _names(tiers.canonical)
+    if reason == "missing-target-revision":
+        return ("the pending write names no revision (revision 0); queue it again with the "
+                "revision it writes")
+    if reason == "missing-run-id":
+        return ("the pending write names no run; queue it again with the run id it belongs to")
+    if reason == "queued-run-mismatch":
+        return (f"the pending revision {queued} belongs to run {state.queued_run_id!r}, not the "
+                f"active run {active.run_id!r}; it is kept for that run and never applied here")
+    if reason == "accepted-tier-not-canonical":
+        return (f"revision {accepted} covers the pending write but was confirmed by {tier!r}, "
+                f"which is not a canonical tier ({canonical}); only a canonical tier confirms")
+    why = (f"revision {queued} of run {state.queued_run_id!r} is waiting for a canonical tier "
+           f"({canonical}) to confirm it; the newest revision confirmed for this run is "
+           f"{accepted}")
+    if state.last_accepted_revision > accepted and not ids_equivalent(
+        state.accepted_run_id, state.queued_run_id, active
     ):
-        return TurnGate(True, "recovery-copy", state, plan.reason)
-    return TurnGate(False, "pending-persist", state, plan.reason)
+        why += (f" (revision {state.last_accepted_revision} was confirmed for run "
+                f"{state.accepted_run_id!r}, which does not count)")
+    return why + "; retry the write, and check that its acknowledgement names a canonical tier"
 
 
 def describe_persistence(state: PersistenceState) -> str:
@@ -463,3 +573,93 @@ def describe_persistence(state: PersistenceState) -> str:
     else:
         copy = "writes open"
     return f"{queued}{run}{why} waiting for confirmation; {copy}; {confirmed}"
+
+
+# --- B4: the tier table bound once --------------------------------------------------------------
+
+
+class UnknownTierError(AutodevError, ValueError):
+    """A tier name the bound table does not know (B4): a typo would otherwise be a silent no-op.
+
+    `tier` is the name as given; `known` the table's tier names, which the message lists.
+    """
+
+    def __init__(self, tier: str | None, where: str, known: Iterable[str]) -> None:
+        self.tier = tier
+        self.known = tuple(sorted(known))
+        super().__init__(
+            f"unknown tier {tier!r} in {where}; the known tiers are "
+            f"{', '.join(self.known) or 'none'}"
+        )
+
+
+@attrs.frozen
+class BoundTiers:
+    """An orchestrator's tier table, bound once (B4): `reduce`, `plan`, `settle` and `gate`
+    are the module's functions with `tiers` filled in, so the table cannot be forgotten on one
+    call. Unlike the bare reducer (where an unknown tier is a no-op, B5/B7), every tier name an
+    event, marker or recovery copy carries must be in the table: an unknown one raises
+    `UnknownTierError` naming the known tiers. Build it with `TierRoles.bind()` or
+    `BoundTiers(tiers)`.
+    """
+
+    tiers: TierRoles = DEFAULT_TIERS
+
+    @property
+    def known(self) -> frozenset[str]:
+        """Every tier name the table gives a role."""
+        return self.tiers.canonical | self.tiers.recovery_only | self.tiers.replica_only
+
+    def role(self, tier: str | None) -> TierRole:
+        """The role of a known tier (B5); an unknown name raises."""
+        return tier_role(self.check(tier, "a tier lookup"), self.tiers)
+
+    def check(self, tier: str | None, where: str) -> str:
+        """`tier` normalised, when the table knows it; else `UnknownTierError`."""
+        name = normalize_tier(tier)
+        if name not in self.known:
+            raise UnknownTierError(tier, where, self.known)
+        return name
+
+    def reduce(self, state: PersistenceState, event: Queued | Accepted) -> PersistenceState:
+        """`reduce_persistence` under this table (B6, B7). A `Queued` without a recovery copy
+        (`recoverable_tier` None) is fine; any tier named must be known."""
+        if isinstance(event, Accepted):
+            self.check(event.tier, f"Accepted(revision={event.revision})")
+        elif isinstance(event, Queued) and event.recoverable_tier is not None:
+            self.check(event.recoverable_tier, f"Queued(revision={event.revision})")
+        return reduce_persistence(state, event, tiers=self.tiers)
+
+    def _facts(self, marker: CommitMarker | None, recovery: RecoveryCopy | None = None) -> None:
+        if marker is not None:
+            self.check(marker.tier, f"the commit marker of revision {marker.revision}")
+        if recovery is not None:
+            self.check(recovery.tier, f"the recovery copy of revision {recovery.revision}")
+
+    def plan(
+        self, state: PersistenceState, identity: RunIdentity | str, *, batch_revision: int = 0,
+        marker: CommitMarker | None = None,
+    ) -> StalePendingPlan:
+        """`plan_stale_pending_clear` under this table (B8)."""
+        self._facts(marker)
+        return plan_stale_pending_clear(state, identity, batch_revision=batch_revision,
+                                        marker=marker, tiers=self.tiers)
+
+    def settle(
+        self, state: PersistenceState, identity: RunIdentity | str, *, batch_revision: int = 0,
+        marker: CommitMarker | None = None,
+    ) -> StalePendingOutcome:
+        """`settle_stale_pending` under this table (B8)."""
+        self._facts(marker)
+        return settle_stale_pending(state, identity, batch_revision=batch_revision,
+                                    marker=marker, tiers=self.tiers)
+
+    def gate(
+        self, state: PersistenceState, identity: RunIdentity | str, *,
+        recovery: RecoveryCopy | None = None, marker: CommitMarker | None = None,
+        batch_revision: int = 0,
+    ) -> TurnGate:
+        """`turn_gate` under this table (B9)."""
+        self._facts(marker, recovery)
+        return turn_gate(state, identity, recovery=recovery, marker=marker,
+                         batch_revision=batch_revision, tiers=self.tiers)

@@ -146,25 +146,27 @@ def test_B8_planner_clears_exactly_when_the_invariant_holds(
 ) -> None:
     plan = plan_stale_pending_clear(state, identity, marker=marker, batch_revision=batch,
                                     batch_tier=batch_tier)
+    # B8 as tightened, stated here on its own (default table: only "sqlite" is canonical).
+    def canonical(tier: str) -> bool:
+        return tier.strip().lower() == "sqlite"
+
     target = max(batch, state.queued_revision, 0)
-    marker_rev = (
-        max(marker.revision, 0)
-        if marker and marker.accepted and ids_equivalent(marker.run_id, state.queued_run_id,
-                                                         identity)
-        else 0
-    )
-    tier = next(
-        (t for t in (state.accepted_tier, marker.tier if marker else "none", batch_tier)
-         if t.strip().lower() not in ("", "none")),
-        "none",
-    )
+    records = []
+    if ids_equivalent(state.accepted_run_id, state.queued_run_id, identity):
+        records.append((max(state.last_accepted_revision, 0), state.accepted_tier))
+    if (marker and marker.accepted and canonical(marker.tier)
+            and ids_equivalent(marker.run_id, state.queued_run_id, identity)):
+        records.append((max(marker.revision, 0), marker.tier))
+    covering = max((r for r, _t in records), default=0)
+    # The covering record's tier; on a tie the marker (canonical by construction) wins.
+    tiers_at = [t for r, t in records if r == covering]
     expected = (
         state.pending_persist
         and target > 0
         and bool(identity.run_id.strip()) and bool(state.queued_run_id.strip())
         and ids_equivalent(identity.run_id, state.queued_run_id, identity)
-        and max(state.last_accepted_revision, marker_rev) >= target
-        and tier_role(tier) == "canonical"
+        and covering >= target
+        and canonical(tiers_at[-1])
     )
     assert plan.clears == expected
     if not plan.clears:

@@ -42,8 +42,8 @@ def test_B4_state_fields_and_defaults() -> None:
     state = PersistenceState()
     assert [f.name for f in attrs.fields(PersistenceState)] == [
         "pending_persist", "writes_blocked", "last_accepted_revision", "accepted_tier",
-        "last_recoverable_tier", "queued_revision", "queued_run_id", "queued_reason",
-        "queued_immediate",
+        "accepted_run_id", "last_recoverable_tier", "queued_revision", "queued_run_id",
+        "queued_reason", "queued_immediate",
     ]
     assert state.pending_persist is False
     assert state.writes_blocked is False
@@ -158,7 +158,7 @@ def test_B7_canonical_acceptance_confirms() -> None:
     after = reduce_persistence(state, Accepted("SQLite", 4))
     assert after == PersistenceState(
         pending_persist=False, writes_blocked=False, last_accepted_revision=4,
-        accepted_tier="sqlite", last_recoverable_tier="none",
+        accepted_tier="sqlite", accepted_run_id="run-7", last_recoverable_tier="none",
     )
 
 
@@ -211,7 +211,8 @@ def test_B6_revisions_must_be_ints() -> None:
 
 
 def test_B8_clears_when_canonical_acceptance_covers_the_queue() -> None:
-    state = pending(2, last_accepted_revision=2, accepted_tier="sqlite")
+    state = pending(2, last_accepted_revision=2, accepted_tier="sqlite",
+                    accepted_run_id="run-7")
     plan = plan_stale_pending_clear(state, RUN)
     assert plan == StalePendingPlan("clear-stale-pending", "clear-stale-pending", 2, 2, "sqlite")
     after = apply_stale_pending_plan(state, plan)
@@ -241,7 +242,8 @@ def test_B8_missing_target_revision() -> None:
 
 
 def test_B8_target_is_max_of_batch_and_queued_revision() -> None:
-    state = pending(2, last_accepted_revision=2, accepted_tier="sqlite")
+    state = pending(2, last_accepted_revision=2, accepted_tier="sqlite",
+                    accepted_run_id="run-7")
     plan = plan_stale_pending_clear(state, RUN, batch_revision=3)
     assert (plan.reason, plan.target_revision, plan.accepted_revision) == (
         "accepted-revision-behind", 3, 2,
@@ -250,24 +252,28 @@ def test_B8_target_is_max_of_batch_and_queued_revision() -> None:
 
 @pytest.mark.parametrize(("active", "queued"), [("", "run-7"), ("run-7", "")])
 def test_B8_missing_run_id(active: str, queued: str) -> None:
-    state = pending(2, queued_run_id=queued, last_accepted_revision=2, accepted_tier="sqlite")
+    state = pending(2, queued_run_id=queued, last_accepted_revision=2, accepted_tier="sqlite",
+                    accepted_run_id="run-7")
     assert plan_stale_pending_clear(state, active).reason == "missing-run-id"
 
 
 def test_B8_queued_run_mismatch() -> None:
-    state = pending(2, run_id="run-8", last_accepted_revision=2, accepted_tier="sqlite")
+    state = pending(2, run_id="run-8", last_accepted_revision=2, accepted_tier="sqlite",
+                    accepted_run_id="run-7")
     assert plan_stale_pending_clear(state, RUN).reason == "queued-run-mismatch"
 
 
 def test_B8_B3_alias_of_the_active_run_clears_unlike_the_source() -> None:
     # The source gated on aliases but then compared with ==, so an alias never cleared.
-    state = pending(2, run_id=" r7 ", last_accepted_revision=2, accepted_tier="sqlite")
+    state = pending(2, run_id=" r7 ", last_accepted_revision=2, accepted_tier="sqlite",
+                    accepted_run_id="run-7")
     assert plan_stale_pending_clear(state, RUN).clears
     assert plan_stale_pending_clear(state, "run-7").reason == "queued-run-mismatch"
 
 
 def test_B8_accepted_revision_behind() -> None:
-    state = pending(3, last_accepted_revision=2, accepted_tier="sqlite")
+    state = pending(3, last_accepted_revision=2, accepted_tier="sqlite",
+                    accepted_run_id="run-7")
     plan = plan_stale_pending_clear(state, RUN)
     assert (plan.action, plan.reason, plan.accepted_revision) == (
         "keep", "accepted-revision-behind", 2,
@@ -275,7 +281,8 @@ def test_B8_accepted_revision_behind() -> None:
 
 
 def test_B8_marker_revision_counts_when_its_run_matches_the_queued_run() -> None:
-    state = pending(3, last_accepted_revision=2, accepted_tier="sqlite")
+    state = pending(3, last_accepted_revision=2, accepted_tier="sqlite",
+                    accepted_run_id="run-7")
     marker = CommitMarker("r7", 3, "sqlite")
     plan = plan_stale_pending_clear(state, RUN, marker=marker)
     assert plan.clears and plan.accepted_revision == 3
@@ -289,27 +296,32 @@ def test_B8_marker_revision_counts_when_its_run_matches_the_queued_run() -> None
     )
 
 
-def test_B8_tier_is_first_non_none_of_state_marker_batch() -> None:
-    state = pending(2, last_accepted_revision=2)
+def test_B8_tier_is_the_tier_of_the_record_that_gave_the_covering_revision() -> None:
+    # B8 as tightened: the state's tier when the state's accepted revision covers the write,
+    # the marker's when the marker's does; a batch's tier never counts.
+    state = pending(2, last_accepted_revision=2, accepted_run_id="run-7")
     assert plan_stale_pending_clear(state, RUN).reason == "accepted-tier-not-canonical"
-    plan = plan_stale_pending_clear(state, RUN, batch_tier="SQLite")
-    assert plan.clears and plan.tier == "sqlite"
-    marker = CommitMarker("run-7", 1, "shadow")
-    plan = plan_stale_pending_clear(state, RUN, marker=marker, batch_tier="sqlite")
-    assert (plan.reason, plan.tier) == ("accepted-tier-not-canonical", "shadow")
+    assert plan_stale_pending_clear(state, RUN, batch_tier="SQLite").reason == (
+        "accepted-tier-not-canonical"
+    )
     recovered = attrs.evolve(state, accepted_tier="checkpoint")
-    assert plan_stale_pending_clear(recovered, RUN, batch_tier="sqlite").tier == "checkpoint"
+    plan = plan_stale_pending_clear(recovered, RUN, marker=CommitMarker("run-7", 1, "sqlite"))
+    assert (plan.reason, plan.tier) == ("accepted-tier-not-canonical", "checkpoint")
+    plan = plan_stale_pending_clear(recovered, RUN, marker=CommitMarker("r7", 2, "SQLite"))
+    assert plan.clears and plan.tier == "sqlite"
 
 
 def test_B8_keep_plan_applies_as_no_change() -> None:
-    state = pending(3, last_accepted_revision=2, accepted_tier="sqlite")
+    state = pending(3, last_accepted_revision=2, accepted_tier="sqlite",
+                    accepted_run_id="run-7")
     outcome = settle_stale_pending(state, RUN)
     assert outcome.plan.reason == "accepted-revision-behind"
     assert outcome.state == state
 
 
 def test_B8_identity_gated_composition_clears_for_the_active_run_only() -> None:
-    state = pending(2, last_accepted_revision=2, accepted_tier="sqlite")
+    state = pending(2, last_accepted_revision=2, accepted_tier="sqlite",
+                    accepted_run_id="run-7")
     assert not settle_stale_pending(state, RUN).state.pending_persist
     other = resolve_active_identity(run_id="run-8")
     kept = settle_stale_pending(state, other)
@@ -338,7 +350,8 @@ def test_0_3_events_round_trip_as_a_tagged_union() -> None:
 
 
 def test_0_3_state_plan_and_tiers_round_trip() -> None:
-    state = pending(3, last_accepted_revision=2, accepted_tier="sqlite")
+    state = pending(3, last_accepted_revision=2, accepted_tier="sqlite",
+                    accepted_run_id="run-7")
     assert from_json(to_json(state), PersistenceState) == state
     plan = plan_stale_pending_clear(state, RUN)
     assert from_yaml(to_yaml(plan), StalePendingPlan) == plan

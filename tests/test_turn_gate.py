@@ -35,7 +35,8 @@ def test_B9_pending_write_defers_the_turn_and_asks_for_a_retry() -> None:
     assert not gate.may_start
     assert gate.reason == "pending-persist"
     assert gate.retry_write
-    assert gate.detail == "accepted-revision-behind"
+    assert gate.code == "accepted-revision-behind"
+    assert "revision 3 of run 'run-7' is waiting for a canonical tier (sqlite)" in gate.detail
     assert gate.state == state
 
 
