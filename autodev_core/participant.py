@@ -59,10 +59,36 @@ def _node_line(node: yaml.Node, offset: int) -> int:
     return int(node.start_mark.line) + 1 + offset
 
 
+def find_duplicate_key(node: yaml.Node | None) -> tuple[str, int, int] | None:
+    """The first key a mapping anywhere in `node` repeats: (key, line of its first use, line of
+    the repeat), lines counted from 1 in the composed text. YAML loaders keep the last value of
+    a repeated key silently; a participant or settings file must not (C5)."""
+    if isinstance(node, yaml.MappingNode):
+        seen: dict[str, int] = {}
+        for key_node, value_node in node.value:
+            if isinstance(key_node, yaml.ScalarNode):
+                key = str(key_node.value)
+                line = int(key_node.start_mark.line) + 1
+                if key in seen:
+                    return key, seen[key], line
+                seen[key] = line
+            found = find_duplicate_key(value_node)
+            if found is not None:
+                return found
+    elif isinstance(node, yaml.SequenceNode):
+        for item in node.value:
+            found = find_duplicate_key(item)
+            if found is not None:
+                return found
+    return None
+
+
 def parse_participant(text: str, *, id: str, source: str = "<string>") -> Participant:
     """Read a participant file. Raises ConfigError naming `source` and the line (C5)."""
     if not _ID_RE.match(id or ""):
         raise ConfigError(f"malformed participant id {id!r}", source=source)
+    if text.startswith("\ufeff"):  # a UTF-8 byte order mark, as some editors write: accepted
+        text = text[1:]
     lines = text.splitlines()
     first = next((i for i, line in enumerate(lines) if line.strip()), None)
     if first is None or lines[first].strip() != _FENCE:
@@ -90,6 +116,14 @@ def parse_participant(text: str, *, id: str, source: str = "<string>") -> Partic
         raise ConfigError(
             f"invalid YAML in front matter: {problem}", source=source, line=line
         ) from None
+    duplicate = find_duplicate_key(node)
+    if duplicate is not None:
+        key, first_use, repeat = duplicate
+        raise ConfigError(
+            f"duplicate key {key!r} (first given on line {first_use + offset})",
+            source=source,
+            line=repeat + offset,
+        )
     if data is None:
         raise ConfigError(
             "front matter is empty: 'provider' is required", source=source, line=first + 1

@@ -8,6 +8,7 @@ field; nothing starts until the whole team reads cleanly.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
@@ -17,13 +18,16 @@ import attrs
 import yaml
 
 from autodev_core.errors import ConfigError
-from autodev_core.participant import Participant, parse_participant
+from autodev_core.participant import Participant, find_duplicate_key, parse_participant
 
 from .adapters import DEFAULT_TEMPLATES, CommandTemplate, templates_from_config
 
 #: The run settings file inside a team directory.
 SETTINGS_FILE: Final = "autodev.yaml"
 SETTINGS_KEYS: Final = ("timezone", "max_iterations", "max_runtime_min", "commands", "order")
+#: The largest `max_runtime_min` taken (100 years): beyond it the run's time arithmetic would
+#: pass the calendar's end (year 9999) instead of limiting anything.
+MAX_RUNTIME_MIN: Final = 100 * 366 * 24 * 60
 
 
 @attrs.frozen
@@ -62,14 +66,22 @@ def _read(path: Path) -> str:
 def _settings(path: Path) -> dict[str, Any]:
     if not path.exists():
         return {}
+    text = _read(path)
     try:
-        data = yaml.safe_load(_read(path))
+        duplicate = find_duplicate_key(yaml.compose(text, Loader=yaml.SafeLoader))
+        data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = int(mark.line) + 1 if mark is not None else None
         raise ConfigError(
             f"invalid YAML: {getattr(exc, 'problem', exc)}", source=str(path), line=line
         ) from None
+    if duplicate is not None:
+        key, first_use, repeat = duplicate
+        raise ConfigError(
+            f"duplicate key {key!r} (first given on line {first_use})", source=str(path),
+            line=repeat,
+        )
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -86,8 +98,15 @@ def _positive(data: Mapping[str, Any], key: str, source: str) -> Any:
     value = data.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise ConfigError(f"{key}: must be a positive number, not {value!r}", source=source)
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)  # .inf and .nan are not a limit (they read as none)
+        or value <= 0
+    ):
+        raise ConfigError(
+            f"{key}: must be a positive, finite number, not {value!r}", source=source
+        )
     return value
 
 
@@ -136,6 +155,12 @@ def load_team(directory: str | Path) -> Team:
     if max_iterations is not None and not isinstance(max_iterations, int):
         raise ConfigError("max_iterations: must be a whole number", source=source)
     runtime_min = _positive(settings, "max_runtime_min", source)
+    if runtime_min is not None and runtime_min > MAX_RUNTIME_MIN:
+        raise ConfigError(
+            f"max_runtime_min: {runtime_min!r} is more than {MAX_RUNTIME_MIN} minutes "
+            "(100 years); leave it out for no limit",
+            source=source,
+        )
     return Team(
         directory=root,
         members=tuple(members),

@@ -82,6 +82,44 @@ def test_A14_team_edit_of_an_unknown_id_is_a_clear_error(
             {"ana.md": "---\nprovider: claude\n---\n", "autodev.yaml": "order: [ana, ana]\n"},
             "order: 'ana' is listed twice",
         ),
+        # Issue 9 item 10: one clear line, exit 2, for each of these.
+        (
+            {"ana.md": "---\nprovider: claude\nmodel: opus\nprovider: codex\n---\n"},
+            "ana.md:4: duplicate key 'provider' (first given on line 2)",
+        ),
+        (
+            {"ana.md": "---\nprovider: claude\n---\n",
+             "autodev.yaml": "max_iterations: 3\ntimezone: UTC\nmax_iterations: 9\n"},
+            "autodev.yaml:3: duplicate key 'max_iterations' (first given on line 1)",
+        ),
+        (
+            {"ana.md": "---\nprovider: claude\n---\n",
+             "autodev.yaml": "commands:\n  codex: {timeout: 5}\n  codex: {timeout: 9}\n"},
+            "autodev.yaml:3: duplicate key 'codex'",
+        ),
+        (
+            {"ana.md": "---\nprovider: claude\n---\n", "autodev.yaml": "max_runtime_min: .inf\n"},
+            "max_runtime_min: must be a positive, finite number, not inf",
+        ),
+        (
+            {"ana.md": "---\nprovider: claude\n---\n", "autodev.yaml": "max_runtime_min: .nan\n"},
+            "max_runtime_min: must be a positive, finite number, not nan",
+        ),
+        (
+            {"ana.md": "---\nprovider: claude\n---\n",
+             "autodev.yaml": "max_runtime_min: 1.0e+300\n"},
+            "max_runtime_min: 1e+300 is more than",
+        ),
+        (
+            {"ana.md": "---\nprovider: claude\n---\n",
+             "autodev.yaml": "commands:\n  claude: {timeout: .nan}\n"},
+            "commands.claude.timeout must be a positive number of seconds, not nan",
+        ),
+        (
+            {"ana.md": "---\nprovider: claude\n---\n",
+             "autodev.yaml": "commands:\n  claude: {timeout: .inf}\n"},
+            "commands.claude.timeout must be a positive number of seconds, not inf",
+        ),
     ],
 )
 def test_C5_a_bad_team_is_one_clear_line_and_nothing_starts(
@@ -92,7 +130,30 @@ def test_C5_a_bad_team_is_one_clear_line_and_nothing_starts(
     assert done.returncode == 2
     assert needle in done.stderr
     assert "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr  # one clear line
     assert not (tmp_path / "run" / "run.db").exists()  # nothing started
+
+
+def test_C6_a_missing_cli_leaves_no_run_folder_behind(tmp_path: Path) -> None:
+    # Issue 9 item 10: the team is checked before anything is made.
+    team = _team(tmp_path, {"ana.md": "---\nprovider: agy\n---\n"})
+    empty = tmp_path / "empty-path"
+    empty.mkdir()
+    env = dict(os.environ, PATH=str(empty))
+    run_dir = tmp_path / "runs" / "first"
+    done = _run_cli("run", str(team), "--run", str(run_dir), env=env)
+    assert done.returncode == 2
+    assert "no installed CLI" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+def test_C5_a_participant_file_with_a_byte_order_mark_runs(tmp_path: Path) -> None:
+    team = tmp_path / "team"
+    team.mkdir()
+    (team / "ana.md").write_bytes("\ufeff---\nprovider: codex\n---\nFix.\n".encode())
+    assert [(m.id, m.provider, m.prompt) for m in load_team(team).members] == [
+        ("ana", "codex", "Fix.")
+    ]
 
 
 def test_C6_a_participant_with_no_installed_cli_is_refused(tmp_path: Path) -> None:
@@ -264,6 +325,10 @@ def test_B14_a_corrupt_store_offers_the_checkpoint_and_restore_brings_it_back(
     ("args", "needle"),
     [
         (["run", "TEAM", "--fast", "-1"], "must be a positive number"),
+        (["run", "TEAM", "--fast", "0"], "must be a positive number"),
+        (["run", "TEAM", "--fast", "nan"], "must be a positive number, not 'nan'"),
+        (["run", "TEAM", "--fast", "inf"], "must be a positive number, not 'inf'"),
+        (["run", "TEAM", "--fast", "1e308"], "must be at most 100000, not '1e308'"),
         (["lane", "../etc", "--run", "RUN"], "malformed participant id"),
     ],
 )

@@ -85,6 +85,13 @@ def test_A13_pin_applies_on_the_primary_only() -> None:
         ("---\nprovider: claude\nfailover: [codex, 3]\n---\n", 3, "failover entry 2"),
         ("\n\n---\nprovider: claude\nmodel: 7\n---\n", 5, "'model' must be a non-empty string"),
         ("---\n- a\n- b\n---\n", 2, "must be a mapping"),
+        # Issue 9 item 10: YAML keeps the last of a repeated key silently; a file must not.
+        (
+            "---\nprovider: claude\nmodel: opus\nprovider: codex\n---\n",
+            4,
+            "duplicate key 'provider' (first given on line 2)",
+        ),
+        ("\n---\ngate: true\nprovider: agy\ngate: false\n---\n", 5, "duplicate key 'gate'"),
     ],
 )
 def test_C5_bad_files_name_the_source_and_line(text: str, line: int, words: str) -> None:
@@ -93,6 +100,12 @@ def test_C5_bad_files_name_the_source_and_line(text: str, line: int, words: str)
     assert str(caught.value).startswith(f"team/ana.md:{line}: ")
     assert words in str(caught.value)
     assert caught.value.line == line and caught.value.source == "team/ana.md"
+
+
+def test_C5_a_utf8_byte_order_mark_before_the_front_matter_is_accepted() -> None:
+    # Issue 9 item 10: some editors write one; it was read as text before the first `---`.
+    ana = parse_participant("\ufeff---\nprovider: claude\nmodel: opus\n---\nReview.\n", id="ana")
+    assert (ana.provider, ana.model, ana.prompt) == ("claude", "opus", "Review.")
 
 
 def test_C5_malformed_id_is_refused() -> None:
