@@ -125,9 +125,11 @@ def zone_named(name: str | None) -> tzinfo | None:
 
 def _later(reset: datetime, now: datetime) -> datetime | None:
     """`reset` when it is strictly later than `now` and not absurdly far (A6, A38)."""
-    if reset.astimezone(UTC) <= now.astimezone(UTC):
+    try:
+        ahead = reset.astimezone(UTC) - now.astimezone(UTC)
+    except OverflowError:  # an instant past either end of the calendar is no reset
         return None
-    if reset.astimezone(UTC) - now.astimezone(UTC) > MAX_RESET_AHEAD:
+    if ahead <= timedelta(0) or ahead > MAX_RESET_AHEAD:
         return None
     return reset
 
@@ -241,9 +243,17 @@ def read_datetime(
     if hour > 23 or minute > 59:
         return None
     zone = zone_named(found.group("zone") or found.group("utc")) or local_tz
-    local_now = now.astimezone(zone)
     clock = time(hour, minute)
     end = found.end()
+    try:
+        return _next_at(found, clock, zone, now), end
+    except OverflowError:  # the reset would fall past either end of the calendar: none
+        return None, end
+
+
+def _next_at(found: re.Match[str], clock: time, zone: tzinfo, now: datetime) -> datetime | None:
+    """The next instant at `clock` on the date `found` names (or today/tomorrow/a weekday)."""
+    local_now = now.astimezone(zone)
     if found.group("mon") or found.group("dmon"):
         if found.group("mon"):
             month = _MONTHS[found.group("mon").lower()[:3]]
@@ -252,12 +262,12 @@ def read_datetime(
             month = _MONTHS_DAY_FIRST[found.group("dmon").lower()[:3]]
             day, year = int(found.group("dday")), found.group("dyear")
         if year:
-            return _at(date_or_none(int(year), month, day), clock, zone, now), end
+            return _at(date_or_none(int(year), month, day), clock, zone, now)
         for candidate in range(local_now.year, local_now.year + 9):  # next occurrence (Feb 29)
             reset = _at(date_or_none(candidate, month, day), clock, zone, now)
             if reset is not None:
-                return reset, end
-        return None, end
+                return reset
+        return None
     start = local_now.date() + (timedelta(days=1) if found.group("tomorrow") else timedelta())
     wday = found.group("wday")
     for offset in range(0, 9):
@@ -266,8 +276,8 @@ def read_datetime(
             continue
         reset = _at(day_, clock, zone, now)
         if reset is not None:
-            return reset, end  # rolls to the next day when already past (A6, A38)
-    return None, end
+            return reset  # rolls to the next day when already past (A6, A38)
+    return None
 
 
 def date_or_none(year: int, month: int, day: int) -> date | None:

@@ -38,6 +38,9 @@ MEMBER_KEYS: tuple[str, ...] = ("id", "provider", "model", "failover", "gate")
 #: Keys of one call answer (SPEC D).
 ANSWER_KEYS: tuple[str, ...] = ("post", "stdout", "stderr", "exit", "timeout", "duration")
 _REQUIRED: tuple[str, ...] = ("start", "timezone", "team")
+#: The years a scenario's times may fall in: its waits (resets read up to 400 days ahead, A6) and
+#: the 7-day horizon must end inside the calendar `datetime` knows (years 1-9999).
+FIRST_YEAR, LAST_YEAR = 2, 9998
 
 
 # --------------------------------------------------------------------------------------------
@@ -149,6 +152,10 @@ class Scenario:
         zone = self.zone
         for stamp in self.messages:
             aware(self, attrs.fields(Scenario).messages, stamp)
+        bounds = (self.start, *self.messages, *((self.until,) if self.until else ()))
+        for when in bounds:
+            if not FIRST_YEAR <= when.year <= LAST_YEAR:
+                raise ValueError(f"Scenario: {_out_of_calendar(when)}")
         # Instants are compared and sorted in UTC: two datetimes of one zone object compare by
         # wall clock, which is wrong across a clock change (A6).
         if self.until is not None and self.until.astimezone(UTC) <= self.start.astimezone(UTC):
@@ -327,6 +334,8 @@ class _Reader:
                     where, f"expected a local date-time such as 2026-12-01T09:00:00, not {value!r}"
                 ) from None
         if isinstance(value, datetime):
+            if not FIRST_YEAR <= value.year <= LAST_YEAR:
+                raise self.error(where, _out_of_calendar(value))
             if value.tzinfo is not None:
                 raise self.error(
                     where,
@@ -444,6 +453,13 @@ def _show(value: Any) -> str:
 
 def _problem(exc: yaml.YAMLError) -> str:
     return str(getattr(exc, "problem", None) or exc).strip()
+
+
+def _out_of_calendar(value: datetime) -> str:
+    return (
+        f"{value.replace(tzinfo=None).isoformat()} is out of range: a scenario's times fall in "
+        f"the years {FIRST_YEAR}-{LAST_YEAR} (its waits must end before the calendar does)"
+    )
 
 
 def _localize(naive: datetime, zone: ZoneInfo, zone_name: str) -> datetime:

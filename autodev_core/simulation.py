@@ -31,6 +31,18 @@ DEFAULT_HORIZON: Final = timedelta(days=7)
 #: Events at one virtual instant beyond which a scenario is refused: only calls lasting zero
 #: seconds, answered without end, can keep the clock from moving.
 MAX_EVENTS_AT_ONE_INSTANT: Final = 10_000
+#: Events (calls ending, wakes, messages) beyond which a scenario is refused with one line rather
+#: than run for minutes and gigabytes: about 70 days of one-minute calls.
+MAX_EVENTS: Final = 100_000
+
+
+def horizon_line(horizon: timedelta = DEFAULT_HORIZON) -> str:
+    """The line `simulate` writes when a scenario without `until` is cut at the horizon."""
+    days = horizon / timedelta(days=1)
+    return (
+        f"simulation horizon reached: {days:g} days after start with no 'until' "
+        "(the run goes on; set 'until' to see further)"
+    )
 
 
 @attrs.frozen
@@ -50,6 +62,8 @@ class SimulationResult:
     events: int
     calls: int
     ended_at: datetime
+    #: True when a scenario without `until` was cut at DEFAULT_HORIZON while the run went on.
+    horizon_reached: bool = False
 
     @property
     def status(self) -> str:
@@ -59,6 +73,8 @@ class SimulationResult:
         """SPEC D's output: `<YYYY-MM-DDTHH:MM:SS local> <message>` lines, then `status: …`."""
         zone = self.state.config.zone
         out = [f"{_stamp(line.at, zone)} {line.message}" for line in self.lines]
+        if self.horizon_reached:
+            out.append(f"{_stamp(self.ended_at, zone)} {horizon_line()}")
         out.append(f"status: {self.state.status}")
         return tuple(out)
 
@@ -99,7 +115,7 @@ class _Machine:
         self.used: dict[Engine, int] = {}
         self.calls = 0
         # Output with no text cannot depend on the instant it is read: classify it once.
-        self._blank: dict[tuple[str, int], Classification] = {}
+        self._blank: dict[tuple[str, int | None], Classification] = {}
 
     def answer(self, effect: StartCall) -> tuple[datetime, CallEnded]:
         engine = effect.engine
@@ -110,16 +126,19 @@ class _Machine:
         answer = answers[index] if index < len(answers) else self.fallback
         end = effect.at.astimezone(UTC) + answer.duration  # A6: elapsed time
         provider = engine.provider
+        # SPEC D: a call that timed out was killed by the shell and has no exit code, as a real
+        # one has none; its output is classified as such (endless reconnects are an outage, A37).
+        exit_code = None if answer.timeout else answer.exit
         if not answer.stdout and not answer.stderr:
-            key = (provider, answer.exit)
+            key = (provider, exit_code)
             found = self._blank.get(key)
             if found is None:
-                found = self._classify(answer.stdout, answer.stderr, answer.exit, provider, end)
+                found = self._classify(answer.stdout, answer.stderr, exit_code, provider, end)
                 self._blank[key] = found
             classification = found
         else:
             classification = self._classify(
-                answer.stdout, answer.stderr, answer.exit, provider, end
+                answer.stdout, answer.stderr, exit_code, provider, end
             )
         event = call_ended(
             end,
@@ -127,13 +146,13 @@ class _Machine:
             engine,
             classification,
             posted=answer.posted,
-            exit_code=answer.exit,
+            exit_code=exit_code,
             timed_out=answer.timeout,
         )
         return end, event
 
     def _classify(
-        self, stdout: str, stderr: str, exit_code: int, provider: str, now: datetime
+        self, stdout: str, stderr: str, exit_code: int | None, provider: str, now: datetime
     ) -> Classification:
         return classify_output(
             provider, stdout=stdout, stderr=stderr, exit_code=exit_code, now=now,
@@ -141,8 +160,26 @@ class _Machine:
         )
 
 
-def simulate(scenario: Scenario, *, source: str = "<string>") -> SimulationResult:
-    """Replay `scenario` in virtual time through `step` until `until`, a pause or a stop."""
+def simulate(
+    scenario: Scenario, *, source: str = "<string>", max_events: int = MAX_EVENTS
+) -> SimulationResult:
+    """Replay `scenario` in virtual time through `step` until `until`, a pause or a stop.
+
+    Without `until` the run is cut after DEFAULT_HORIZON (`horizon_reached`, and a last line
+    says so). A scenario that needs more than `max_events` events, or whose waits would run past
+    the end of the calendar, is a ConfigError of one line.
+    """
+    try:
+        return _simulate(scenario, source, max_events)
+    except OverflowError:
+        raise ConfigError(
+            f"start: {scenario.start.isoformat()}: the run's waits would pass the end of the "
+            "calendar (year 9999); start earlier",
+            source=source,
+        ) from None
+
+
+def _simulate(scenario: Scenario, source: str, max_events: int) -> SimulationResult:
     config = scheduler_config(scenario, source=source)
     state = initial_state(config)
     machine = _Machine(scenario)
@@ -193,6 +230,13 @@ def simulate(scenario: Scenario, *, source: str = "<string>") -> SimulationResul
         at = min(candidates)
         if at > until:
             break
+        if events >= max_events:
+            raise ConfigError(
+                f"the run needs more than {max_events:,} events (calls, wakes, messages) before "
+                f"it ends; it had reached {_stamp(at, config.zone)} — set an earlier 'until' "
+                "or give the calls a longer duration",
+                source=source,
+            )
         if call is not None and call[0] == at:
             event = call[1]
             call = None
@@ -216,9 +260,11 @@ def simulate(scenario: Scenario, *, source: str = "<string>") -> SimulationResul
         state, effects = step(state, event)
         events += 1
         carry_out(effects)
-    ended_at = now if state.status in ("paused", "stopped") else until
+    over = state.status in ("paused", "stopped")
+    ended_at = now if over else until
     return SimulationResult(
-        lines=tuple(lines), state=state, events=events, calls=machine.calls, ended_at=ended_at
+        lines=tuple(lines), state=state, events=events, calls=machine.calls, ended_at=ended_at,
+        horizon_reached=not over and scenario.until is None,
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 from hypothesis import given
@@ -180,3 +181,163 @@ def test_D_any_scenario_replays_in_order_and_ends_with_a_status(scenario: Scenar
         assert learned == sorted(learned, reverse=True)  # A39
     rendered = first.render()
     assert rendered[-1] == f"status: {first.state.status}"
+
+
+# ------------------------------------------------------------------------------------------------
+# SPEC D `timeout: true`, the horizon, and scenarios at the edges (issue 11 items 2, 4, 5)
+
+RECONNECTING = (
+    "ERROR: Reconnecting... 1/5\n"
+    "ERROR: stream error: error sending request for url (https://api.openai.com/v1/responses): "
+    "failed to lookup address information: Temporary failure in name resolution\n"
+    "ERROR: Reconnecting... waiting for network\n"
+    "ERROR: Reconnecting... waiting for network\n"
+)
+
+
+def test_D_A37_a_timed_out_call_with_endless_reconnect_output_is_an_outage() -> None:
+    """SPEC D: `timeout: true` is a call the shell killed, with no exit code; codex's endless
+    reconnect output there is an outage (A26, A37), not `codex timed out`."""
+    stderr = RECONNECTING.replace("\n", "\\n")
+    lines = _run(
+        HEAD + "until: 2026-12-01T09:05:00\nteam: [{id: ana, provider: codex}]\n"
+        f'calls:\n  codex: [{{stderr: "{stderr}", timeout: true}}]\n'
+    )
+    assert lines[0] == "2026-12-01T09:01:00 codex could not be reached; trying it again at 09:02"
+    assert not any("timed out" in line for line in lines)
+
+
+def test_D_a_timed_out_call_with_other_output_is_a_timeout() -> None:
+    lines = _run(
+        HEAD + "until: 2026-12-01T09:05:00\nteam: [{id: ana, provider: codex}]\n"
+        "calls:\n  codex: [{stderr: 'thinking...', timeout: true}]\n"
+    )
+    assert lines[0] == (
+        "2026-12-01T09:01:00 ana failed on codex (codex timed out); next attempt at 09:01"
+    )
+
+
+def test_D_a_scenario_without_until_says_it_stopped_at_the_horizon(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        HEAD + "team: [{id: ana, provider: claude}]\n"
+        "calls:\n  default: {post: ok, duration: 7200}\n",
+        encoding="utf-8",
+    )
+    assert main(["simulate", str(path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    # Seven days (the horizon) after 09:00 on 1 December, the run was still going.
+    assert out[-3] == "2026-12-08T09:00:00 ana posted via claude"
+    assert out[-2].startswith("2026-12-08T09:00:00 simulation horizon reached: 7 days after start")
+    assert out[-1] == "status: running"
+    result = simulate(parse_scenario(path.read_text(encoding="utf-8")))
+    assert result.horizon_reached
+
+
+def test_D_a_scenario_that_reaches_its_until_or_pauses_writes_no_horizon_line() -> None:
+    with_until = _run(HEAD + "until: 2026-12-01T09:02:00\nteam: [{id: ana, provider: claude}]\n")
+    assert not any("horizon" in line for line in with_until)
+    paused = _run(
+        HEAD + "team: [{id: ana, provider: claude}]\n"
+        "calls:\n  claude: [{stdout: 'Not logged in · Please run /login', exit: 1}]\n"
+    )
+    assert not any("horizon" in line for line in paused) and paused[-1] == "status: paused"
+
+
+@pytest.mark.parametrize(
+    "start", ["9999-12-31T09:00:00", "9999-01-01T00:00:00", "0001-01-01T00:00:00"]
+)
+def test_D_a_start_outside_the_calendar_the_run_needs_is_one_line_exit_2(
+    start: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        f"start: {start}\ntimezone: Asia/Tokyo\nteam: [{{id: ana, provider: claude}}]\n",
+        encoding="utf-8",
+    )
+    assert main(["simulate", str(path)]) == 2
+    captured = capsys.readouterr()
+    err = captured.err.splitlines()
+    assert len(err) == 1 and err[0].startswith(f"autodev: {path}:1: start: {start} is out of range")
+    assert captured.out == ""
+
+
+def test_D_until_and_messages_outside_the_calendar_are_one_line() -> None:
+    with pytest.raises(ConfigError, match=r"t.yaml:2: until: 9999-03-01T00:00:00 is out of range"):
+        parse_scenario(
+            HEAD.replace("timezone: Europe/Lisbon\n", "until: 9999-03-01T00:00:00\n"
+                         "timezone: Europe/Lisbon\n") + "team: [{id: ana, provider: claude}]\n",
+            source="t.yaml",
+        )
+    with pytest.raises(ConfigError, match=r"messages\[0\]: 9999-03-01T00:00:00 is out of range"):
+        parse_scenario(
+            HEAD + "team: [{id: ana, provider: claude}]\nmessages: [9999-03-01T00:00:00]\n",
+            source="t.yaml",
+        )
+
+
+NOTICES_AT_THE_EDGE = (
+    "You've hit your limit · resets 5am",
+    "Opus weekly limit reached ∙ resets Dec 31, 9am",
+    "Usage limit reached. Try again in 2 hours.",
+    "Claude AI usage limit reached|253402300000",
+)
+
+
+@given(
+    zone=st.timezones(),
+    last=st.booleans(),
+    notice=st.sampled_from(NOTICES_AT_THE_EDGE),
+    duration=st.integers(3_600, 3 * 86_400),
+)
+def test_D_a_scenario_at_the_ends_of_the_calendar_runs_or_is_refused_in_one_line(
+    zone: ZoneInfo, last: bool, notice: str, duration: int
+) -> None:
+    """The latest (and earliest) start a scenario accepts runs to its end in any zone, with
+    notices whose resets would fall past the calendar read as no reset (A6)."""
+    from datetime import datetime
+
+    naive = datetime(9998, 12, 31, 23, 59) if last else datetime(2, 1, 1, 0, 0)
+    scenario = Scenario(
+        start=naive.replace(tzinfo=zone),
+        timezone=zone.key,
+        team=parse_scenario(HEAD + "team: [{id: ana, provider: claude}]\n").team,
+        calls=(("claude", (CallAnswer(stdout=notice, exit=1),)),),
+        default=CallAnswer(post="ok", duration=timedelta(seconds=duration)),
+    )
+    try:
+        result = simulate(scenario, source="t.yaml")
+    except ConfigError as exc:
+        assert "\n" not in str(exc) and str(exc).startswith("t.yaml: ")
+    else:
+        assert result.lines and result.horizon_reached
+
+
+def test_D_a_scenario_needing_too_many_events_is_refused_in_one_line() -> None:
+    text = (
+        HEAD + "until: 2026-12-01T12:00:00\nteam: [{id: ana, provider: claude}]\n"
+        "calls:\n  default: {post: ok, duration: 60}\n"
+    )
+    scenario = parse_scenario(text)
+    assert simulate(scenario, max_events=200).status == "running"  # 3 hours of 1-minute calls
+    with pytest.raises(ConfigError) as caught:
+        simulate(scenario, source="t.yaml", max_events=100)
+    message = str(caught.value)
+    assert message.startswith("t.yaml: the run needs more than 100 events") and "\n" not in message
+
+
+def test_D_a_million_calls_is_a_clear_error_not_minutes_and_gigabytes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 11: 10^6 one-minute calls (about two years) took 425 s and 3.4 GB."""
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        HEAD + "until: 2028-11-26T09:00:00\nteam: [{id: ana, provider: claude}]\n",
+        encoding="utf-8",
+    )
+    assert main(["simulate", str(path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert len(captured.err.splitlines()) == 1 and "events" in captured.err
