@@ -409,13 +409,18 @@ def _folded(text: str) -> tuple[bytes, bytes | None] | None:
     return (raw.translate(_FOLD_UTF8) if breaks else raw.lower()), raw
 
 
-def triggers_for(keywords: tuple[str, ...], *extra: str) -> tuple[bytes, ...]:
-    """Words such that each keyword (and each of `extra`) holds one: lower case, no `/`.
+def triggers_for(*keyword_sets: tuple[str, ...], extra: tuple[str, ...] = ()) -> tuple[bytes, ...]:
+    """Words such that each keyword of `keyword_sets` (and each of `extra`) holds one: lower
+    case, no `/`.
 
-    The words `keyword_hits` finds keywords through; a `/` may be written `\\/` in JSON, so
-    a word holding one is cut there and its longest part kept.
+    The words `keyword_hits` finds each set's keywords through; a `/` may be written `\\/` in
+    JSON, so a word holding one is cut there and its longest part kept.
     """
-    words = {max(shared.split("/"), key=len).encode("ascii") for shared, _ in _groups(keywords)}
+    words = {
+        max(shared.split("/"), key=len).encode("ascii")
+        for keywords in keyword_sets
+        for shared, _ in _groups(keywords)
+    }
     words.update(word.encode("ascii") for word in extra)
     # A word holding another is found through it.
     return tuple(sorted(w for w in words if not any(o != w and o in w for o in words)))

@@ -21,6 +21,7 @@ with `exit_code=None`.
 
 from __future__ import annotations
 
+import functools
 from datetime import UTC, datetime, tzinfo
 
 from ._bounded import Meter
@@ -46,21 +47,24 @@ LIMIT_STATUSES = frozenset({"rejected", "blocked", "denied"})
 
 # What each detector reads for (see `_streams.cut_relevant`): a piece holding none of these
 # words holds none of its keywords, so it is left unread. `rate_limit_event` holds `limit`;
-# a terminal success (A26: the call ended well) holds `success` or `complete`.
-_LIMIT_WORDS = {
-    "agy": triggers_for(_KEYWORDS + _AGY_KEYWORDS),
-    "claude": triggers_for(_KEYWORDS),
-    "codex": triggers_for(_KEYWORDS),
-}
-_LOGIN_WORDS = triggers_for(_LOGIN)
-_NETWORK_WORDS = triggers_for(_NETWORK, "success", "complete")
-_ALL_WORDS = {
-    provider: triggers_for(
-        _KEYWORDS + (_AGY_KEYWORDS if provider == "agy" else ()) + _LOGIN + _NETWORK,
-        "success", "complete",
-    )
-    for provider in PROVIDERS
-}
+# a terminal success (A26: the call ended well) holds `success` or `complete`. Worked out on
+# first use (the keyword tuples are those `keyword_hits` groups anyway).
+_ENDED_WELL = ("success", "complete")
+
+
+def _limit_keywords(provider: str) -> tuple[str, ...]:
+    return _KEYWORDS + _AGY_KEYWORDS if provider == "agy" else _KEYWORDS
+
+
+@functools.cache
+def _words(detector: str, provider: str) -> tuple[bytes, ...]:
+    if detector == "limit":
+        return triggers_for(_limit_keywords(provider))
+    if detector == "login":
+        return triggers_for(_LOGIN)
+    if detector == "network":
+        return triggers_for(_NETWORK, extra=_ENDED_WELL)
+    return triggers_for(_limit_keywords(provider), _LOGIN, _NETWORK, extra=_ENDED_WELL)
 
 
 def _check(provider: str, now: datetime, local_tz: tzinfo) -> None:
@@ -147,7 +151,7 @@ def _classify(
 ) -> Classification:
     _check(provider, now, local_tz)
     now = now.astimezone(UTC)  # A6: durations are elapsed time, whatever zone `now` carries
-    output = cut_relevant(_text(stdout), _text(stderr), provider, _ALL_WORDS[provider])
+    output = cut_relevant(_text(stdout), _text(stderr), provider, _words("all", provider))
     limit = _limit(provider, output, now, local_tz, meter)
     if limit is not None:
         return Classification(kind="limit", limit=limit, text=limit.text)
@@ -186,7 +190,7 @@ def detect_limit(
     _check(provider, now, local_tz)
     now = now.astimezone(UTC)  # A6: durations are elapsed time, whatever zone `now` carries
     del exit_code  # a limit is a limit however the CLI exits (A17: even after a post)
-    output = cut_relevant(_text(stdout), _text(stderr), provider, _LIMIT_WORDS[provider])
+    output = cut_relevant(_text(stdout), _text(stderr), provider, _words("limit", provider))
     return _limit(provider, output, now, local_tz, None)
 
 
@@ -199,7 +203,7 @@ def detect_network_error(
     """
     if provider not in PROVIDERS:
         raise ValueError(f"unknown provider {provider!r} (known: {', '.join(PROVIDERS)})")
-    output = cut_relevant(_text(stdout), _text(stderr), provider, _NETWORK_WORDS)
+    output = cut_relevant(_text(stdout), _text(stderr), provider, _words("network", provider))
     return _network(output, exit_code, None)
 
 
@@ -208,5 +212,5 @@ def detect_login_error(provider: str, *, stdout: str = "", stderr: str = "") -> 
     (A32)."""
     if provider not in PROVIDERS:
         raise ValueError(f"unknown provider {provider!r} (known: {', '.join(PROVIDERS)})")
-    output = cut_relevant(_text(stdout), _text(stderr), provider, _LOGIN_WORDS)
+    output = cut_relevant(_text(stdout), _text(stderr), provider, _words("login", provider))
     return _login(provider, output, None)

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
-import yaml
 
 from .engine import PROVIDERS, Engine
 from .errors import ConfigError
+
+if TYPE_CHECKING:
+    import yaml
 
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
 _FENCE = "---"
@@ -106,6 +108,8 @@ def parse_participant(text: str, *, id: str, source: str = "<string>") -> Partic
     offset = first + 1  # lines before the YAML text
     front = "\n".join(lines[first + 1 : close])
     body = "\n".join(lines[close + 1 :]).strip("\n")
+    import yaml  # on first use: a command that reads no participant file does not pay for it
+
     try:
         node = yaml.compose(front, Loader=yaml.SafeLoader)
         data: Any = yaml.safe_load(front)

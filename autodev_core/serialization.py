@@ -11,15 +11,15 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any, TypeVar, get_args, get_origin
-
-import cattrs
-import yaml
-from cattrs.preconf.json import make_converter as _make_json
-from cattrs.preconf.pyyaml import make_converter as _make_yaml
-from cattrs.strategies import configure_tagged_union
+from typing import TYPE_CHECKING, Any, TypeVar, get_args, get_origin
 
 from .engine import Engine
+
+if TYPE_CHECKING:
+    import cattrs
+
+# cattrs and yaml are imported, and the converters built, on first use: a command that reads
+# no state (`autodev --help`) does not pay for them (issue 13).
 
 T = TypeVar("T")
 
@@ -92,23 +92,58 @@ def _configure(converter: cattrs.Converter) -> cattrs.Converter:
     return converter
 
 
-json_converter: cattrs.Converter = _configure(_make_json())
-yaml_converter: cattrs.Converter = _configure(_make_yaml())
-CONVERTERS: tuple[cattrs.Converter, ...] = (json_converter, yaml_converter)
-
-
 def _tag_of(cls: type) -> str:
     return cls.__name__
 
 
+_UNIONS: list[Any] = []
+_BUILT: dict[str, cattrs.Converter] = {}  # "json", "yaml": each built on first use
+
+
+def _tag(union: Any, converter: cattrs.Converter) -> None:
+    from cattrs.strategies import configure_tagged_union
+
+    configure_tagged_union(union, converter, tag_generator=_tag_of, tag_name=TAG)
+
+
+def _converter(kind: str) -> cattrs.Converter:
+    converter = _BUILT.get(kind)
+    if converter is None:
+        if kind == "json":
+            from cattrs.preconf.json import make_converter as make_json
+
+            converter = _configure(make_json())
+        else:
+            from cattrs.preconf.pyyaml import make_converter as make_yaml
+
+            converter = _configure(make_yaml())
+        for union in _UNIONS:
+            _tag(union, converter)
+        _BUILT[kind] = converter
+    return converter
+
+
+def __getattr__(name: str) -> Any:
+    """`json_converter`, `yaml_converter` and `CONVERTERS`, built on first use."""
+    if name == "json_converter":
+        return _converter("json")
+    if name == "yaml_converter":
+        return _converter("yaml")
+    if name == "CONVERTERS":
+        return (_converter("json"), _converter("yaml"))
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def register_union(union: Any) -> None:
     """Let every converter (un)structure `union` (e.g. `Event`) with a `type` tag."""
-    for converter in CONVERTERS:
-        configure_tagged_union(union, converter, tag_generator=_tag_of, tag_name=TAG)
+    _UNIONS.append(union)
+    for converter in _BUILT.values():
+        _tag(union, converter)
 
 
 def to_json(value: Any, *, as_type: Any = None) -> str:
     """JSON text for `value` (pass the union as `as_type` to tag a union member)."""
+    json_converter = _converter("json")
     raw = (
         json_converter.unstructure(value, unstructure_as=as_type)
         if as_type
@@ -118,10 +153,13 @@ def to_json(value: Any, *, as_type: Any = None) -> str:
 
 
 def from_json(text: str | bytes, cls: Any) -> Any:
-    return json_converter.structure(json.loads(text), cls)
+    return _converter("json").structure(json.loads(text), cls)
 
 
 def to_yaml(value: Any, *, as_type: Any = None) -> str:
+    import yaml
+
+    yaml_converter = _converter("yaml")
     raw = (
         yaml_converter.unstructure(value, unstructure_as=as_type)
         if as_type
@@ -131,4 +169,6 @@ def to_yaml(value: Any, *, as_type: Any = None) -> str:
 
 
 def from_yaml(text: str, cls: Any) -> Any:
-    return yaml_converter.structure(yaml.safe_load(text), cls)
+    import yaml
+
+    return _converter("yaml").structure(yaml.safe_load(text), cls)

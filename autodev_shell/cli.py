@@ -12,7 +12,6 @@ from autodev_core import AutodevError
 from autodev_core.errors import ConfigError
 
 from .commands import add_commands, restore_hint
-from .store import StoreError
 
 EXIT_USAGE = 2
 
@@ -83,6 +82,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(handler(args))
     except AutodevError as exc:
         print(f"autodev: {exc}", file=sys.stderr)
+        from .store import StoreError
+
         hint = restore_hint(exc) if isinstance(exc, StoreError) else ""
         if hint:
             print(f"autodev: {hint}", file=sys.stderr)

@@ -13,31 +13,20 @@ import os
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Final, TextIO
+from typing import TYPE_CHECKING, Final, TextIO
 
 from autodev_core.errors import AutodevError, ConfigError
-from autodev_core.identity import resolve_active_identity
-from autodev_core.persistence import (
-    Accepted,
-    PersistenceState,
-    describe_persistence,
-    reduce_persistence,
-)
-from autodev_core.scheduler import SchedulerConfig, SchedulerState
-from autodev_core.scheduler.logs import clock as clock_text
-from autodev_core.serialization import from_json
 
-from .adapters import installed_providers
-from .checkpoint import offer_restore, restore_from_checkpoint
-from .clock import Clock, ScaledClock, SystemClock, local_zone
-from .durability import Durability
-from .lanes import Lanes
-from .private import make_private, private_dir
-from .runlock import RunLock
-from .runner import Runner, RunSummary, StreamLog, default_countdown
-from .sleeper import format_left
-from .store import RunStore, Snapshot, StoreError
-from .team import Team, load_team
+# Each command imports what it uses when it runs: `autodev --help` builds the parser alone, and
+# `autodev status` does not load the loop, the CLIs' adapters or YAML (issue 13).
+if TYPE_CHECKING:
+    from autodev_core.persistence import PersistenceState
+    from autodev_core.scheduler import SchedulerConfig
+
+    from .clock import Clock
+    from .runner import RunSummary
+    from .store import RunStore, Snapshot, StoreError
+    from .team import Team
 
 #: Where a run lives when `--run` is not given: beside the team, in the current directory.
 DEFAULT_RUN_DIR: Final = ".autodev/run"
@@ -54,6 +43,8 @@ def zone_name(zone: object) -> str:
 
 def scheduler_config_for(team: Team, installed: frozenset[str], timezone: str) -> SchedulerConfig:
     """The scheduler's configuration; a participant with no installed CLI is a clear error."""
+    from autodev_core.scheduler import SchedulerConfig
+
     try:
         return SchedulerConfig(
             team=team.members,
@@ -72,6 +63,8 @@ def run_db(run_dir: Path) -> Path:
 
 def open_existing(run_dir: Path) -> RunStore:
     """Open a run's store for a command other than `run` (no integrity scan, no lock)."""
+    from .store import RunStore
+
     path = run_db(run_dir)
     if not path.exists():
         raise AutodevError(
@@ -97,6 +90,17 @@ def start_run(
 ) -> RunSummary:
     """Lock the run (C4), open its store, and drive the loop until the run stops. Everything
     is checked before anything is made: a refused team leaves no run folder behind."""
+    from autodev_core.identity import resolve_active_identity
+
+    from .adapters import installed_providers
+    from .clock import local_zone
+    from .durability import Durability
+    from .lanes import Lanes
+    from .private import make_private, private_dir
+    from .runlock import RunLock
+    from .runner import Runner, StreamLog, default_countdown
+    from .store import RunStore
+
     zone_key = timezone or team.timezone or zone_name(local_zone())
     have = (
         installed
@@ -153,6 +157,9 @@ def start_run(
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from .clock import ScaledClock, SystemClock
+    from .team import load_team
+
     team = load_team(args.team)
     run_dir = Path(args.run)
     run_id = args.thread or Path(args.team).resolve().name
@@ -181,12 +188,21 @@ def cmd_control(args: argparse.Namespace) -> int:
 
 
 def _ago(then: datetime, now: datetime) -> str:
+    from .sleeper import format_left
+
     seconds = max((now - then).total_seconds(), 0.0)
     return "just now" if seconds < 1 else f"{format_left(seconds)} ago"
 
 
 def status_lines(store: RunStore, now: datetime) -> list[str]:
     """What `autodev status` prints (C6): status, limits, outages, streak, persistence."""
+    from autodev_core.persistence import describe_persistence
+    from autodev_core.scheduler.logs import clock as clock_text
+    from autodev_core.scheduler.state import SchedulerState
+    from autodev_core.serialization import from_json
+
+    from .sleeper import format_left
+
     snapshot = store.snapshot()
     lines = [f"run: {snapshot.run_id} ({store.path})"]
     state: SchedulerState | None = None
@@ -228,6 +244,9 @@ def status_lines(store: RunStore, now: datetime) -> list[str]:
 def _confirmed(snapshot: Snapshot) -> PersistenceState:
     """The persistence state as the store proves it: the state committed with the last
     revision, plus the commit marker as the canonical tier's acceptance of it (B7, B8)."""
+    from autodev_core.persistence import Accepted, PersistenceState, reduce_persistence
+    from autodev_core.serialization import from_json
+
     state = PersistenceState()
     if snapshot.persistence_state_json:
         try:
@@ -251,6 +270,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_team_edit(args: argparse.Namespace) -> int:
     """A14: print the path of the participant's file."""
+    from .team import load_team
+
     team = load_team(args.team)
     print(team.file_of(args.id).resolve())
     return 0
@@ -258,6 +279,8 @@ def cmd_team_edit(args: argparse.Namespace) -> int:
 
 def cmd_lane(args: argparse.Namespace) -> int:
     """C8: print a participant's lane (the raw output of its CLI calls)."""
+    from .lanes import Lanes
+
     try:
         text = Lanes(Path(args.run) / LANES_DIR).read(args.id)
     except ValueError as exc:  # a malformed id: a user mistake, said in one sentence
@@ -269,6 +292,8 @@ def cmd_lane(args: argparse.Namespace) -> int:
 def restore_hint(error: StoreError) -> str:
     """For a corrupt store: what the checkpoint can do about it, as the core's audit allows
     (B14). Empty when there is nothing to offer."""
+    from .checkpoint import offer_restore
+
     if error.kind != "corrupt":
         return ""
     try:
@@ -283,6 +308,8 @@ def restore_hint(error: StoreError) -> str:
 
 def cmd_restore(args: argparse.Namespace) -> int:
     """Restore the run store from its checkpoint, only when the audit allows it (B14)."""
+    from .checkpoint import restore_from_checkpoint
+
     db = run_db(Path(args.run))
     result = restore_from_checkpoint(db, now=datetime.now(UTC))
     print(result.offer.message)
