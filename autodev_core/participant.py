@@ -65,6 +65,8 @@ def find_duplicate_key(node: yaml.Node | None) -> tuple[str, int, int] | None:
     """The first key a mapping anywhere in `node` repeats: (key, line of its first use, line of
     the repeat), lines counted from 1 in the composed text. YAML loaders keep the last value of
     a repeated key silently; a participant or settings file must not (C5)."""
+    import yaml  # loaded with the file it reads (see `parse_participant`)
+
     if isinstance(node, yaml.MappingNode):
         seen: dict[str, int] = {}
         for key_node, value_node in node.value:
