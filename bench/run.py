@@ -45,7 +45,7 @@ ROUNDS = {
     "decision": (7, 41),
     "simulation": (3, 15),
     "detection": (3, 11),
-    "commit": (40, 300),
+    "commit": (40, 200),
 }
 PROFILE_LINES = 14
 
@@ -190,21 +190,42 @@ def commit(quick: bool, summary: list[str], details: list[str]) -> None:
     target = bench_commit.TARGET_RATIO
     worst = max(rows, key=lambda row: row[3]["ratio"])
     ok = worst[3]["ratio"] <= target
+    small = next(m for label, _post, _state, m in rows if label == "small")
+    syncs = [m["syncs"] for *_rest, m in rows]
+    ok_syncs = all(round(x) == bench_commit.TARGET_SYNCS for x in syncs)
+    ok_bytes = small["bytes"] <= bench_commit.TARGET_SMALL_BYTES
     summary.append(
-        f"| 4. durable commit: one revision to SQLite (WAL, FULL), worst payload ({worst[0]}) "
-        f"| {worst[3]['sqlite_ms']:.3f} ms | write + fsync: {worst[3]['bare_ms']:.3f} ms "
+        f"| 4. durable commit: one revision to SQLite (WAL, FULL), worst payload ({worst[0]}), "
+        f"median of interleaved rounds | {worst[3]['sqlite_ms']:.3f} ms "
+        f"| write + fsync: {worst[3]['bare_ms']:.3f} ms "
         f"| **{worst[3]['ratio']:.2f}** | ≤ {target} | {_verdict(ok)} |")
+    summary.append(
+        f"| 4′. the same, figures the disk does not sway: syncs per revision; bytes written "
+        f"per small revision; SQLite's CPU per commit, sync off "
+        f"| {', '.join(f'{x:.2f}' for x in syncs)} syncs; {small['bytes']:,.0f} B in "
+        f"{small['writes']:.1f} writes; {small['cpu_ms']:.3f} ms | payload "
+        f"{small['payload']:,} chars | **{small['bytes'] / 1024:.1f} KiB** "
+        f"| 1 sync, ≤ {bench_commit.TARGET_SMALL_BYTES // 1024} KiB "
+        f"| {_verdict(ok_syncs and ok_bytes)} |")
     lines = [f"| {label} | {post} + {state} | {m['sqlite_ms']:.3f} | {m['bare_ms']:.3f} "
-             f"| {m['ratio']:.2f} | {_verdict(m['ratio'] <= target)} |"
+             f"| {m['ratio']:.2f} | {_verdict(m['ratio'] <= target)} | {m['syncs']:.2f} "
+             f"| {m['writes']:.1f} | {m['bytes']:,.0f} | {m['cpu_ms']:.3f} |"
              for label, post, state, m in rows]
     details.append(
         "### 4. Durable commit\n\n"
         f"`bench/bench_commit.py` (docs/store.md): {rounds} rounds after "
         f"{bench_commit.WARMUP_ROUNDS} warm-up, interleaved with a plain `write` + `fsync` of "
         f"the same bytes on the same disk ({directory.parent}); SQLite "
-        f"{sqlite3.sqlite_version}.\n\n"
+        f"{sqlite3.sqlite_version}. The ratio is the median of the per-round ratios. Syncs are "
+        "`fsync`/`fdatasync` calls per revision counted with `strace` over 300 revisions (one "
+        "for the WAL; an automatic WAL checkpoint adds two every few hundred revisions, hence "
+        "the hundredths); writes and bytes are what the commits hand to `write`/`pwrite` "
+        "(`/proc/self/io`); SQLite's CPU is the process CPU time of a commit with "
+        "`synchronous=OFF`.\n\n"
         "| payload | post + state (chars) | SQLite commit (ms) | write + fsync (ms) | ratio "
-        f"| ≤ {target} |\n| --- | --- | --- | --- | --- | --- |\n" + "\n".join(lines) + "\n")
+        f"| ≤ {target} | syncs/revision | writes/revision | bytes/revision "
+        "| SQLite CPU, sync off (ms) |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- "
+        "| --- |\n" + "\n".join(lines) + "\n")
 
 
 def memory(quick: bool, summary: list[str], details: list[str]) -> None:
