@@ -24,6 +24,7 @@ context window (`Context limit reached`), and capacity errors (`MODEL_CAPACITY_E
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from datetime import datetime, tzinfo
 
 import attrs
@@ -165,12 +166,29 @@ def _read_reset(
     return None, start
 
 
-def scan_limit(
-    text: str, provider: str, now: datetime, local_tz: tzinfo, meter: Meter | None = None
-) -> Found | None:
-    """The limit notice in `text`, if any: the first with a readable reset, else the first."""
+@attrs.frozen
+class Candidate:
+    """A notice confirmed in a window of text; its reset is read at an instant (`found`).
+
+    Everything up to the reset (the keyword, the phrase, the vetoes) is the same whenever the
+    text is read: a caller that reads the same text at many instants (`simulate`) confirms it
+    once and resolves only the reset at each (SPEC D: classified exactly as real output is).
+    """
+
+    win: str
+    start: int
+    end: int
+
+    def found(self, now: datetime, local_tz: tzinfo, meter: Meter | None = None) -> Found:
+        reset, reset_end = _read_reset(self.win, self.start, now, local_tz, meter)
+        return Found(
+            text=_line_around(self.win, self.start, max(self.end, reset_end)), reset_at=reset
+        )
+
+
+def candidates(text: str, provider: str, meter: Meter | None = None) -> Iterator[Candidate]:
+    """The notices in `text`, in order, each distinct window once (no reset read yet)."""
     text = text.replace("\u2019", "'")  # both apostrophes occur (A3); same length
-    first: Found | None = None
     keywords = _KEYWORDS + _AGY_KEYWORDS if provider == "agy" else _KEYWORDS
     # A CLI retrying prints the same notice again and again: a window already confirmed (or
     # refused) gives the same answer, as `_confirm` depends on nothing else. Read it once.
@@ -181,24 +199,33 @@ def scan_limit(
         if (win, off, agy_only) in seen:
             continue
         seen.add((win, off, agy_only))
-        found = _confirm(win, off, agy_only, now, local_tz, meter)
-        if found is None:
-            continue
-        if found.reset_at is not None:
-            return found
+        candidate = _confirm(win, off, agy_only, meter)
+        if candidate is not None:
+            yield candidate
+
+
+def pick(
+    found: Iterable[Candidate], now: datetime, local_tz: tzinfo, meter: Meter | None = None
+) -> Found | None:
+    """The first notice with a readable reset at `now`, else the first notice."""
+    first: Found | None = None
+    for candidate in found:
+        notice = candidate.found(now, local_tz, meter)
+        if notice.reset_at is not None:
+            return notice
         if first is None:
-            first = found
+            first = notice
     return first
 
 
-def _confirm(
-    win: str,
-    off: int,
-    agy_only: bool,
-    now: datetime,
-    local_tz: tzinfo,
-    meter: Meter | None,
+def scan_limit(
+    text: str, provider: str, now: datetime, local_tz: tzinfo, meter: Meter | None = None
 ) -> Found | None:
+    """The limit notice in `text`, if any: the first with a readable reset, else the first."""
+    return pick(candidates(text, provider, meter), now, local_tz, meter)
+
+
+def _confirm(win: str, off: int, agy_only: bool, meter: Meter | None) -> Candidate | None:
     # The phrase must cover the keyword: look a little before it (for `5-hour limit reached`).
     pattern = _AGY_PHRASE if agy_only else _PHRASE
     lo = max(0, off - 48)
@@ -219,5 +246,4 @@ def _confirm(
     # A bare 429 / RESOURCE_EXHAUSTED next to a capacity error is the capacity error.
     if agy_only and search(_CAPACITY, win, meter) and not search(_QUOTA_WORD, win, meter):
         return None
-    reset, reset_end = _read_reset(win, start, now, local_tz, meter)
-    return Found(text=_line_around(win, start, max(end, reset_end)), reset_at=reset)
+    return Candidate(win=win, start=start, end=end)

@@ -22,11 +22,14 @@ with `exit_code=None`.
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
 from datetime import UTC, datetime, tzinfo
+
+import attrs
 
 from ._bounded import Meter
 from ._failures import _LOGIN, _NETWORK, scan_login, scan_network
-from ._notices import _AGY_KEYWORDS, _KEYWORDS, Found, scan_limit
+from ._notices import _AGY_KEYWORDS, _KEYWORDS, Candidate, Found, candidates, pick
 from ._resets import from_epoch
 from ._streams import MODEL_TEXT_MAX_CHARS, Output, cut_relevant, examinable, triggers_for
 from .classification import Classification, LimitNotice
@@ -83,37 +86,65 @@ def _text(value: object) -> str:
 def _limit(
     provider: str, output: Output, now: datetime, local_tz: tzinfo, meter: Meter | None
 ) -> LimitNotice | None:
-    structured: Found | None = None
-    for event in output.rate_limits:
-        if event.status in LIMIT_STATUSES:
-            reset = from_epoch(event.resets_at, now) if event.resets_at is not None else None
-            structured = Found(text=event.text, reset_at=reset)
+    return _PreparedLimit.of(provider, output, meter).at(now, local_tz, meter)
+
+
+@attrs.frozen
+class _PreparedLimit:
+    """What an output says about a limit, all but the instant-dependent part: the structured
+    limits (text, `resetsAt`) and, per examinable piece in reading order (the CLI's own words
+    first, then short model text, A5), the notices confirmed in it. `at` reads the resets."""
+
+    provider: str
+    structured: tuple[tuple[str, float | None], ...]
+    # Each piece's notices: confirmed as they are asked for (`detect_limit` stops at the first
+    # with a reset), or all of them once `resolved` (to be read at many instants).
+    pieces: tuple[Iterable[Candidate], ...]
+
+    @classmethod
+    def of(cls, provider: str, output: Output, meter: Meter | None) -> _PreparedLimit:
+        structured = tuple(
+            (event.text, event.resets_at)
+            for event in output.rate_limits
+            if event.status in LIMIT_STATUSES
+        )
+        ordered = sorted(output.pieces, key=lambda piece: piece.origin != "cli")
+        texts = [text for text in map(examinable, ordered) if text]
+        return cls(provider, structured, tuple(candidates(t, provider, meter) for t in texts))
+
+    def at(self, now: datetime, local_tz: tzinfo, meter: Meter | None = None) -> LimitNotice | None:
+        provider = self.provider
+        structured: Found | None = None
+        for text, resets_at in self.structured:
+            reset = from_epoch(resets_at, now) if resets_at is not None else None
+            structured = Found(text=text, reset_at=reset)
             if reset is not None:
                 break
-    if structured is not None and structured.reset_at is not None:
-        return LimitNotice(provider=provider, reset_at=structured.reset_at, text=structured.text)
-    first: Found | None = None
-    # The CLI's own words first (events, stderr), then short model text (A5).
-    ordered = sorted(output.pieces, key=lambda piece: piece.origin != "cli")
-    for piece in ordered:
-        text = examinable(piece)
-        if not text:
-            continue
-        found = scan_limit(text, provider, now, local_tz, meter)
-        if found is None:
-            continue
-        if found.reset_at is not None:
+        if structured is not None and structured.reset_at is not None:
             return LimitNotice(
-                provider=provider,
-                reset_at=found.reset_at,
-                text=structured.text if structured is not None else found.text,
+                provider=provider, reset_at=structured.reset_at, text=structured.text
             )
-        if first is None:
-            first = found
-    chosen = structured or first
-    if chosen is None:
-        return None
-    return LimitNotice(provider=provider, reset_at=None, text=chosen.text)
+        first: Found | None = None
+        for piece in self.pieces:
+            found = pick(piece, now, local_tz, meter)
+            if found is None:
+                continue
+            if found.reset_at is not None:
+                return LimitNotice(
+                    provider=provider,
+                    reset_at=found.reset_at,
+                    text=structured.text if structured is not None else found.text,
+                )
+            if first is None:
+                first = found
+        chosen = structured or first
+        if chosen is None:
+            return None
+        return LimitNotice(provider=provider, reset_at=None, text=chosen.text)
+
+    def resolved(self) -> _PreparedLimit:
+        """The same, with every piece's notices confirmed now (to be read at many instants)."""
+        return attrs.evolve(self, pieces=tuple(tuple(piece) for piece in self.pieces))
 
 
 def _login(provider: str, output: Output, meter: Meter | None) -> str | None:
@@ -175,6 +206,47 @@ def classify_output(
 ) -> Classification:
     """The meaning of one call's output, complete or partial (SPEC D; A2-A7, A26, A32, A37)."""
     return _classify(provider, stdout, stderr, exit_code, now, local_tz)
+
+
+@attrs.frozen
+class PreparedClassification:
+    """The meaning of one output read once, for reading at many instants (`simulate`).
+
+    Only a limit's reset (and which notice is reported, the first with a readable reset)
+    depends on the instant; the rest is worked out once. `at(now, local_tz)` equals
+    `classify_output(..., now=now, local_tz=local_tz)` on the same output (SPEC D: classified
+    exactly as real output is; property-tested).
+    """
+
+    limit: _PreparedLimit
+    login: str | None
+    network: str | None
+
+    def at(self, now: datetime, local_tz: tzinfo) -> Classification:
+        _check(self.limit.provider, now, local_tz)
+        now = now.astimezone(UTC)  # A6: durations are elapsed time, whatever zone `now` carries
+        limit = self.limit.at(now, local_tz)
+        if limit is not None:
+            return Classification(kind="limit", limit=limit, text=limit.text)
+        if self.login is not None:
+            return Classification(kind="login", text=self.login)
+        if self.network is not None:
+            return Classification(kind="network", text=self.network)
+        return Classification(kind="other")
+
+
+def prepare_classification(
+    provider: str, *, stdout: str = "", stderr: str = "", exit_code: int | None = None
+) -> PreparedClassification:
+    """`classify_output` but for the instant: see `PreparedClassification`."""
+    if provider not in PROVIDERS:
+        raise ValueError(f"unknown provider {provider!r} (known: {', '.join(PROVIDERS)})")
+    output = cut_relevant(_text(stdout), _text(stderr), provider, _words("all", provider))
+    return PreparedClassification(
+        limit=_PreparedLimit.of(provider, output, None).resolved(),
+        login=_login(provider, output, None),
+        network=_network(output, exit_code, None),
+    )
 
 
 def detect_limit(

@@ -2,9 +2,10 @@
 
 The driver holds no policy: it feeds the same `step` the shell drives, carries out the effects on
 a virtual clock (a call's outcome comes `duration` after it starts; a sleep jumps to its end; a
-user message arrives at its time), and classifies each scripted answer through `classify_output`
-exactly as real output would be (SPEC D). It reads no clock and touches no file: the CLI reads the
-scenario and prints the lines.
+user message arrives at its time), and classifies each scripted answer exactly as real output
+would be (SPEC D): each distinct answer is read once (`prepare_classification`, what
+`classify_output` does up to the instant) and a limit's reset resolved at each call's end. It
+reads no clock and touches no file: the CLI reads the scenario and prints the lines.
 """
 
 from __future__ import annotations
@@ -15,8 +16,7 @@ from typing import Final
 
 import attrs
 
-from .classification import Classification
-from .detection import classify_output
+from .detection import PreparedClassification, prepare_classification
 from .engine import Engine
 from .errors import ConfigError
 from .scenario import OK_ANSWER, CallAnswer, Scenario
@@ -114,8 +114,7 @@ class _Machine:
         self.fallback = scenario.default if scenario.default is not None else OK_ANSWER
         self.used: dict[Engine, int] = {}
         self.calls = 0
-        # Output with no text cannot depend on the instant it is read: classify it once.
-        self._blank: dict[tuple[str, int | None], Classification] = {}
+        self._read: dict[tuple[str, str, str, int | None], PreparedClassification] = {}
 
     def answer(self, effect: StartCall) -> tuple[datetime, CallEnded]:
         engine = effect.engine
@@ -125,21 +124,20 @@ class _Machine:
         answers = self.lists.get(engine, ())
         answer = answers[index] if index < len(answers) else self.fallback
         end = effect.at.astimezone(UTC) + answer.duration  # A6: elapsed time
-        provider = engine.provider
         # SPEC D: a call that timed out was killed by the shell and has no exit code, as a real
         # one has none; its output is classified as such (endless reconnects are an outage, A37).
         exit_code = None if answer.timeout else answer.exit
-        if not answer.stdout and not answer.stderr:
-            key = (provider, exit_code)
-            found = self._blank.get(key)
-            if found is None:
-                found = self._classify(answer.stdout, answer.stderr, exit_code, provider, end)
-                self._blank[key] = found
-            classification = found
-        else:
-            classification = self._classify(
-                answer.stdout, answer.stderr, exit_code, provider, end
+        # Each distinct answer is read once; only what depends on the instant (a limit's reset)
+        # is worked out at each call's end, as `classify_output` would.
+        key = (engine.provider, answer.stdout, answer.stderr, exit_code)
+        prepared = self._read.get(key)
+        if prepared is None:
+            prepared = prepare_classification(
+                engine.provider, stdout=answer.stdout, stderr=answer.stderr,
+                exit_code=exit_code,
             )
+            self._read[key] = prepared
+        classification = prepared.at(end, self.zone)
         event = call_ended(
             end,
             effect.participant,
@@ -150,14 +148,6 @@ class _Machine:
             timed_out=answer.timeout,
         )
         return end, event
-
-    def _classify(
-        self, stdout: str, stderr: str, exit_code: int | None, provider: str, now: datetime
-    ) -> Classification:
-        return classify_output(
-            provider, stdout=stdout, stderr=stderr, exit_code=exit_code, now=now,
-            local_tz=self.zone,
-        )
 
 
 def simulate(

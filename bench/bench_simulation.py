@@ -18,12 +18,11 @@ import io
 import pstats
 import random
 import statistics
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from bench_decision import median_ratio, timed_rounds
+from bench_decision import cpu_time, median_ratio, timed_rounds
 
 from autodev_core.engine import Engine
 from autodev_core.participant import Participant
@@ -84,9 +83,9 @@ def simulation_rate(scenario: Scenario, facts: dict[str, Any]) -> Callable[[], f
     """Seconds per event of one whole simulation (the reciprocal of events/s)."""
 
     def run() -> float:
-        began = time.perf_counter()
+        began = cpu_time()
         result = simulate(scenario)
-        took = time.perf_counter() - began
+        took = cpu_time() - began
         facts.update(events=result.events, calls=result.calls, lines=len(result.lines),
                      status=result.status,
                      limits=sum(" limited until " in line.message for line in result.lines))
@@ -100,10 +99,10 @@ def loop_rate(iterations: int = LOOP_ITERATIONS) -> Callable[[], float]:
 
     def run() -> float:
         total = 0
-        began = time.perf_counter()
+        began = cpu_time()
         for _ in range(iterations):
             total += 1
-        return (time.perf_counter() - began) / total
+        return (cpu_time() - began) / total
 
     return run
 

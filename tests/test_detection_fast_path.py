@@ -10,7 +10,7 @@ on generated output and on every case of the notice corpus (tests/fixtures/notic
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -38,6 +38,7 @@ from autodev_core.detection import (
     detect_limit,
     detect_login_error,
     detect_network_error,
+    prepare_classification,
 )
 
 CORPUS = Path(__file__).parent / "fixtures" / "notices"
@@ -377,3 +378,47 @@ def test_D_keyword_hits_are_each_keywords_first_occurrences(parts: list[str], re
 def test_D_keyword_hits_where_a_shared_word_is_everywhere(chunk: str) -> None:
     text = chunk * 2_000
     assert keyword_hits(KEYWORDS, text, None) == _plain_hits(KEYWORDS, text)
+
+
+# --- read once, resolved at each instant (simulate) ----------------------------------------
+
+instants = st.datetimes(min_value=datetime(2025, 1, 1), max_value=datetime(2030, 12, 31),
+                        timezones=st.sampled_from(["UTC", "Europe/Lisbon",
+                                                   "America/New_York"]).map(ZoneInfo))
+
+
+@given(
+    provider=st.sampled_from(PROVIDERS),
+    stdout=outputs(),
+    stderr=st.one_of(st.just(""), texts),
+    exit_code=st.none() | st.sampled_from([0, 1, 3]),
+    nows=st.lists(instants, min_size=1, max_size=4),
+    tz=st.sampled_from(["UTC", "Europe/Lisbon", "Asia/Kolkata"]).map(ZoneInfo),
+)
+def test_D_output_read_once_classifies_as_read_afresh_at_each_instant(
+    provider: str, stdout: str, stderr: str, exit_code: int | None, nows: list[datetime],
+    tz: ZoneInfo,
+) -> None:
+    prepared = prepare_classification(provider, stdout=stdout, stderr=stderr,
+                                      exit_code=exit_code)
+    for now in nows:
+        assert prepared.at(now, tz) == classify_output(
+            provider, stdout=stdout, stderr=stderr, exit_code=exit_code, now=now, local_tz=tz
+        )
+
+
+@pytest.mark.parametrize("case", _corpus())
+def test_D_corpus_read_once_classifies_as_read_afresh(case: dict[str, Any]) -> None:
+    stdout, stderr = case.get("stdout") or "", case.get("stderr") or ""
+    tz = ZoneInfo(case["local_tz"])
+    prepared = prepare_classification(case["provider"], stdout=stdout, stderr=stderr,
+                                      exit_code=case.get("exit"))
+    now = datetime.fromisoformat(str(case["now"])) if not isinstance(case["now"], int) else (
+        datetime.fromtimestamp(case["now"], UTC))
+    # The case's instant, then later ones: a clock time rolls over, a date passes (A6).
+    for later in (0, 1, 7, 200, 400):
+        at = now + timedelta(days=later, hours=later % 5)
+        assert prepared.at(at, tz) == classify_output(
+            case["provider"], stdout=stdout, stderr=stderr, exit_code=case.get("exit"), now=at,
+            local_tz=tz,
+        )
