@@ -183,11 +183,15 @@ class Lanes:
             how = f"stopped early: {result.classification.kind} ({result.classification.text})"
         elif result.cancelled:
             how = "cancelled"
+        posted = ""
+        if result.post is not None:
+            posted = "; posted"
+            if result.post_cut_bytes:  # C8: a long answer was cut to one post's bound
+                posted += f", cut by {result.post_cut_bytes} bytes"
         self.append(
             participant_id,
             f"\n=== {result.ended_at.isoformat(timespec='seconds')} {how}; "
-            f"read as {result.classification.kind}"
-            f"{'; posted' if result.post is not None else ''}\n",
+            f"read as {result.classification.kind}{posted}\n",
         )
 
     def read(self, participant_id: str) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -23,6 +24,8 @@ from autodev_shell.commands import LOG_FILE, run_db
 from autodev_shell.standins import install_standins, standin_env, write_script
 from autodev_shell.store import RunStore
 
+#: The marker where a post longer than its bound was cut (docs/shell.md).
+CUT = re.compile(r"\n?\[autodev cut (\d+) bytes of this answer here[^\]\n]*\]\n?")
 #: Linux's limit on one argument (MAX_ARG_STRLEN, 32 pages of 4 KiB).
 ONE_ARGUMENT_LIMIT = 128 * 1024
 CLAUDE_SURROGATE = (
@@ -100,8 +103,18 @@ def test_item3_odd_posts_never_brick_the_run_and_a_restart_goes_on(tmp_path: Pat
     assert "bad \ufffd surrogate" in texts
     assert any(t.endswith("after bad bytes") and "\ufffd" in t for t in texts)
     assert "A" * 70_000 in texts and "B" * 70_000 in texts
-    # A 10 MB answer: its post is the output's last lines, bounded (256 KiB of tail).
-    assert any(set(t) == {"C", "\n"} and 0 < len(t) <= 256 * 1024 for t in texts)
+    # A 10 MB answer: its post is its start and its end, 1 MiB in all, and a marker between
+    # them saying how many bytes were cut (never no post, never 10 MB in the thread).
+    ten_mb = ("C" * 99 + "\n") * 100_000
+    cut_posts = [(t, m) for t in texts if (m := CUT.search(t))]
+    assert len(cut_posts) == 1, [t[:80] for t in texts]
+    text, marker = cut_posts[0]
+    start, end, cut = text[: marker.start()], text[marker.end() :], int(marker.group(1))
+    assert start.startswith("C" * 99 + "\n") and ten_mb.startswith(start)
+    assert end.endswith("C" * 99) and ten_mb.rstrip("\n").endswith(end)
+    assert 1024 * 1024 - 4 <= len(start) + len(end) <= 1024 * 1024
+    # What was kept and what was cut add up to the answer (less the newlines a post trims).
+    assert len(ten_mb) - 2 <= len(start) + cut + len(end) <= len(ten_mb)
     assert "after 10 MB of events" in texts
     store = RunStore.open(run_db(run_dir))  # integrity check on open
     store.close()
