@@ -7,9 +7,10 @@
 - `run_call(argv, provider=…, input=…)`: spawn the CLI in a new process group, its stdin the
   prompt (`input`, for a template without `{prompt}`) or /dev/null, stream its stdout and
   stderr with bounded memory (a tail of each, the start of a plain stdout, the structured
-  events that matter; one post keeps at most `POST_MAX_BYTES`, cut with a marker beyond), stop the whole group on timeout (SIGTERM, then SIGKILL), and — while
-  it streams — ask the core's `classify_output` about the output so far: a CLI that retries the
-  network by itself without end (A37: codex's `Reconnecting... waiting for network`) is stopped
+  events that matter; one post keeps at most `POST_MAX_BYTES`, cut with a marker beyond),
+  stop the whole group on timeout (SIGTERM, then SIGKILL), and — while it streams — ask the
+  core's `classify_output` about the output so far: a CLI that retries the network by itself
+  without end (A37: codex's `Reconnecting... waiting for network`) is stopped
   at once and reported as a network outage. The answer is a frozen `CallResult`. A CLI that
   cannot be started at all (not found, not executable, an argument list too long, a NUL byte in
   an argument) is a call that failed with its reason on stderr, never an exception (A28).
@@ -318,7 +319,8 @@ class CallResult:
     events kept (whole, or a post event cut to `POST_MAX_BYTES`) that the tail no longer holds,
     then the stdout tail (at most `STDOUT_TAIL_BYTES`, starting at a line boundary when cut).
     Plain text: all of it, or its first `STDOUT_HEAD_BYTES`, the cut marker and its tail.
-    `post_cut_bytes` says how many bytes of the answer the post left out. `stdout_bytes`/`stderr_bytes` count everything the CLI wrote.
+    `post_cut_bytes` says how many bytes of the answer the post left out.
+    `stdout_bytes`/`stderr_bytes` count everything the CLI wrote.
     `exit_code` is the process's own (negative: killed by that signal; 127/126: could not start).
     `post` is set only when the call ended by itself with exit code 0 and its output carries one.
     """
