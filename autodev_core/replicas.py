@@ -17,6 +17,7 @@ from typing import Final, Literal
 
 import attrs
 
+from .identity import RunIdentity, ids_equivalent
 from .persistence import DEFAULT_TIERS, TierRoles, tier_role
 
 ReplicaRole = Literal["backup", "search"]
@@ -133,7 +134,7 @@ def audit_replicas(primary_revision: int | None, replicas: Iterable[ReplicaState
 # --- B14: restoring from a checkpoint -----------------------------------------------------------
 
 RestoreReason = Literal["primary-missing", "checkpoint-ahead", "up-to-date", "primary-ahead",
-                        "no-checkpoint"]
+                        "no-checkpoint", "other-run"]
 
 
 @attrs.frozen
@@ -147,12 +148,20 @@ class RestoreDecision:
 
 
 def plan_checkpoint_restore(
-    primary_revision: int | None, checkpoint_revision: int | None
+    primary_revision: int | None,
+    checkpoint_revision: int | None,
+    *,
+    store_identity: RunIdentity | None = None,
+    checkpoint_run_id: str | None = None,
 ) -> RestoreDecision:
-    """Refuse a restore that would overwrite newer primary data with older data (B14).
+    """Refuse a restore that would overwrite newer primary data with older data (B14), or
+    replace a run's store with another run's checkpoint (B1, B3).
 
-    Allowed only when the primary holds nothing or the checkpoint is strictly newer; an equal
-    revision has nothing to restore ("up-to-date").
+    `store_identity` is the run the readable primary belongs to (its run id, integrity id and
+    aliases); `checkpoint_run_id` the run written in the checkpoint. When both are known and
+    not equivalent under the store's identity (B3) the restore is refused ("other-run"),
+    whatever the revisions say. Otherwise it is allowed only when the primary holds nothing or
+    the checkpoint is strictly newer; an equal revision has nothing to restore ("up-to-date").
     """
     primary = _revision_or_none(primary_revision)
     checkpoint = _revision_or_none(checkpoint_revision)
@@ -162,6 +171,12 @@ def plan_checkpoint_restore(
 
     if checkpoint is None:
         return decide(False, "no-checkpoint")
+    if (
+        store_identity is not None
+        and checkpoint_run_id is not None
+        and not ids_equivalent(store_identity.run_id, checkpoint_run_id, store_identity)
+    ):
+        return decide(False, "other-run")
     if primary is None:
         return decide(True, "primary-missing")
     if primary > checkpoint:

@@ -28,6 +28,8 @@ from typing import Any, Final
 import attrs
 
 from autodev_core.errors import AutodevError
+from autodev_core.identity import RunIdentity, resolve_active_identity
+from autodev_core.mutation import MutationContext, ensure_mutation_ready
 from autodev_core.persistence import DEFAULT_TIERS, TierRoles
 from autodev_core.replicas import (
     CheckpointPlan,
@@ -42,6 +44,9 @@ from .runlock import RunLock
 from .store import NewPost, RunStore, Snapshot, StoreError
 
 CHECKPOINT_SUFFIX: Final = ".checkpoint.json"
+#: Beside the database while a restore replaces it: the restore lock of B11 (a restore that
+#: died half-way leaves it, and no daemon writes the run until a restore finishes).
+RESTORING_SUFFIX: Final = ".restoring"
 SHADOW_SUFFIX: Final = ".shadow.json"
 #: Name of the moved-aside database when a restore replaces it (it is never deleted).
 REPLACED_SUFFIX: Final = ".replaced-"
@@ -65,6 +70,16 @@ class ReplicaFileError(AutodevError):
 def checkpoint_path(db_path: str | os.PathLike[str]) -> Path:
     db = Path(db_path)
     return db.with_name(db.name + CHECKPOINT_SUFFIX)
+
+
+def restoring_path(db_path: str | os.PathLike[str]) -> Path:
+    db = Path(db_path)
+    return db.with_name(db.name + RESTORING_SUFFIX)
+
+
+def restore_in_progress(db_path: str | os.PathLike[str]) -> bool:
+    """True while a restore replaces the store, or after one died half-way (B11)."""
+    return restoring_path(db_path).exists()
 
 
 def shadow_path(db_path: str | os.PathLike[str]) -> Path:
@@ -221,18 +236,77 @@ class PendingRevision:
 
 @attrs.frozen
 class ShadowCopy:
-    """Everything that could not be committed, oldest revision first."""
+    """Everything that could not be committed, oldest revision first: the active run's
+    revisions and those kept for other runs (never applied to the active one, B9).
+
+    `dropped` names what the byte cap left out (`run 'r' revision 7 (2 posts)`), oldest first,
+    accumulated across rewrites so the file says what it no longer holds.
+    """
 
     written_at: datetime
     pending: tuple[PendingRevision, ...]
     error: str = ""
     format: str = attrs.field(default=SHADOW_FORMAT, validator=_format(SHADOW_FORMAT))
     version: int = FILE_VERSION
+    dropped: tuple[str, ...] = ()
 
     @property
     def revision(self) -> int:
         """The newest revision the shadow holds (0 when empty)."""
         return max((p.revision for p in self.pending), default=0)
+
+
+#: Default cap on the shadow file's size: the newest revisions that fit are kept (C3).
+SHADOW_MAX_BYTES: Final = 8 * 1024 * 1024
+#: How many names of dropped revisions the file keeps (the newest ones).
+DROPPED_NAMES_KEPT: Final = 50
+
+
+def describe_pending(entry: PendingRevision) -> str:
+    return f"run {entry.run_id!r} revision {entry.revision} ({len(entry.posts)} posts)"
+
+
+def compact_shadow(
+    entries: tuple[PendingRevision, ...], *, active_run: str, written_at: datetime,
+    max_bytes: int = SHADOW_MAX_BYTES, error: str = "", dropped: tuple[str, ...] = (),
+) -> tuple[ShadowCopy, tuple[str, ...]]:
+    """The shadow copy of `entries`, bounded (C3).
+
+    A revision's scheduler state is superseded by the next revision of the same run, so only
+    the newest state of each run is kept (older ones are written empty and replayed with the
+    newest; posts are all kept): the file grows with posts, not with revisions. When it is
+    still over `max_bytes`, whole revisions are dropped, other runs' first and then the oldest
+    ones, until it fits; the newest revision of each run is never dropped, and each dropped
+    one is named in `dropped` (after the names already there, each once; the file keeps the
+    newest `DROPPED_NAMES_KEPT`). Returns the copy and every name dropped so far.
+    """
+    newest: dict[str, int] = {}
+    for entry in entries:
+        newest[entry.run_id] = max(newest.get(entry.run_id, 0), entry.revision)
+    kept = [
+        entry if entry.revision == newest[entry.run_id]
+        else attrs.evolve(entry, scheduler_state_json="")
+        for entry in entries
+    ]
+    names = list(dropped)
+    known = set(names)
+
+    def copy() -> ShadowCopy:
+        return ShadowCopy(written_at, tuple(kept), error,
+                          dropped=tuple(names[-DROPPED_NAMES_KEPT:]))
+
+    while len(to_json(copy()).encode("utf-8")) > max_bytes:
+        droppable = [e for e in kept if e.revision != newest[e.run_id]]
+        if not droppable:
+            break
+        others = [e for e in droppable if e.run_id != active_run]
+        victim = (others or droppable)[0]
+        kept.remove(victim)
+        name = describe_pending(victim)
+        if name not in known:
+            known.add(name)
+            names.append(name)
+    return copy(), tuple(names)
 
 
 def write_shadow(path: Path, shadow: ShadowCopy) -> None:
@@ -282,27 +356,36 @@ class RestoreResult:
     replaced: str | None = None
 
 
-def _primary_revision(db_path: Path) -> tuple[int | None, str]:
-    """The store's revision, or None with the reason when it cannot be opened (corrupt,
-    truncated, missing): a primary that cannot be read holds nothing reliable (B13)."""
+def _primary(db_path: Path) -> tuple[int | None, RunIdentity | None, str]:
+    """The store's revision and run identity, or None with the reason when it cannot be opened
+    (corrupt, truncated, missing): a primary that cannot be read holds nothing reliable (B13)."""
     try:
         with RunStore.open(db_path) as store:
-            return store.revision, ""
+            identity = resolve_active_identity(
+                run_id=store.run_id, integrity_id=store.integrity_id, aliases=store.aliases())
+            return store.revision, identity, ""
     except StoreError as exc:
-        return None, str(exc)
+        return None, None, str(exc)
 
 
 def offer_restore(db_path: str | os.PathLike[str],
                   checkpoint: str | os.PathLike[str] | None = None) -> RestoreOffer:
-    """Ask the core whether the checkpoint may replace the store (B14) and say why in one
-    sentence. A checkpoint file that cannot be read raises `ReplicaFileError`."""
+    """Ask the core whether the checkpoint may replace the store (B1, B3, B14) and say why in
+    one sentence. A checkpoint file that cannot be read raises `ReplicaFileError`."""
     db = Path(db_path)
     ckpt_path = Path(checkpoint) if checkpoint is not None else checkpoint_path(db)
-    primary, problem = _primary_revision(db)
+    primary, identity, problem = _primary(db)
     ckpt = read_checkpoint(ckpt_path)
-    decision = plan_checkpoint_restore(primary, ckpt.revision if ckpt else None)
-    return RestoreOffer(decision, str(db), str(ckpt_path), _offer_message(decision, db, ckpt_path),
-                        problem)
+    decision = plan_checkpoint_restore(
+        primary, ckpt.revision if ckpt else None, store_identity=identity,
+        checkpoint_run_id=ckpt.snapshot.run_id if ckpt else None,
+    )
+    message = _offer_message(decision, db, ckpt_path)
+    if decision.reason == "other-run" and ckpt is not None and identity is not None:
+        message = (f"Restoring {db} from the checkpoint {ckpt_path} is refused: the checkpoint "
+                   f"belongs to run {ckpt.snapshot.run_id!r}, the store to run "
+                   f"{identity.host_id or identity.run_id!r}; the store is kept as it is.")
+    return RestoreOffer(decision, str(db), str(ckpt_path), message, problem)
 
 
 def _offer_message(decision: RestoreDecision, db: Path, ckpt: Path) -> str:
@@ -319,6 +402,8 @@ def _offer_message(decision: RestoreDecision, db: Path, ckpt: Path) -> str:
         "primary-ahead": f"Restoring {db} from the checkpoint {ckpt} is refused: the store "
                          f"holds {primary}, newer than the checkpoint's {have}, and would "
                          "lose it.",
+        "other-run": f"Restoring {db} from the checkpoint {ckpt} is refused: the checkpoint "
+                     "belongs to another run.",
     }[decision.reason]
 
 
@@ -349,6 +434,9 @@ def restore_from_checkpoint(
         if ckpt is None:  # Vanished between the offer and now.
             return RestoreResult(False, offer)
         replaced: str | None = None
+        # B10/B11: the restore lock is held from here until the new store is whole; a daemon
+        # that finds it writes nothing (a restore that died half-way is run again).
+        atomic_write_text(restoring_path(db), f"{os.getpid()} {now.isoformat()}\n")
         if db.exists():
             aside = db.with_name(db.name + REPLACED_SUFFIX + _stamp(now))
             for suffix in ("", *_SIDE_FILES):
@@ -358,9 +446,19 @@ def restore_from_checkpoint(
             fsync_dir(db.parent)
             replaced = str(aside)
         snap = ckpt.snapshot
+        identity = resolve_active_identity(run_id=snap.run_id, integrity_id=snap.integrity_id,
+                                           aliases=snap.aliases)
         with RunStore.open(db, create=True, run_id=snap.run_id, now=now) as store:
+            # B10: a store made empty a moment ago is the one state a restore may fill.
+            ensure_mutation_ready(
+                f"restore revision {snap.revision} into {db}",
+                MutationContext(identity, load_state="empty-confirmed" if store.revision == 0
+                                else "loaded", initialised=True),
+            )
             store.import_snapshot(snap, now=now)
             revision = store.revision
+        restoring_path(db).unlink(missing_ok=True)
+        fsync_dir(db.parent)
         return RestoreResult(True, offer, revision, replaced)
 
 

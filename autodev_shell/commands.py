@@ -11,7 +11,7 @@ import argparse
 import math
 import os
 import sys
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, TextIO
 
@@ -20,12 +20,12 @@ from autodev_core.errors import AutodevError, ConfigError
 # Each command imports what it uses when it runs: `autodev --help` builds the parser alone, and
 # `autodev status` does not load the loop, the CLIs' adapters or YAML (issue 13).
 if TYPE_CHECKING:
-    from autodev_core.persistence import PersistenceState
+    from autodev_core.identity import RunIdentity
     from autodev_core.scheduler import SchedulerConfig
 
     from .clock import Clock
     from .runner import RunSummary
-    from .store import RunStore, Snapshot, StoreError
+    from .store import RunStore, StoreError
     from .team import Team
 
 #: Where a run lives when `--run` is not given: beside the team, in the current directory.
@@ -113,6 +113,15 @@ def start_run(
     lock = RunLock.acquire(db, run=run_id)
     try:
         make_private(run_dir)  # run files an older autodev (or another umask) left readable
+        from autodev_core.mutation import MutationContext, mutation_block_reason
+
+        from .checkpoint import restore_in_progress
+
+        if restore_in_progress(db):  # B10-B11: a restore died half-way; nothing writes now
+            blocked = mutation_block_reason("start the run", MutationContext(
+                resolve_active_identity(run_id=run_id), restore_lock=True))
+            raise AutodevError(f"{blocked} Run `autodev restore --run {run_dir}` again to "
+                               "finish it.")
         store = RunStore.open(db, create=True, run_id=run_id, now=clock.now())
         try:
             identity = resolve_active_identity(run_id=store.run_id)
@@ -196,7 +205,6 @@ def _ago(then: datetime, now: datetime) -> str:
 
 def status_lines(store: RunStore, now: datetime) -> list[str]:
     """What `autodev status` prints (C6): status, limits, outages, streak, persistence."""
-    from autodev_core.persistence import describe_persistence
     from autodev_core.scheduler.logs import clock as clock_text
     from autodev_core.scheduler.state import SchedulerState
     from autodev_core.serialization import from_json
@@ -230,33 +238,67 @@ def status_lines(store: RunStore, now: datetime) -> list[str]:
             )
         lines.append(f"failure streak: {state.failures}")
         lines.append(f"calls: {state.iterations}")
-    persistence = describe_persistence(_confirmed(snapshot))
-    lines.append(f"persistence: {persistence}; store at revision {snapshot.revision}")
+    lines.append(f"persistence: {persistence_text(store)}; store at revision {snapshot.revision}")
     lines.append(f"posts: {len(snapshot.posts)}")
     beat = store.last_heartbeat()
-    if beat is None:
+    stand_in = _lock_time(store)
+    if beat is not None and stand_in is not None and stand_in > beat.at + timedelta(seconds=2):
+        # The daemon could not write its heartbeat (a full disk) and touched its lock instead.
+        lines.append(f"heartbeat: {_ago(stand_in, now)} (pid {beat.pid}; the store could not "
+                     "take it, the lock file's time stands in)")
+    elif beat is None:
         lines.append("heartbeat: none yet")
     else:
         lines.append(f"heartbeat: {_ago(beat.at, now)} (pid {beat.pid})")
     return lines
 
 
-def _confirmed(snapshot: Snapshot) -> PersistenceState:
-    """The persistence state as the store proves it: the state committed with the last
-    revision, plus the commit marker as the canonical tier's acceptance of it (B7, B8)."""
-    from autodev_core.persistence import Accepted, PersistenceState, reduce_persistence
-    from autodev_core.serialization import from_json
+def _lock_time(store: RunStore) -> datetime | None:
+    from .runlock import lock_path
 
-    state = PersistenceState()
-    if snapshot.persistence_state_json:
-        try:
-            state = from_json(snapshot.persistence_state_json, PersistenceState)
-        except Exception:
-            state = PersistenceState()
-    marker = snapshot.marker
-    if marker is not None and marker.run_id == snapshot.run_id:
-        state = reduce_persistence(state, Accepted(marker.tier, marker.revision))
-    return state
+    try:
+        return datetime.fromtimestamp(lock_path(store.path).stat().st_mtime, UTC)
+    except OSError:
+        return None
+
+
+def store_identity(store: RunStore) -> RunIdentity:
+    """The run a store belongs to, with every id it knows the run by (B1, B3)."""
+    from autodev_core.identity import resolve_active_identity
+
+    return resolve_active_identity(run_id=store.run_id, integrity_id=store.integrity_id,
+                                   aliases=store.aliases())
+
+
+def persistence_text(store: RunStore) -> str:
+    """The persistence line of `autodev status` (C6), from the same facts and the same core
+    planner the daemon starts from (`read_on_disk`: the committed state settled by B8 with the
+    marker, under B3 equivalence, and the shadow copy's revisions)."""
+    from autodev_core.persistence import describe_persistence
+
+    from .checkpoint import ReplicaFileError
+    from .durability import read_on_disk
+
+    try:
+        disk = read_on_disk(store, store_identity(store))
+    except ReplicaFileError as exc:
+        return f"{exc} (the store alone: revision {store.revision})"
+    except Exception:  # an unreadable committed state: the daemon rewrites it on its next step
+        return "the committed persistence state is unreadable"
+    text = describe_persistence(disk.state)
+    if disk.pending:
+        text += (f"; revisions {_span([p.revision for p in disk.pending])} only in the shadow "
+                 "copy, not yet in the store")
+    if disk.foreign:
+        runs = ", ".join(sorted({repr(p.run_id) for p in disk.foreign}))
+        text += f"; the shadow copy keeps {len(disk.foreign)} revisions of other runs ({runs})"
+    if disk.dropped:
+        text += f"; the shadow copy was full and left out {len(disk.dropped)} revisions"
+    return text
+
+
+def _span(revisions: list[int]) -> str:
+    return str(revisions[0]) if len(revisions) == 1 else f"{revisions[0]}-{revisions[-1]}"
 
 
 def cmd_status(args: argparse.Namespace) -> int:

@@ -27,7 +27,14 @@ from typing import Final, Literal
 import attrs
 
 from autodev_core.identity import RunIdentity, check_owner
-from autodev_core.mutation import RecoveryAborted, recovery_still_active
+from autodev_core.mutation import (
+    LoadState,
+    MutationContext,
+    RecoveryAborted,
+    mutation_block_kind,
+    mutation_block_reason,
+    recovery_still_active,
+)
 from autodev_core.persistence import (
     DEFAULT_TIERS,
     Accepted,
@@ -50,16 +57,19 @@ from autodev_core.replicas import (
     plan_replica_sync,
 )
 from autodev_core.serialization import from_json, to_json
+from autodev_core.turn_input import InputRecord
 
 from .checkpoint import (
+    SHADOW_MAX_BYTES,
     CheckpointWrite,
     PendingRevision,
     ReplicaFileError,
-    ShadowCopy,
     checkpoint_path,
+    compact_shadow,
     read_checkpoint,
     read_shadow,
     remove_shadow,
+    restore_in_progress,
     shadow_path,
     sweep_temp_files,
     write_checkpoint,
@@ -73,7 +83,11 @@ SHADOW_TIER: Final = "shadow"
 CHECKPOINT_REPLICA: Final = "checkpoint"
 SEARCH_REPLICA: Final = "search"
 
-Outcome = Literal["committed", "shadowed", "unsaved", "run-mismatch", "nothing-pending"]
+Outcome = Literal["committed", "shadowed", "unsaved", "run-mismatch", "nothing-pending",
+                  "blocked"]
+#: B11 reasons that keep every write off the store (the others wait for the canonical store,
+#: which the retried write is how to reach).
+_NO_WRITE: Final = frozenset({"restore-lock", "no-active-run", "not-initialised"})
 
 #: Rebuilds the optional search replica from the canonical snapshot; raises on failure.
 SearchRebuild = Callable[[Snapshot], None]
@@ -83,7 +97,9 @@ SearchRebuild = Callable[[Snapshot], None]
 class PersistResult:
     """What one call did, for the loop to log.
 
-    `outcome`: "committed" (everything pending is now in the canonical store), "shadowed"
+    `outcome`: "blocked" (the mutation gate, B10-B11, kept the store from being written; the
+    revision stays pending and `error` is the gate's sentence), "committed" (everything
+    pending is now in the canonical store), "shadowed"
     (the store failed; the shadow copy holds what is pending), "unsaved" (both failed; it is
     kept in memory and retried), "run-mismatch" (pending writes belong to another run and
     were not applied, B9/B12) or "nothing-pending" (a retry with nothing to do).
@@ -99,6 +115,52 @@ class PersistResult:
     shadow_error: str = ""
     checkpoint: CheckpointWrite | None = None
     sync: SyncResult | None = None
+    shadow_dropped: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class OnDisk:
+    """What a store and its shadow copy hold for a run, read without writing anything: the
+    persistence state as committed (its stale flag settled by the core, B8), the shadow's
+    revisions of this run that the store does not hold yet (oldest first), the shadow's
+    revisions of other runs (kept, never applied, B9), and the highest revision known
+    anywhere (store, marker, shadow)."""
+
+    state: PersistenceState
+    pending: tuple[PendingRevision, ...]
+    foreign: tuple[PendingRevision, ...]
+    store_revision: int
+    highest_revision: int
+    dropped: tuple[str, ...] = ()
+
+
+def read_on_disk(store: RunStore, identity: RunIdentity, *, shadow_file: Path | None = None,
+                 tiers: TierRoles = DEFAULT_TIERS) -> OnDisk:
+    """The facts `Durability.open` and `autodev status` both start from (B8, B9, C3).
+    An unreadable shadow file raises `ReplicaFileError` naming it."""
+    snapshot = store.snapshot()
+    # The state was committed queued, before its own Accepted (B6): the marker committed
+    # beside it lets the core's B8 planner clear that stale flag for this run.
+    marker = snapshot.marker.as_core() if snapshot.marker is not None else None
+    state = settle_stale_pending(
+        _load_state(snapshot.persistence_state_json), identity, marker=marker, tiers=tiers,
+    ).state
+    shadow = read_shadow(shadow_file or shadow_path(store.path))
+    entries = shadow.pending if shadow is not None else ()
+    own = tuple(p for p in entries if recovery_still_active(p.run_id, identity))
+    pending = tuple(p for p in own if p.revision > snapshot.revision)
+    foreign = tuple(p for p in entries if not recovery_still_active(p.run_id, identity))
+    highest = max([snapshot.revision, marker.revision if marker else 0,
+                   *(p.revision for p in entries)])
+    if pending:
+        state = reduce_persistence(
+            state,
+            Queued(pending[-1].revision, pending[-1].run_id,
+                   reason="restored from the shadow copy", recoverable_tier=SHADOW_TIER),
+            tiers=tiers,
+        )
+    return OnDisk(state, pending, foreign, snapshot.revision, highest,
+                  shadow.dropped if shadow is not None else ())
 
 
 class Durability:
@@ -121,6 +183,10 @@ class Durability:
         tiers: TierRoles = DEFAULT_TIERS,
         search: SearchRebuild | None = None,
         search_revision: int | None = None,
+        foreign: Sequence[PendingRevision] = (),
+        shadow_max_bytes: int = SHADOW_MAX_BYTES,
+        highest_revision: int = 0,
+        shadow_dropped: Sequence[str] = (),
     ) -> None:
         self.store = store
         self.checkpoint_file = checkpoint_file
@@ -132,6 +198,22 @@ class Durability:
         self._checkpoint_revision = checkpoint_revision
         self._search = search
         self._search_revision = search_revision
+        #: Shadow revisions of other runs: kept in the file, never applied here (B9).
+        self._foreign: tuple[PendingRevision, ...] = tuple(foreign)
+        self.shadow_max_bytes = shadow_max_bytes
+        self._highest = max([highest_revision, *(p.revision for p in self._pending)])
+        self._committed = store.revision
+        self._dropped: tuple[str, ...] = tuple(shadow_dropped)
+        #: True when the byte cap dropped a revision of the active run from the shadow copy:
+        #: the copy no longer holds everything pending, so it lets no turn start (B9).
+        self._shadow_incomplete = False
+        #: Turn inputs (B19) the store could not take when saved; committed with the next write.
+        self._turn_inputs: list[InputRecord] = []
+        #: B10: "shadow-restored" while revisions taken up from the shadow copy wait for the
+        #: store; "loaded" (or "empty-confirmed" for a store that holds nothing) otherwise.
+        self._last_identity = RunIdentity(run_id=store.run_id)
+        self.load_state: LoadState = "shadow-restored" if self._pending else (
+            "loaded" if self._committed > 0 else "empty-confirmed")
 
     @classmethod
     def open(
@@ -143,46 +225,30 @@ class Durability:
         search: SearchRebuild | None = None,
         checkpoint_file: Path | None = None,
         shadow_file: Path | None = None,
+        shadow_max_bytes: int | None = None,
     ) -> Durability:
         """Resume from what is on disk: the persistence state last committed (its stale pending
         flag settled by the core, B8), and the shadow copy's revisions the store does not hold
-        yet (nothing lost across a restart). Shadow revisions queued for another run are left
-        in the file, never applied here (B9)."""
+        yet (nothing lost across a restart); they are committed with the next write. Shadow
+        revisions queued for another run stay in the file, never applied here (B9)."""
         ckpt_file = checkpoint_file or checkpoint_path(store.path)
         shadow_file = shadow_file or shadow_path(store.path)
         for target in (ckpt_file, shadow_file):  # What a killed predecessor left half-written.
             sweep_temp_files(target)
-        snapshot = store.snapshot()
-        # The state was committed queued, before its own Accepted (B6): the marker committed
-        # beside it lets the core's B8 planner clear that stale flag for this run.
-        marker = snapshot.marker.as_core() if snapshot.marker is not None else None
-        state = settle_stale_pending(
-            _load_state(snapshot.persistence_state_json), identity, marker=marker, tiers=tiers,
-        ).state
+        disk = read_on_disk(store, identity, shadow_file=shadow_file, tiers=tiers)
         try:
             ckpt = read_checkpoint(ckpt_file)
         except ReplicaFileError:
             ckpt = None  # An unreadable checkpoint is a replica behind: the next sync rewrites it.
-        shadow = read_shadow(shadow_file)
-        pending: tuple[PendingRevision, ...] = ()
-        if shadow is not None:
-            pending = tuple(
-                p for p in shadow.pending
-                if p.revision > snapshot.revision and recovery_still_active(p.run_id, identity)
-            )
         durability = cls(
-            store, state=state, pending=pending, checkpoint_file=ckpt_file,
+            store, state=disk.state, pending=disk.pending, checkpoint_file=ckpt_file,
             shadow_file=shadow_file, checkpoint_revision=ckpt.revision if ckpt else None,
-            tiers=tiers, search=search,
+            tiers=tiers, search=search, foreign=disk.foreign,
+            highest_revision=disk.highest_revision, shadow_dropped=disk.dropped,
+            **({} if shadow_max_bytes is None else {"shadow_max_bytes": shadow_max_bytes}),
         )
-        if pending:
-            durability._shadow_revision = max(p.revision for p in pending)
-            durability._state = reduce_persistence(
-                state,
-                Queued(durability._shadow_revision, pending[-1].run_id,
-                       reason="restored from the shadow copy", recoverable_tier=SHADOW_TIER),
-                tiers=tiers,
-            )
+        if disk.pending:
+            durability._shadow_revision = disk.pending[-1].revision
         return durability
 
     # --- what the loop reads ---------------------------------------------------------------
@@ -196,6 +262,36 @@ class Durability:
         """Revisions waiting for the canonical store, oldest first."""
         return tuple(p.revision for p in self._pending)
 
+    @property
+    def highest_revision(self) -> int:
+        """The highest revision known anywhere: the store, its marker, the shadow copy (any
+        run's entries) and what is pending. A daemon's next revision is above it (C3)."""
+        return self._highest
+
+    @property
+    def committed_revision(self) -> int:
+        """The newest revision the canonical store holds (B20's committed revision)."""
+        return self._committed
+
+    def roll_back(self, to_revision: int) -> tuple[int, ...]:
+        """B20: discard what a failed attempt left uncommitted above `to_revision`.
+
+        A pending revision that only records scheduler state is the attempt's own change and
+        is superseded by the state the loop commits next: it is dropped, never written (the
+        controls it would have marked taken are passed again with the next commit). One that
+        carries posts holds acknowledged data (C3) and is kept. Returns the revisions dropped.
+        """
+        dropped = tuple(p.revision for p in self._pending
+                        if p.revision > to_revision and not p.posts)
+        if dropped:
+            self._pending = [p for p in self._pending if p.revision not in dropped]
+        return dropped
+
+    @property
+    def kept_for_other_runs(self) -> tuple[int, ...]:
+        """Shadow revisions of other runs, kept in the file and never applied here (B9)."""
+        return tuple(p.revision for p in self._foreign)
+
     def gate(self, identity: RunIdentity) -> TurnGate:
         """The core's turn gate (B9), given the marker and the shadow copy as facts. The state
         it returns (a stale pending flag cleared, B8) becomes the state carried on with."""
@@ -206,12 +302,48 @@ class Durability:
         except StoreError:
             marker = None  # An unreadable marker proves nothing; the gate decides without it.
         recovery = None
-        if self._shadow_revision > 0 and self._pending:
+        if self._shadow_revision > 0 and self._pending and not self._shadow_incomplete:
             recovery = RecoveryCopy(self._pending[-1].run_id, self._shadow_revision, SHADOW_TIER)
         result = turn_gate(self._state, identity, recovery=recovery, marker=marker,
                            tiers=self.tiers)
         self._state = result.state
         return result
+
+    def mutation_context(self, identity: RunIdentity) -> MutationContext:
+        """The facts of B10-B11 for a write now: the load state, the restore lock (a restore
+        replacing the store, or one that died half-way), whether the canonical store holds
+        everything (ready), and whether writes are blocked (B6)."""
+        return MutationContext(
+            identity, load_state=self.load_state,
+            restore_lock=restore_in_progress(self.store.path),
+            store_ready=not self._pending, writes_blocked=self._state.writes_blocked,
+            initialised=True,
+        )
+
+    def block_reason(self, operation: str, identity: RunIdentity) -> str | None:
+        """B11's sentence when `operation` may not write the store now, else None. Only a
+        restore lock, no active run or an uninitialised state keep a write off the store:
+        waiting for the canonical store (loading, shadow-restored, blocked) is ended by the
+        retried write itself (B9), which B12 guards."""
+        context = self.mutation_context(identity)
+        if mutation_block_kind(context) not in _NO_WRITE:
+            return None
+        return mutation_block_reason(operation, context)
+
+    def save_turn_input(self, record: InputRecord, *, now: datetime) -> bool:
+        """Persist a turn's input record (B19) now, or — when the store cannot take it — with
+        the next revision's commit, in the same transaction. True when written now."""
+        try:
+            if self.block_reason("save a turn input", self._last_identity) is not None:
+                raise StoreError("blocked by the mutation gate", path=self.store.path,
+                                 kind="write-failed")
+            self.store.save_turn_input(record, now=now)
+        except StoreError:
+            self._turn_inputs = [r for r in self._turn_inputs
+                                 if r.parent_input_id != record.parent_input_id]
+            self._turn_inputs.append(record)
+            return False
+        return True
 
     def audit(self) -> tuple[str, tuple[str, ...]]:
         """The core's replica audit (B14): status and the replicas pending sync."""
@@ -245,6 +377,7 @@ class Durability:
             return self._result("run-mismatch", revision, (), identity, error=str(error))
         self._pending.append(PendingRevision(revision, identity.run_id, tuple(posts),
                                              scheduler_state_json, now))
+        self._highest = max(self._highest, revision)
         self._state = reduce_persistence(
             self._state, Queued(revision, identity.run_id, reason, immediate), tiers=self.tiers)
         return self._flush(revision, identity, now, taken_controls)
@@ -259,30 +392,51 @@ class Durability:
                taken_controls: Sequence[int] = ()) -> PersistResult:
         committed: list[int] = []
         error = ""
+        self._last_identity = identity
         while self._pending:
             head = self._pending[0]
+            blocked = self.block_reason(f"commit revision {head.revision}", identity)
+            if blocked is not None:  # B10-B11, before each write.
+                self._accept(committed, all_done=False)
+                return self._result("blocked", revision, tuple(committed), identity,
+                                    error=blocked)
             if not recovery_still_active(head.run_id, identity):  # B12, before each write.
                 error = str(RecoveryAborted(head.run_id, identity.run_id))
                 self._accept(committed, all_done=False)
                 return self._result("run-mismatch", revision, tuple(committed), identity,
                                     error=error)
+            # A shadow copy keeps only each run's newest scheduler state (C3): an older revision
+            # taken up from it carries the newest one, which the next commit writes anyway.
+            state_json = head.scheduler_state_json or self._pending[-1].scheduler_state_json
             try:
                 self.store.commit(
-                    head.revision, head.posts, head.scheduler_state_json,
+                    head.revision, head.posts, state_json,
                     persistence_state_json=to_json(self._state), now=now, run_id=head.run_id,
                     taken_controls=taken_controls if head.revision == revision else (),
+                    turn_inputs=tuple(self._turn_inputs),
                 )
             except StoreError as exc:
                 error = str(exc)
                 break
             committed.append(head.revision)
+            self._committed = max(self._committed, head.revision)
             self._pending.pop(0)
+            self._turn_inputs.clear()
         if not self._pending:
             self._accept(committed, all_done=True)
+            self.load_state = "loaded"
             self._shadow_revision = 0
+            self._shadow_incomplete = False
             shadow_error = ""
             try:
-                remove_shadow(self.shadow_file)
+                if self._foreign:  # Other runs' revisions stay in the file (B9), bounded.
+                    kept, self._dropped = compact_shadow(
+                        self._foreign, active_run=identity.run_id, written_at=now,
+                        max_bytes=self.shadow_max_bytes, error="kept for another run",
+                        dropped=self._dropped)
+                    write_shadow(self.shadow_file, kept)
+                else:
+                    remove_shadow(self.shadow_file)
             except OSError as exc:  # A stale shadow is harmless: Durability.open skips it.
                 shadow_error = str(exc)
             checkpoint, sync = self._sync_replicas(now)
@@ -310,8 +464,15 @@ class Durability:
     def _shadow(self, revision: int, committed: tuple[int, ...], identity: RunIdentity,
                 now: datetime, error: str) -> PersistResult:
         newest = self._pending[-1]
+        entries = (*self._foreign, *self._pending)
+        copy, dropped = compact_shadow(
+            entries, active_run=newest.run_id, written_at=now,
+            max_bytes=self.shadow_max_bytes, error=error, dropped=self._dropped,
+        )
+        held = {(p.run_id, p.revision) for p in copy.pending}
+        newly_dropped = dropped[len(self._dropped):]
         try:
-            write_shadow(self.shadow_file, ShadowCopy(now, tuple(self._pending), error))
+            write_shadow(self.shadow_file, copy)
         except OSError as exc:
             self._shadow_revision = 0
             self._state = reduce_persistence(
@@ -319,13 +480,19 @@ class Durability:
                 tiers=self.tiers)
             return self._result("unsaved", revision, committed, identity, error=error,
                                 shadow_error=str(exc))
+        self._dropped = dropped
+        self._foreign = tuple(p for p in self._foreign if (p.run_id, p.revision) in held)
+        # The copy counts as a recovery copy only while it holds every pending revision (B9).
+        self._shadow_incomplete = any((p.run_id, p.revision) not in held for p in self._pending)
         self._shadow_revision = newest.revision
         self._state = reduce_persistence(
             self._state,
-            Queued(newest.revision, newest.run_id, reason=error, recoverable_tier=SHADOW_TIER),
+            Queued(newest.revision, newest.run_id, reason=error,
+                   recoverable_tier=None if self._shadow_incomplete else SHADOW_TIER),
             tiers=self.tiers,
         )
-        return self._result("shadowed", revision, committed, identity, error=error)
+        return self._result("shadowed", revision, committed, identity, error=error,
+                            shadow_dropped=newly_dropped)
 
     # --- replicas (B14-B16) -----------------------------------------------------------------
 
@@ -370,10 +537,11 @@ class Durability:
     def _result(self, outcome: Outcome, revision: int, committed: tuple[int, ...],
                 identity: RunIdentity, *, error: str = "", shadow_error: str = "",
                 checkpoint: CheckpointWrite | None = None,
-                sync: SyncResult | None = None) -> PersistResult:
+                sync: SyncResult | None = None,
+                shadow_dropped: tuple[str, ...] = ()) -> PersistResult:
         gate = self.gate(identity)
         return PersistResult(outcome, revision, committed, self.pending, self._state, gate,
-                             error, shadow_error, checkpoint, sync)
+                             error, shadow_error, checkpoint, sync, shadow_dropped)
 
 
 def _load_state(text: str) -> PersistenceState:

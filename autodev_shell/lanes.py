@@ -118,6 +118,8 @@ class Lanes:
         self.max_bytes = max_bytes
         self.files = files
         self._lock = threading.Lock()
+        #: Why the last append failed (a full disk), or "" when it worked.
+        self.write_error = ""
 
     def path(self, participant_id: str) -> Path:
         """The lane's current file."""
@@ -139,15 +141,22 @@ class Lanes:
             chunk = chunk[-self.max_bytes :]  # one huge write keeps its tail
         path = self.path(participant_id)
         with self._lock:
-            private_dir(self.directory)
             try:
-                size = path.stat().st_size
-            except FileNotFoundError:
-                size = 0
-            if size and size + len(chunk) > self.max_bytes:
-                self._rotate(participant_id)
-            with os.fdopen(open_private(path, os.O_WRONLY | os.O_APPEND), "ab") as handle:
-                handle.write(chunk)
+                private_dir(self.directory)
+                try:
+                    size = path.stat().st_size
+                except FileNotFoundError:
+                    size = 0
+                if size and size + len(chunk) > self.max_bytes:
+                    self._rotate(participant_id)
+                with os.fdopen(open_private(path, os.O_WRONLY | os.O_APPEND), "ab") as handle:
+                    handle.write(chunk)
+            except OSError as exc:
+                # A lane is a view of the CLI's output, never a reason to stop a call or the
+                # daemon (a full disk): what it could not take is lost from the lane only.
+                self.write_error = str(exc)
+            else:
+                self.write_error = ""
 
     def sink(self, participant_id: str) -> Sink:
         """A `run_call` sink that appends every chunk the CLI writes to this lane."""

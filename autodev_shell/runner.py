@@ -22,6 +22,7 @@ import os
 import sys
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import suppress
 from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import Final, Protocol, TextIO
@@ -67,8 +68,9 @@ from .clock import Clock
 from .durability import Durability, PersistResult
 from .lanes import Lanes
 from .private import open_private
+from .runlock import lock_path
 from .sleeper import COUNTDOWN_MIN_SECONDS, DEFAULT_SLICE_SECONDS, countdown_text, sleep_until
-from .store import Control, NewPost, RunStore
+from .store import Control, NewPost, RunStore, StoreError
 
 #: The thread's last posts shown to a participant in a fresh turn's prompt.
 PROMPT_THREAD_POSTS: Final = 20
@@ -114,6 +116,8 @@ class StreamLog:
             else None
         )
         self.lines: list[tuple[datetime, str]] = []
+        #: The last write to the log file failed (a full disk, say).
+        self.file_failed = False
 
     def _stamp(self, at: datetime) -> str:
         return at.astimezone(self.zone).strftime("%Y-%m-%dT%H:%M:%S")
@@ -125,10 +129,21 @@ class StreamLog:
                 {"at": at.isoformat(), "local": self._stamp(at), "kind": kind, "message": message},
                 ensure_ascii=False,
             )
-        for out in (self.stream, self._file):
-            if out is not None:
-                out.write(text + "\n")
-                out.flush()
+        if self.stream is not None:
+            self.stream.write(text + "\n")
+            self.stream.flush()
+        if self._file is not None:
+            try:
+                self._file.write(text + "\n")
+                self._file.flush()
+            except OSError as exc:  # a full disk never stops the daemon; stderr still has it
+                if not self.file_failed and self.stream is not None:
+                    self.stream.write(f"{self._stamp(at)} the log file cannot be written "
+                                      f"({exc}); lines go to stderr only until it can\n")
+                    self.stream.flush()
+                self.file_failed = True
+            else:
+                self.file_failed = False
 
     def line(self, at: datetime, message: str) -> None:
         self.lines.append((at, message))
@@ -139,7 +154,8 @@ class StreamLog:
 
     def close(self) -> None:
         if self._file is not None:
-            self._file.close()
+            with suppress(OSError):  # lines the disk never took are on stderr already
+                self._file.close()
             self._file = None
 
 
@@ -194,7 +210,11 @@ class Controls:
         self._seen = 0
 
     def poll(self) -> None:
-        for control in self.store.pending_controls(after=self._seen):
+        try:
+            controls = self.store.pending_controls(after=self._seen)
+        except StoreError:
+            return  # a store that cannot be read now is read again at the next poll
+        for control in controls:
             self._seen = max(self._seen, control.id)
             self.queue.append(control)
 
@@ -261,12 +281,15 @@ class Runner:
         self.controls = Controls(store, clock)
         self.members = {p.id: p for p in config.team}
         self.state = restored_state(config, store.snapshot().scheduler_state_json)
-        self.revision = store.revision
+        # C3: the counter goes on from the highest revision known anywhere (store, marker,
+        # shadow copy), so a restart after a shadowed write never reuses a pending revision.
+        self.revision = max(store.revision, durability.highest_revision)
         self.events = 0
         self.calls = 0
         self.posts: list[tuple[str, str]] = []
         self.statuses: list[str] = []
         self._untaken: set[int] = set()  # controls carried out, not yet marked taken
+        self._beat_failed = False
         self._events: deque[_Todo] = deque()
         self._parent: tuple[str, str] = ("", "")  # the input the current turn answers (B19)
         # B21: one handler per effect type the core can emit; a test checks none is missing.
@@ -284,6 +307,14 @@ class Runner:
         """Run until the run is stopped (by `autodev stop`, or at `stop_at` on the clock)."""
         self._stop_at = stop_at
         events = self._events
+        if self.durability.pending:
+            # Revisions taken up from the shadow copy go to the store as soon as it works.
+            shadowed = self.durability.pending
+            taken_up = self.durability.retry(identity=self.identity, now=self.clock.now())
+            done = ("committed to the store" if taken_up.outcome == "committed"
+                    else f"not committed yet: {taken_up.error or taken_up.gate.detail}")
+            self.log.note(self.clock.now(),
+                          f"took up revisions {_span(shadowed)} from the shadow copy; {done}")
         if self.state.status == "paused":
             # A pause survives a restart: it waits for a person (A29, A31, A32).
             self.log.note(self.clock.now(), "the run is paused; `autodev resume` goes on")
@@ -381,13 +412,31 @@ class Runner:
                 events.append(_Todo(StopRequested(now=self.clock.now())))
                 return
             now = self.clock.now()
-            self.store.heartbeat(now)
+            self._beat(now)
             # Wait a slice (controls are polled all the while), never past the end of the run.
             seconds = self.slice_seconds
             if self._stop_at is not None:
                 seconds = min(seconds, max((self._stop_at - now).total_seconds(), 0.0))
             self.clock.wait(seconds, lambda: self.controls.has("stop", "resume", "say", "pause"))
             self._drain_controls(events)
+
+    def _beat(self, now: datetime) -> None:
+        """The heartbeat (C2). A store that cannot take it (a full disk) never stops the
+        daemon: the lock file's time stands in for it (a metadata write needs no free space),
+        and the log says so once, and again when the store takes it back."""
+        try:
+            self.store.heartbeat(now)
+        except StoreError as exc:
+            with suppress(OSError):
+                os.utime(lock_path(self.store.path))
+            if not self._beat_failed:
+                self.log.note(now, f"heartbeat not written ({exc}); the lock file's time stands "
+                                   "in for it until the store takes writes again")
+            self._beat_failed = True
+        else:
+            if self._beat_failed:
+                self.log.note(now, "heartbeat written to the store again")
+            self._beat_failed = False
 
     def _clock_factor(self) -> float:
         return float(getattr(self.clock, "factor", 1.0))
@@ -410,6 +459,9 @@ class Runner:
         )
         if result.outcome == "committed":
             self._untaken.clear()
+        if result.shadow_dropped:
+            self.log.note(self.clock.now(), "the shadow copy is full; left out: "
+                          + "; ".join(result.shadow_dropped))
         if result.outcome != "committed":
             self.log.note(
                 self.clock.now(),
@@ -450,7 +502,7 @@ class Runner:
         shown = [""]
 
         def heartbeat(now: datetime, target: datetime) -> None:
-            self.store.heartbeat(now)
+            self._beat(now)
             left = (target - now).total_seconds()
             if self.countdown is not None and left >= COUNTDOWN_MIN_SECONDS:
                 text = countdown_text(self._waiting_for(effect), target, now, self.config.zone)
@@ -511,7 +563,7 @@ class Runner:
         if self.controls.has("stop", "pause") or not self._gate_open():
             return self._cut_short()  # stop or pause arrived while waiting for the write
         prompt = self._prompt(effect, member)
-        self.store.heartbeat(self.clock.now())
+        self._beat(self.clock.now())
         self.calls += 1
         result = self.perform_call(effect, member, prompt)
         if result.cancelled:
@@ -596,11 +648,18 @@ class Runner:
                 turn_type,
                 f"{parent_id}:{member.id}",
                 parent_text,
-                committed_revision=self.revision,
+                # B20: the store's revision and the loop's own, apart: a failed attempt whose
+                # writes the store never took leaves the working revision ahead.
+                committed_revision=self.durability.committed_revision,
                 working_revision=self.revision,
             ),
             record,
         )
+        if plan.rollback.required:
+            dropped = self.durability.roll_back(plan.rollback.to_revision)
+            if dropped:
+                self.log.note(self.clock.now(), f"rolled back revisions {_span(dropped)} that "
+                              "the failed attempt left uncommitted (B20)")
         if plan.context is not None and not plan.needs_compute:
             return plan.context
         window = thread_window(
@@ -614,11 +673,18 @@ class Runner:
         owner = "" if effect.turn_owner == member.id else f" (taking @{effect.turn_owner}'s turn)"
         lines += ["---", f"You are @{member.id}. It is your turn{owner}. Post your reply."]
         context = "\n".join(lines).strip()
-        self.store.save_turn_input(
+        # Through the commit path: on a failing store it is written with the next revision.
+        self.durability.save_turn_input(
             bind_input_context(f"{parent_id}:{member.id}", parent_text, context),
             now=self.clock.now(),
         )
         return context
+
+
+def _span(revisions: Sequence[int]) -> str:
+    if not revisions:
+        return "none"
+    return str(revisions[0]) if len(revisions) == 1 else f"{revisions[0]}-{revisions[-1]}"
 
 
 def default_countdown() -> TextIO | None:

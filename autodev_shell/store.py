@@ -361,6 +361,7 @@ class RunStore:
         now: datetime,
         run_id: str | None = None,
         taken_controls: Sequence[int] = (),
+        turn_inputs: Sequence[InputRecord] = (),
     ) -> CommitResult:
         """Commit one revision in one transaction: its posts, the run state and the marker.
         `taken_controls` are the ids of queued controls this revision carries out (a `say`'s
@@ -397,6 +398,8 @@ class RunStore:
                     "UPDATE controls SET taken_at = ? WHERE id = ? AND taken_at IS NULL",
                     (stamp, int(control)),
                 )
+            for record in turn_inputs:  # saved when the store could not take them (B19)
+                _save_turn_input(conn, record, stamp)
             if not replayed:
                 conn.execute(
                     "UPDATE run_state SET revision = ?, scheduler_json = ?, persistence_json = ?,"
@@ -588,14 +591,7 @@ class RunStore:
         if not record.parent_input_id:
             raise ValueError("a turn input record needs its parent input's id")
         with self._transaction("save a turn input") as conn:
-            conn.execute(
-                "INSERT INTO turn_inputs (parent_input_id, bound_text, context, saved_at) "
-                "VALUES (?, ?, ?, ?) ON CONFLICT (parent_input_id) DO UPDATE SET "
-                "bound_text = excluded.bound_text, context = excluded.context, "
-                "saved_at = excluded.saved_at",
-                (clean_text(record.parent_input_id), clean_text(record.bound_text),
-                 clean_text(record.context), _text(now)),
-            )
+            _save_turn_input(conn, record, _text(now))
 
     def load_turn_input(self, parent_input_id: str) -> InputRecord | None:
         """The record persisted for `parent_input_id`, verbatim, or None. Whether it is reused
@@ -609,6 +605,17 @@ class RunStore:
 
 
 # --- helpers --------------------------------------------------------------------------------
+
+
+def _save_turn_input(conn: sqlite3.Connection, record: InputRecord, stamp: str) -> None:
+    conn.execute(
+        "INSERT INTO turn_inputs (parent_input_id, bound_text, context, saved_at) "
+        "VALUES (?, ?, ?, ?) ON CONFLICT (parent_input_id) DO UPDATE SET "
+        "bound_text = excluded.bound_text, context = excluded.context, "
+        "saved_at = excluded.saved_at",
+        (clean_text(record.parent_input_id), clean_text(record.bound_text),
+         clean_text(record.context), stamp),
+    )
 
 
 def _scalar(conn: sqlite3.Connection, sql: str) -> Any:

@@ -1,0 +1,229 @@
+"""A full disk never kills the daemon (issue 9 item 5; SPEC B6-B9, C2, C3).
+
+The run folder is a small tmpfs that another process fills and frees while the real daemon
+runs on stand-in CLIs. The store, the shadow copy, the log file and the lanes all fail while it
+is full. The daemon must stay up (the B9 gate holds the next turn while its writes are not
+confirmed), keep its heartbeat on the lock file, recover when space returns, and lose no
+acknowledged message or post. Needs root to mount the tmpfs; skipped otherwise.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import random
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from daemon_helpers import Daemon, alive, wait_for
+
+from autodev_shell.store import RunStore
+
+#: The tmpfs's size: room for the run's files; the filler takes the rest.
+TMPFS_SIZE = "16m"
+
+
+@contextlib.contextmanager
+def tmpfs(where: Path) -> Iterator[Path]:
+    where.mkdir(parents=True, exist_ok=True)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={TMPFS_SIZE},mode=0700",
+                              "tmpfs", str(where)], capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({mounted.stderr.strip()})")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], capture_output=True)
+
+
+def fill(directory: Path) -> Path:
+    """Write a filler file until the file system says it is full."""
+    filler = directory / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        for size in (1 << 20, 65536, 4096, 512, 1):
+            block = b"\0" * size
+            with contextlib.suppress(OSError):
+                while True:
+                    os.write(fd, block)
+    finally:
+        os.close(fd)
+    return filler
+
+
+def thread(d: Daemon) -> list[tuple[str, str, str]]:
+    return d.thread()
+
+
+def start(d: Daemon, errors: Path) -> subprocess.Popen[bytes]:
+    # stderr to a file outside the tmpfs: an unread pipe would block a chatty daemon.
+    d.proc = subprocess.Popen(
+        [sys.executable, "-m", "autodev_shell.cli", "run", str(d.team), "--run", str(d.run_dir)],
+        env=d.env, stdout=subprocess.DEVNULL, stderr=errors.open("wb"), start_new_session=True,
+    )
+    return d.proc
+
+
+def disk_soak(root: Path, *, cycles: int, hold: float, seed: int) -> None:
+    rng = random.Random(seed)
+    d = Daemon(root, {"ana": "claude", "rui": "codex"},
+               {"default": {"post": "ok", "sleep": 0.2}})
+    errors = root / "daemon.err"
+    with tmpfs(d.run_dir):
+        proc = start(d, errors)
+        acknowledged: list[str] = []
+        try:
+            wait_for(lambda: (d.run_dir / "run.db").exists() and len(thread(d)) >= 2,
+                     "the first posts")
+            for cycle in range(cycles):
+                filler = fill(d.run_dir)
+                deadline = time.monotonic() + hold
+                while time.monotonic() < deadline:
+                    text = f"message {cycle}.{len(acknowledged)}"
+                    if d.cli("say", text).returncode == 0:
+                        acknowledged.append(text)
+                    status = d.cli("status")
+                    assert status.returncode == 0, status.stderr
+                    time.sleep(rng.uniform(0.1, 0.5))
+                    assert alive(proc.pid), errors.read_text(errors="replace")[-3000:]
+                # a message acknowledged before the disk filled may still be waiting
+                seen = len(thread(d))
+                filler.unlink()
+                wait_for(lambda seen=seen: len(thread(d)) > seen + 1,  # type: ignore[misc]
+                         f"progress after space returned (cycle {cycle})")
+                assert alive(proc.pid), errors.read_text(errors="replace")[-3000:]
+            wait_for(lambda: all(any(body == text for _, who, body in thread(d) if who == "user")
+                                 for text in acknowledged), "every acknowledged message")
+        finally:
+            (d.run_dir / "filler").unlink(missing_ok=True)
+            d.stop()
+        assert proc.returncode == 0, errors.read_text(errors="replace")[-3000:]
+        err = errors.read_text(errors="replace")
+        assert "Traceback" not in err, err[-3000:]
+        posts = thread(d)
+        said = [body for _, who, body in posts if who == "user"]
+        for text in acknowledged:
+            assert said.count(text) == 1, text
+        assert len({key for key, _, _ in posts}) == len(posts)
+        # every call that ended with a post is in the thread, but the one a stop cut short
+        assert sum(1 for _, who, _ in posts if who != "user") >= len(d.calls()) - 1
+        with RunStore.open(d.run_dir / "run.db") as store:
+            assert store.integrity_check() == ("ok",)
+        status = d.cli("status")
+        assert "status: running" not in status.stdout, status.stdout
+        assert "status: stopped" in status.stdout
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
+def test_C3_B9_a_disk_that_fills_and_frees_never_kills_the_daemon(tmp_path: Path) -> None:
+    # The CI version: two fill/free cycles, a few seconds full each (well under a minute).
+    disk_soak(tmp_path, cycles=2, hold=3.0, seed=1)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
+def test_C3_B9_disk_fill_soak(tmp_path: Path) -> None:
+    cycles = 20 if os.environ.get("HYPOTHESIS_PROFILE") == "thorough" else 8
+    disk_soak(tmp_path, cycles=cycles, hold=6.0, seed=int(time.time()))
+
+
+
+# --- each store write the daemon makes, failing on its own (in process, fake clock) ----------
+
+
+def _runner_on_failing_disk(tmp_path: Path, prefixes: tuple[str, ...],
+                            log_file: bool = False, turn_inputs_fail: bool = False,
+                            ) -> tuple[object, object, io.StringIO]:
+    from helpers.faults import DiskSwitch, faulty_connection
+    from test_runner import EXAMPLES, ScriptedCLIs
+
+    from autodev_core.identity import resolve_active_identity
+    from autodev_core.scenario import parse_scenario
+    from autodev_core.simulation import scheduler_config
+    from autodev_shell.clock import FakeClock
+    from autodev_shell.durability import Durability
+    from autodev_shell.runlock import RunLock
+    from autodev_shell.runner import Runner, StreamLog
+
+    scenario = parse_scenario((EXAMPLES / "02-colleague-round-robin.yaml").read_text())
+    clock = FakeClock(scenario.start)
+    identity = resolve_active_identity(run_id="test-run")
+    switch = DiskSwitch()
+    db = tmp_path / "run.db"
+    RunLock.acquire(db, run="test-run")
+    store = RunStore.open(db, create=True, run_id="test-run", now=scenario.start,
+                          factory=faulty_connection(switch))
+    switch.fail(prefixes)
+    if turn_inputs_fail:
+        from autodev_shell.store import StoreError
+
+        def full(*_args: object, **_kwargs: object) -> None:
+            raise StoreError("Could not save a turn input (database or disk is full).",
+                             path=db, kind="write-failed")
+
+        store.save_turn_input = full  # type: ignore[method-assign]
+    stream = io.StringIO()
+    log = StreamLog(scenario.zone, stream=stream,
+                    file=tmp_path / "autodev.log" if log_file else None)
+    runner = Runner(config=scheduler_config(scenario), store=store,
+                    durability=Durability.open(store, identity), identity=identity, clock=clock,
+                    log=log, perform_call=ScriptedCLIs(scenario, clock), slice_seconds=60)
+    summary = runner.run(stop_at=scenario.until)
+    return runner, summary, stream
+
+
+def test_C2_a_heartbeat_the_store_cannot_take_never_stops_the_daemon(tmp_path: Path) -> None:
+    from autodev_shell.runlock import lock_path
+
+    before = time.time()
+    runner, summary, stream = _runner_on_failing_disk(tmp_path, ("INSERT INTO heartbeat",))
+    assert summary.status == "stopped" and summary.calls > 0  # type: ignore[attr-defined]
+    assert runner.store.last_heartbeat() is None  # type: ignore[attr-defined]
+    assert lock_path(tmp_path / "run.db").stat().st_mtime >= before - 1
+    notes = stream.getvalue()
+    assert notes.count("heartbeat not written") == 1, "said once, clearly"
+    assert "the lock file's time stands in for it" in notes
+
+
+def test_B19_a_turn_input_the_store_cannot_take_is_committed_with_the_next_revision(
+    tmp_path: Path,
+) -> None:
+    # The direct write fails; the revision's commit after it carries the record.
+    runner, summary, _ = _runner_on_failing_disk(tmp_path, (), turn_inputs_fail=True)
+    assert summary.status == "stopped" and summary.calls > 0  # type: ignore[attr-defined]
+    store = runner.store  # type: ignore[attr-defined]
+    saved = store._conn.execute("SELECT count(*) FROM turn_inputs").fetchone()[0]
+    assert saved >= 1
+
+
+def test_C3_a_store_that_cannot_be_read_for_controls_is_read_again_later(
+    tmp_path: Path,
+) -> None:
+    _runner, summary, _ = _runner_on_failing_disk(tmp_path, ("SELECT ID, COMMAND",))
+    assert summary.status == "stopped" and summary.calls > 0  # type: ignore[attr-defined]
+
+
+def test_C7_a_log_file_the_disk_cannot_take_never_stops_the_daemon(tmp_path: Path) -> None:
+    from autodev_shell.runner import StreamLog
+
+    stream = io.StringIO()
+    log = StreamLog(UTC, stream=stream, file=tmp_path / "autodev.log")
+
+    class FullDisk(io.StringIO):
+        def flush(self) -> None:
+            raise OSError(28, "No space left on device")
+
+    log._file = FullDisk()  # type: ignore[assignment]
+    at = datetime(2026, 12, 1, 9, tzinfo=UTC)
+    log.line(at, "one")
+    log.note(at, "two")
+    text = stream.getvalue()
+    assert "one" in text and "two" in text
+    assert text.count("the log file cannot be written") == 1
+    log.close()
