@@ -221,9 +221,24 @@ class PreparedClassification:
     limit: _PreparedLimit
     login: str | None
     network: str | None
+    # The answer when no limit can be in it (nothing structured, no notice): the same at every
+    # instant, so built once.
+    fixed: Classification | None = attrs.field(init=False)
+
+    @fixed.default
+    def _fixed(self) -> Classification | None:
+        if self.limit.structured or any(self.limit.pieces):
+            return None
+        if self.login is not None:
+            return Classification(kind="login", text=self.login)
+        if self.network is not None:
+            return Classification(kind="network", text=self.network)
+        return Classification(kind="other")
 
     def at(self, now: datetime, local_tz: tzinfo) -> Classification:
         _check(self.limit.provider, now, local_tz)
+        if self.fixed is not None:
+            return self.fixed
         now = now.astimezone(UTC)  # A6: durations are elapsed time, whatever zone `now` carries
         limit = self.limit.at(now, local_tz)
         if limit is not None:
