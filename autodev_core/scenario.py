@@ -32,9 +32,14 @@ DEFAULT_KEY = "default"
 #: Top-level keys of a scenario file (SPEC D); anything else is a typo.
 SCENARIO_KEYS: tuple[str, ...] = (
     "start", "timezone", "installed", "max_iterations", "until", "team", "calls", "messages",
+    "peers",
 )
 #: Keys of a team member: the id plus the front-matter keys of a participant file (A10, C5).
 MEMBER_KEYS: tuple[str, ...] = ("id", "provider", "model", "failover", "gate")
+#: Keys of one report by another run sharing the account (issue 14, docs/scenarios.md).
+PEER_KEYS: tuple[str, ...] = ("at", "engine", "reset", "source")
+#: Who a report comes from when the scenario does not say.
+DEFAULT_PEER = "another run"
 #: Keys of one call answer (SPEC D).
 ANSWER_KEYS: tuple[str, ...] = ("post", "stdout", "stderr", "exit", "timeout", "duration")
 _REQUIRED: tuple[str, ...] = ("start", "timezone", "team")
@@ -78,6 +83,22 @@ class CallAnswer:
 OK_ANSWER = CallAnswer(post="ok")
 
 CallTable = tuple[tuple[str, tuple[CallAnswer, ...]], ...]
+
+
+@attrs.frozen
+class PeerReport:
+    """Another run sharing the account reports, at `at`, that `engine` is limited until `reset`
+    (read from its notice), or — without `reset` — with no readable reset, so the A6 default
+    from `at` stands in for it (issue 14)."""
+
+    at: datetime = attrs.field(validator=aware)
+    engine: Engine
+    reset: datetime | None = attrs.field(default=None, validator=aware_or_none)
+    source: str = DEFAULT_PEER
+
+
+def _tuple_of_peers(value: Iterable[PeerReport]) -> tuple[PeerReport, ...]:
+    return tuple(value)
 
 
 def _check_zone(_instance: object, _attribute: object, value: str) -> None:
@@ -145,6 +166,7 @@ class Scenario:
     calls: CallTable = attrs.field(default=(), converter=_call_table, validator=_check_calls)
     default: CallAnswer | None = None
     messages: tuple[datetime, ...] = attrs.field(default=(), converter=_tuple_of_datetimes)
+    peers: tuple[PeerReport, ...] = attrs.field(default=(), converter=_tuple_of_peers)
 
     def __attrs_post_init__(self) -> None:
         # One canonical form, so that a value read back from JSON (fixed offsets) equals the
@@ -165,6 +187,18 @@ class Scenario:
             object.__setattr__(self, "until", self.until.astimezone(zone))
         ordered = sorted(self.messages, key=lambda stamp: stamp.astimezone(UTC))
         object.__setattr__(self, "messages", tuple(stamp.astimezone(zone) for stamp in ordered))
+        object.__setattr__(
+            self,
+            "peers",
+            tuple(
+                attrs.evolve(
+                    report,
+                    at=report.at.astimezone(zone),
+                    reset=None if report.reset is None else report.reset.astimezone(zone),
+                )
+                for report in self.peers
+            ),
+        )
 
     @property
     def zone(self) -> ZoneInfo:
@@ -430,6 +464,26 @@ class _Reader:
             duration=duration,
         )
 
+    def peer(self, where: _Where, zone: ZoneInfo, zone_name: str) -> PeerReport:
+        fields = self.mapping(where, PEER_KEYS, "a report by another run")
+        for required in ("at", "engine"):
+            if required not in fields:
+                raise self.error(where, f"missing required key {required!r}")
+        stamp = self.local_time(fields["at"], zone, zone_name)
+        reset: datetime | None = None
+        if "reset" in fields and self._present(fields["reset"]):
+            reset = self.local_time(fields["reset"], zone, zone_name)
+            if reset.astimezone(UTC) <= stamp.astimezone(UTC):
+                raise self.error(fields["reset"], "a reported reset comes after 'at'")
+        source = DEFAULT_PEER
+        if "source" in fields:
+            text = self.text(fields["source"])
+            if text is None or not text.strip():
+                raise self.error(fields["source"], "names who saw the limit; it cannot be empty")
+            source = text.strip()
+        return PeerReport(at=stamp, engine=self.engine(fields["engine"]), reset=reset,
+                          source=source)
+
     def _present(self, where: _Where) -> bool:
         node = where.node
         return not (isinstance(node, yaml.ScalarNode) and self.scalar(where) is None)
@@ -597,6 +651,16 @@ def parse_scenario(text: str, *, source: str = "<string>") -> Scenario:
                 raise reader.error(where, "a message after 'until' would never arrive")
             messages.append(stamp)
 
+    peers: list[PeerReport] = []
+    if "peers" in fields and reader._present(fields["peers"]):
+        for where in reader.sequence(fields["peers"], "'peers'"):
+            report = reader.peer(where, zone, zone_name)
+            if report.at.astimezone(UTC) < start.astimezone(UTC):
+                raise reader.error(where, "a report cannot arrive before 'start'")
+            if until is not None and report.at.astimezone(UTC) > until.astimezone(UTC):
+                raise reader.error(where, "a report after 'until' would never arrive")
+            peers.append(report)
+
     return Scenario(
         start=start,
         timezone=zone_name,
@@ -607,6 +671,7 @@ def parse_scenario(text: str, *, source: str = "<string>") -> Scenario:
         calls=tuple(calls),
         default=default,
         messages=tuple(messages),
+        peers=tuple(peers),
     )
 
 
@@ -651,6 +716,15 @@ def _member_data(member: Participant) -> dict[str, Any]:
     return data
 
 
+def _peer_data(report: PeerReport, zone: ZoneInfo) -> dict[str, Any]:
+    data: dict[str, Any] = {"at": _local(report.at, zone), "engine": str(report.engine)}
+    if report.reset is not None:
+        data["reset"] = _local(report.reset, zone)
+    if report.source != DEFAULT_PEER:
+        data["source"] = report.source
+    return data
+
+
 def render_scenario(scenario: Scenario) -> str:
     """The scenario file text for `scenario`: `parse_scenario(render_scenario(s)) == s`.
 
@@ -676,5 +750,7 @@ def render_scenario(scenario: Scenario) -> str:
         data["calls"] = calls
     if scenario.messages:
         data["messages"] = [_local(stamp, zone) for stamp in scenario.messages]
+    if scenario.peers:
+        data["peers"] = [_peer_data(report, zone) for report in scenario.peers]
     return str(yaml.safe_dump(data, allow_unicode=True, sort_keys=False, width=1_000_000))
 

@@ -21,7 +21,16 @@ from .engine import Engine
 from .errors import ConfigError
 from .scenario import OK_ANSWER, CallAnswer, Scenario
 from .scheduler.effects import Effect, Log, Sleep, StartCall
-from .scheduler.events import CallEnded, Event, MessageArrived, RunStarted, Woke, call_ended
+from .scheduler.events import (
+    CallEnded,
+    Event,
+    LimitObserved,
+    MessageArrived,
+    RunStarted,
+    Woke,
+    call_ended,
+)
+from .scheduler.policy import default_limit_wait
 from .scheduler.state import SchedulerConfig, SchedulerState, initial_state
 from .scheduler.step import step
 
@@ -181,6 +190,17 @@ def _simulate(scenario: Scenario, source: str, max_events: int) -> SimulationRes
     )
     messages = tuple(m.astimezone(UTC) for m in scenario.messages if m >= start)
     next_message = 0
+    # Issue 14: another run's reports, in time order; one at t is learned before anything else
+    # that happens at t (A39: what was learned comes first).
+    peers = sorted(
+        (
+            (r.at.astimezone(UTC), r)
+            for r in scenario.peers
+            if r.at.astimezone(UTC) >= start
+        ),
+        key=lambda pair: pair[0],
+    )
+    next_peer = 0
     lines: list[SimulatedLine] = []
     call: tuple[datetime, CallEnded] | None = None
     wake_at: datetime | None = None
@@ -215,6 +235,8 @@ def _simulate(scenario: Scenario, source: str, max_events: int) -> SimulationRes
             candidates.append(wake_at)
         if next_message < len(messages):
             candidates.append(messages[next_message])
+        if next_peer < len(peers):
+            candidates.append(peers[next_peer][0])
         if not candidates:
             break
         at = min(candidates)
@@ -227,7 +249,21 @@ def _simulate(scenario: Scenario, source: str, max_events: int) -> SimulationRes
                 "or give the calls a longer duration",
                 source=source,
             )
-        if call is not None and call[0] == at:
+        if next_peer < len(peers) and peers[next_peer][0] == at:
+            report = peers[next_peer][1]
+            next_peer += 1
+            reset = report.reset
+            event = LimitObserved(
+                now=at,
+                engine=report.engine,
+                until=reset if reset is not None else at + default_limit_wait(
+                    report.engine.provider
+                ),
+                read=reset is not None,
+                seen=at,
+                source=report.source,
+            )
+        elif call is not None and call[0] == at:
             event = call[1]
             call = None
         elif wake_at is not None and state.wait_until is not None and wake_at == at:

@@ -19,6 +19,7 @@ from autodev_core.scenario import (
     DEFAULT_CALL_DURATION,
     OK_ANSWER,
     CallAnswer,
+    PeerReport,
     Scenario,
     parse_scenario,
     render_scenario,
@@ -486,6 +487,17 @@ def scenarios(draw: st.DrawFn) -> Scenario:
     messages = tuple(
         local(naive_start + timedelta(seconds=offset)) for offset in offsets
     )
+    peers = []
+    for offset in draw(st.lists(st.integers(0, int(horizon.total_seconds())), max_size=3)):
+        reset = None
+        if draw(st.booleans()):
+            reset = local(naive_start + timedelta(seconds=offset + draw(st.integers(1, 10**5))))
+        peers.append(PeerReport(
+            at=local(naive_start + timedelta(seconds=offset)),
+            engine=draw(_engines),
+            reset=reset,
+            source=draw(st.sampled_from(("another run", "laptop", "ci runner"))),
+        ))
     return Scenario(
         start=start,
         timezone=zone_name,
@@ -496,6 +508,7 @@ def scenarios(draw: st.DrawFn) -> Scenario:
         calls=calls,
         default=draw(st.none() | _answers),
         messages=messages,
+        peers=tuple(peers),
     )
 
 

@@ -697,7 +697,8 @@ def test_a_recorded_reset_never_moves_earlier() -> None:
         run.state, call=attrs.evolve(call, participant="ana", engine=Engine("claude"))
     )
     run.end("limit", reset=at(11))
-    assert EngineLimit(Engine("claude"), at(15)) in run.state.limits
+    assert [(r.engine, r.until) for r in run.state.limits] == [(Engine("claude"), at(15))]
+    assert all(isinstance(r, EngineLimit) for r in run.state.limits)
 
 
 def test_A22_approving_the_due_participant_makes_its_turn_the_owed_one() -> None:

@@ -18,6 +18,7 @@ from autodev_core.scheduler import (
     CallEnded,
     GateApproved,
     GateRequested,
+    LimitObserved,
     Log,
     PauseRequested,
     ResumeRequested,
@@ -70,6 +71,8 @@ def _event(kind: type) -> object:
                          posted=True)
     if kind in (GateApproved, GateRequested):
         return kind(now=NOW, participant="ana")
+    if kind is LimitObserved:
+        return LimitObserved(now=NOW, engine=Engine("claude"), until=NOW, source="laptop")
     return kind(now=NOW)
 
 

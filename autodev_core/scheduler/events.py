@@ -18,7 +18,7 @@ import attrs
 from ..classification import Classification, LimitNotice
 from ..engine import Engine
 from ..serialization import register_union
-from ..times import aware, utc
+from ..times import aware, aware_or_none, utc, utc_or_none
 
 _is_bool = attrs.validators.instance_of(bool)
 
@@ -158,6 +158,31 @@ class GateApproved:
     participant: str = attrs.field(validator=_participant_id)
 
 
+def _source(_instance: object, _attribute: object, value: str) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("LimitObserved.source names who saw the limit; it cannot be empty")
+
+
+@attrs.frozen
+class LimitObserved:
+    """Another run driving the same account saw `engine` limited until `until` (issue 14).
+
+    `read`: the reset was read from its notice (False: the A6 default stood in for it); `seen`:
+    when the other run saw it (None: at `now`); `source`: who saw it, for the log line and
+    `autodev status`. It joins the registry by the rule a local notice follows
+    (`registry.merge_limit`): routed around (A8-A14), waited for (A18), lifted at its time (A23).
+    """
+
+    now: datetime = attrs.field(converter=utc, validator=aware)
+    engine: Engine = attrs.field(validator=_engine)
+    until: datetime = attrs.field(converter=utc, validator=aware)
+    read: bool = attrs.field(default=True, validator=_is_bool)
+    seen: datetime | None = attrs.field(
+        default=None, converter=utc_or_none, validator=aware_or_none
+    )
+    source: str = attrs.field(default="another run", validator=_source)
+
+
 Event = (
     RunStarted
     | CallEnded
@@ -169,6 +194,7 @@ Event = (
     | ResumeRequested
     | GateRequested
     | GateApproved
+    | LimitObserved
 )
 EVENT_TYPES: tuple[type, ...] = (
     RunStarted,
@@ -181,6 +207,7 @@ EVENT_TYPES: tuple[type, ...] = (
     ResumeRequested,
     GateRequested,
     GateApproved,
+    LimitObserved,
 )
 register_union(Event)
 

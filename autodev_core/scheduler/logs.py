@@ -28,6 +28,11 @@ def limited_until(engine: Engine, when: str) -> str:
     return f"{engine} limited until {when}"
 
 
+def limited_elsewhere(engine: Engine, when: str, source: str) -> str:  # issue 14
+    """A limit another run sharing the account reported (wording ours; docs/sharing.md)."""
+    return f"{engine} limited until {when} (reported by {source})"
+
+
 def posted_via(participant: str, engine: Engine) -> str:
     return f"{participant} posted via {engine}"
 

@@ -95,10 +95,19 @@ class SchedulerConfig:
 
 @attrs.frozen
 class EngineLimit:
-    """A8: `engine` reported a usage limit; it is taken out until `until` (A6 defaults applied)."""
+    """A8: `engine` reported a usage limit; it is taken out until `until` (A6 defaults applied).
+
+    `read`: the reset was read from a notice (False: the A6 default stands in for it); `seen`:
+    when the notice was seen (None: not known); `source`: who saw it — empty for this run, else
+    the name of another run sharing the account (issue 14, docs/sharing.md). Records merge by
+    `merge_limit` (registry.py).
+    """
 
     engine: Engine
     until: datetime
+    read: bool = True
+    seen: datetime | None = None
+    source: str = ""
 
 
 @attrs.frozen

@@ -32,6 +32,7 @@ from .events import (
     Event,
     GateApproved,
     GateRequested,
+    LimitObserved,
     MessageArrived,
     PauseRequested,
     ResumeRequested,
@@ -41,6 +42,7 @@ from .events import (
 )
 from .policy import EMPTY_TURNS_PAUSE, GIVE_UP_AFTER, backoff_after, default_limit_wait
 from .policy import outage_retry_after as _retry_after
+from .registry import merge_limit
 from .state import Call, EngineLimit, Outage, SchedulerState
 
 
@@ -185,22 +187,56 @@ def _replace(values: tuple[Any, ...], index: int, value: Any) -> tuple[Any, ...]
 # What was learned (A39: written before what is decided)
 
 
+def _merge_limit(
+    d: _Draft, now: datetime, observed: EngineLimit
+) -> tuple[EngineLimit | None, EngineLimit]:
+    """Join `observed` to the registry (registry.py's rule): the engine's record before, after."""
+    engine = observed.engine
+    kept = []
+    record: EngineLimit | None = None
+    for existing in d.limits:
+        if existing.engine == engine:
+            record = existing
+        else:
+            kept.append(existing)
+    merged = merge_limit(record, observed, now)
+    if merged is not record:
+        kept.append(merged)
+        kept.sort(key=lambda r: str(r.engine))
+        d.limits = tuple(kept)
+    return record, merged
+
+
 def _record_limit(d: _Draft, now: datetime, engine: Engine, reset_at: datetime | None) -> None:
-    """A6/A8: take `engine` out until its reset (or the default wait); never bring it earlier."""
-    until = reset_at if reset_at is not None and reset_at > now else now + default_limit_wait(
+    """A6/A8: take `engine` out until its reset (or the default wait). A read reset replaces a
+    defaulted one even when earlier; otherwise a recorded reset never moves earlier."""
+    read = reset_at is not None and reset_at > now
+    until = reset_at if read and reset_at is not None else now + default_limit_wait(
         engine.provider
     )
-    kept = []
-    for record in d.limits:
-        if record.engine == engine:
-            if record.until > now and record.until > until:
-                until = record.until  # a recorded reset never moves earlier except by lifting
-        else:
-            kept.append(record)
-    kept.append(EngineLimit(engine=engine, until=until))
-    kept.sort(key=lambda r: str(r.engine))
-    d.limits = tuple(kept)
-    d.log(now, logs.limited_until(engine, d.clock(until, now)))
+    _before, merged = _merge_limit(
+        d, now, EngineLimit(engine=engine, until=until, read=read, seen=now)
+    )
+    d.log(now, logs.limited_until(engine, d.clock(merged.until, now)))
+
+
+def _observe_limit(d: _Draft, event: LimitObserved) -> bool:
+    """Issue 14: join a limit another run saw; written only when it changes the registry."""
+    now = event.now
+    observed = EngineLimit(
+        engine=event.engine,
+        until=event.until,
+        read=event.read,
+        seen=event.seen if event.seen is not None else now,
+        source=event.source,
+    )
+    record, merged = _merge_limit(d, now, observed)
+    if merged == record:
+        return False
+    if merged.until <= now and (record is None or record.until <= now):
+        return True  # an ended limit, kept until the next turn start: nothing to say
+    d.log(now, logs.limited_elsewhere(event.engine, d.clock(merged.until, now), merged.source))
+    return True
 
 
 def _record_outage(d: _Draft, now: datetime, provider: str) -> None:
@@ -636,6 +672,34 @@ def _on_gate_approved(d: _Draft, event: GateApproved) -> None:
         _begin_turn(d, event.now)
 
 
+def _on_limit_observed(d: _Draft, event: LimitObserved) -> None:
+    """Issue 14: a limit another run saw joins the registry. A call in flight is not touched
+    (A24); a limit or outage wait is decided afresh when the registry changed — a read reset
+    that replaced a defaulted one may end it now or earlier (A18, A23) — else slept on; a
+    failure wait is brought forward to a limited engine's return (A30); paused or stopped: learn,
+    decide nothing."""
+    changed = _observe_limit(d, event)
+    now = event.now
+    status = d.status
+    until = d.wait_until
+    if until is None:
+        return
+    if status == "backing_off":
+        for record in d.limits:
+            if now < record.until < until:
+                until = record.until  # A30: a limited engine back first brings the attempt on
+        _sleep(d, now, until, status, True)
+        return
+    if changed:
+        mark = len(d.effects)
+        d.wait_until = None
+        _begin_turn(d, now)
+        if d.call is not None or d.wait_until != until or d.status != status:
+            return
+        del d.effects[mark:]  # the same wait as before: nothing new to say
+    _sleep(d, now, until, status, False)
+
+
 def _ignore(_d: _Draft, _event: Any) -> None:
     """Nothing to do in this status (the table says so explicitly)."""
 
@@ -664,6 +728,11 @@ def _table() -> Mapping[tuple[Status, type], tuple[Handler, frozenset[Status]]]:
         )
         t[(status, GateRequested)] = (_on_gate_requested, frozenset((status,)))
         t[(status, StopRequested)] = (_on_stop, frozenset(("stopped",)))
+        t[(status, LimitObserved)] = (
+            _on_limit_observed,
+            _AFTER_DECIDING | {status} if status in ("rate_limited", "unreachable")
+            else frozenset((status,)),
+        )
     t[("stopped", RunStarted)] = (_on_run_started, _AFTER_DECIDING)
     for status in ("running", *_WAITS):
         t[(status, PauseRequested)] = (_on_pause, frozenset(("paused",)))

@@ -8,8 +8,9 @@ Orchestrators that import autodev can property-test the scheduler against their 
     TestMyTeam = MyTeam.TestCase
 
 `SchedulerMachine` feeds random interleavings of call outcomes (posts, notices with random
-resets, network errors, crashes, timeouts, empty turns, login failures), messages, clock jumps,
-stops, pauses, resumes and gates to `step`, and after every step checks the invariants of
+resets, network errors, crashes, timeouts, empty turns, login failures), limits reported by other
+runs sharing the account (issue 14), messages, clock jumps, stops, pauses, resumes and gates to
+`step`, and after every step checks the invariants of
 SPEC A against a tiny independent model. This module imports hypothesis; nothing else in
 `autodev_core` does.
 """
@@ -40,6 +41,7 @@ from ..scheduler.events import (
     Event,
     GateApproved,
     GateRequested,
+    LimitObserved,
     MessageArrived,
     PauseRequested,
     ResumeRequested,
@@ -283,6 +285,31 @@ class SchedulerMachine(RuleBasedStateMachine):
         )
         self.feed(event)
 
+    @precondition(lambda self: self.state is not None)
+    @rule(
+        data=st.data(),
+        reset=st.integers(min_value=-120, max_value=24 * 60),
+        read=st.booleans(),
+        seen_ago=st.integers(min_value=0, max_value=180),
+        source=st.sampled_from(("laptop", "ci-runner")),
+    )
+    def peer_limit(
+        self, data: st.DataObject, reset: int, read: bool, seen_ago: int, source: str
+    ) -> None:
+        """Another run on the same account reports a limit (issue 14): on an engine of the
+        team, seen up to three hours ago (a late delivery), its reset past or to come."""
+        engines = sorted({e for lane in self.s.config.lanes for e in lane}, key=str)
+        engine = data.draw(st.sampled_from(engines), label="peer engine")
+        seen = self.now - timedelta(minutes=seen_ago)
+        until = self.now + timedelta(minutes=reset)
+        if until <= seen:
+            until = seen + timedelta(minutes=1)
+        self.feed(
+            LimitObserved(
+                now=self.now, engine=engine, until=until, read=read, seen=seen, source=source
+            )
+        )
+
     @precondition(lambda self: self.state is not None and self.state.wait_until is not None)
     @rule(early=st.booleans(), late=st.integers(min_value=0, max_value=300))
     def wake(self, early: bool, late: int) -> None:
@@ -428,11 +455,16 @@ class SchedulerMachine(RuleBasedStateMachine):
             owner = before.approved or before.config.team[before.due].id
             for start in starts:
                 assert start.turn_owner == owner
-        # A23: a recorded reset never moves earlier except by lifting.
-        old = {r.engine: r.until for r in before.limits}
+        # A23: a recorded reset never moves earlier except by lifting — or when a reset read
+        # from a notice replaces one the A6 default stood in for (issue 14).
+        old = {r.engine: r for r in before.limits}
         for record in after.limits:
-            if record.engine in old and old[record.engine] > now:
-                assert record.until >= old[record.engine]
+            previous = old.get(record.engine)
+            if previous is not None and previous.until > now:
+                assert record.until >= previous.until or (record.read and not previous.read), (
+                    previous, record)
+        if isinstance(event, LimitObserved):
+            self.check_peer_limit(before, event, after, effects)
         # A42: status and the state agree.
         assert after.status in STATUSES
         if after.status == "running":
@@ -458,6 +490,16 @@ class SchedulerMachine(RuleBasedStateMachine):
             early = before.wait_until is not None and now < before.wait_until
             if isinstance(event, Woke) and early:
                 assert sleep.until == before.wait_until  # woke early: same deadline
+            elif isinstance(event, LimitObserved) and not any(
+                not is_learned(m) for m in messages
+            ):
+                assert sleep.status == before.status  # nothing decided: the same wait ...
+                if sleep.status != "backing_off":
+                    assert sleep.until == before.wait_until
+                else:  # ... or a failure wait brought forward to a limit's end (A30)
+                    assert before.wait_until is not None
+                    ends = [r.until for r in after.limits if now < r.until < before.wait_until]
+                    assert sleep.until == min([before.wait_until, *ends])
             elif sleep.status != "backing_off":
                 self.check_limit_wait(after, now, sleep, messages)
         # SPEC 0.3: lossless round trips.
@@ -520,6 +562,30 @@ class SchedulerMachine(RuleBasedStateMachine):
             assert after.status != "paused"
         if after.status == "paused":
             assert before.status == "running"
+
+    def check_peer_limit(
+        self,
+        before: SchedulerState,
+        event: LimitObserved,
+        after: SchedulerState,
+        effects: tuple[Effect, ...],
+    ) -> None:
+        """Issue 14: a limit another run saw is learned as a local one is, and written once."""
+        now = event.now
+        messages = [e.message for e in effects if isinstance(e, Log)]
+        record = next((r for r in after.limits if r.engine == event.engine), None)
+        if event.until > now and record is not None and record.until > now:
+            # The engine is out at least until the peer's reset, unless a read reset of this
+            # run or another outranks a defaulted one.
+            assert record.until >= event.until or (record.read and not event.read)
+        if messages and is_learned(messages[0]):
+            assert messages[0].startswith(f"{event.engine} limited until ")
+            assert messages[0].endswith(")") and "(reported by " in messages[0]
+        if before.call is not None:
+            assert after.call == before.call  # A24: a call in flight is not touched
+        if before.status in ("paused", "stopped", "running"):
+            assert after.status == before.status
+            assert not any(isinstance(e, (StartCall, Sleep)) for e in effects)
 
     def check_limit_wait(
         self, after: SchedulerState, now: datetime, sleep: Sleep, messages: list[str]

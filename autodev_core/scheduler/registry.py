@@ -1,0 +1,65 @@
+"""How a limit seen anywhere joins the registry (A6, A8, A23; issue 14, docs/sharing.md).
+
+A limit can be seen by this run (a notice in a call's output) or by another run driving the same
+account (`LimitObserved`). Both go through `merge_limit`, so a shared limit is routed around,
+waited for and lifted exactly as a local one is. The rule:
+
+- a reset read from a notice replaces one the A6 default stood in for, even when it is earlier;
+- otherwise a recorded reset only moves later (never earlier: the "cooldown moved earlier" bug);
+- an observation seen once the recorded limit had ended starts a new limit;
+- an observation whose reset had passed before the recorded limit was seen belongs to an older
+  limit and changes nothing (a late delivery, e.g. re-published after an outage of the registry);
+- an observation whose reset has already passed is still recorded (ended): until the next turn
+  start lifts it (A23), it can still outrank a defaulted sighting of the same limit arriving
+  after it.
+
+Within one limit the merge is a join (commutative, associative, idempotent), so the order in
+which observations arrive does not matter; the Redis registry runs the same rule server-side.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from .state import EngineLimit
+
+
+def _rank(record: EngineLimit) -> tuple[bool, datetime]:
+    return (record.read, record.until)
+
+
+def _better(a: EngineLimit, b: EngineLimit) -> EngineLimit:
+    """The join of two records of one limit: read beats defaulted, then the later reset wins;
+    a full tie goes to this run's own record, then to the smaller source name, then the earlier
+    sighting (a total order, so the result never depends on which arrived first)."""
+    if _rank(a) != _rank(b):
+        return a if _rank(a) > _rank(b) else b
+
+    def tie(r: EngineLimit) -> tuple[bool, str, datetime | None]:
+        return (r.source != "", r.source, r.seen)
+
+    ta, tb = tie(a), tie(b)
+    if ta[:2] != tb[:2]:
+        return a if ta[:2] < tb[:2] else b
+    if a.seen is None or b.seen is None:
+        return a if a.seen is None else b
+    return a if a.seen <= b.seen else b
+
+
+def merge_limit(record: EngineLimit | None, observed: EngineLimit, now: datetime) -> EngineLimit:
+    """The record of `observed.engine` after `observed` joins `record` at `now`.
+
+    `observed.seen` is when it was seen (None: at `now`). A result whose `until` is not after
+    `now` is a limit that has already ended: the next turn start lifts it (A23, A38).
+    """
+    seen = observed.seen if observed.seen is not None else now
+    if record is not None and seen >= record.until:
+        record = None  # the recorded limit had ended when this one was seen: a new limit
+    if record is None:
+        return observed
+    if record.seen is not None and observed.until <= record.seen:
+        return record  # an older limit, over before the recorded one was seen
+    return _better(record, observed)
+
+
+__all__ = ["merge_limit"]
