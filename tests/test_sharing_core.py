@@ -400,3 +400,16 @@ def test_a_bad_report_is_one_clear_error_naming_line_and_field() -> None:
     typo = SHARED.replace("source: laptop", "sauce: laptop")
     with pytest.raises(ConfigError, match=r":13: peers\[0\]"):
         parse_scenario(typo)
+
+
+def test_an_observation_at_the_end_of_a_wait_decides_as_the_wake_would() -> None:
+    """A38: delivered at (or after) the deadline, with nothing changed, the turn starts."""
+    state = _waiting_on_default()  # until 10:01
+    state, _ = step(state, peer(at(9, 10), at(9, 30), seen=at(9, 5)))  # now until 09:30
+    state, effects = step(state, peer(at(9, 30), at(9, 30), seen=at(9, 5)))  # nothing new
+    assert [str(e.engine) for e in effects if isinstance(e, StartCall)] == ["claude"]
+    base = team(Participant(id="ana", provider="claude"))
+    failing = attrs.evolve(base, status="backing_off", wait_until=at(10), failures=3)
+    failing, effects = step(failing, peer(at(10), at(11), engine=Engine("codex")))
+    assert failing.status == "running"
+    assert [str(e.engine) for e in effects if isinstance(e, StartCall)] == ["claude"]

@@ -676,13 +676,17 @@ def _on_limit_observed(d: _Draft, event: LimitObserved) -> None:
     """Issue 14: a limit another run saw joins the registry. A call in flight is not touched
     (A24); a limit or outage wait is decided afresh when the registry changed — a read reset
     that replaced a defaulted one may end it now or earlier (A18, A23) — else slept on; a
-    failure wait is brought forward to a limited engine's return (A30); paused or stopped: learn,
-    decide nothing."""
+    failure wait is brought forward to a limited engine's return (A30); a wait whose deadline
+    has come is decided as its wake would (A38); paused or stopped: learn, decide nothing."""
     changed = _observe_limit(d, event)
     now = event.now
     status = d.status
     until = d.wait_until
     if until is None:
+        return
+    if now >= until:  # the wait is over (A38): decide as its wake would
+        d.wait_until = None
+        _begin_turn(d, now)
         return
     if status == "backing_off":
         for record in d.limits:
@@ -730,8 +734,7 @@ def _table() -> Mapping[tuple[Status, type], tuple[Handler, frozenset[Status]]]:
         t[(status, StopRequested)] = (_on_stop, frozenset(("stopped",)))
         t[(status, LimitObserved)] = (
             _on_limit_observed,
-            _AFTER_DECIDING | {status} if status in ("rate_limited", "unreachable")
-            else frozenset((status,)),
+            _AFTER_DECIDING | {status} if status in _WAITS else frozenset((status,)),
         )
     t[("stopped", RunStarted)] = (_on_run_started, _AFTER_DECIDING)
     for status in ("running", *_WAITS):
