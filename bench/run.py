@@ -294,6 +294,33 @@ def memory(quick: bool, summary: list[str], details: list[str]) -> None:
         f"Verdict: {_verdict(ok)} (after 100,000, counters aside, no larger than after 100).\n")
 
 
+def sharing(quick: bool, summary: list[str], details: list[str]) -> None:
+    """Issue 14: the turn-start round trip to Redis (loopback) beside the decision cost."""
+    try:
+        import bench_sharing
+        import redis  # noqa: F401
+
+        result = bench_sharing.measure(3 if quick else 9)
+    except (ImportError, RuntimeError) as exc:
+        message = f"not run: {exc} (needs redis-server and the redis extra)"
+        print(message, file=sys.stderr)
+        summary.append(f"| 7. shared limits: turn-start read | {message} | — | — | — | — |")
+        return
+    summary.append(
+        f"| 7. shared limits: turn-start read of {result['engines']} engines, one round trip "
+        f"on loopback | {result['read_us']:.0f} µs | one `step`: {result['step_us']:.1f} µs "
+        f"| **{result['read_per_step']:.1f}** steps | reported | — |")
+    details.append(
+        "### 7. Shared limits (issue 14)\n\n"
+        "`bench/bench_sharing.py` (docs/sharing.md): a redis-server of its own on loopback; "
+        f"the median of {result['rounds']} rounds, interleaved with bench_decision's steps. "
+        f"Turn-start read (`LimitSharing.sync`, one `MGET`): {result['read_us']:.0f} µs; one "
+        f"publish (the merge script): {result['publish_us']:.0f} µs; one `step`: "
+        f"{result['step_us']:.1f} µs. A turn start that shares pays about "
+        f"{result['read_per_step']:.0f} decisions' worth of time for the round trip, once per "
+        "turn, against CLI calls that take seconds to minutes.\n")
+
+
 NOTES = """\
 ## Reading the numbers
 
@@ -388,7 +415,7 @@ def main(argv: list[str] | None = None) -> int:
     began = time.perf_counter()
     benches: list[tuple[str, Callable[[bool, list[str], list[str]], None]]] = [
         ("decision", decision), ("simulation", simulation), ("detection", detection),
-        ("commit", commit), ("memory", memory), ("cold", cold),
+        ("commit", commit), ("memory", memory), ("cold", cold), ("sharing", sharing),
     ]
     for name, bench in benches:
         print(f"running {name} ...", file=sys.stderr, flush=True)

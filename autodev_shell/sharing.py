@@ -1,0 +1,590 @@
+"""Limits shared between daemons on one Redis server (issue 14; docs/sharing.md).
+
+The core decides (`LimitObserved`, `scheduler.registry.merge_limit`); this module only moves
+records between a run's registry and Redis:
+
+- one key per account and engine, `<prefix>:limit:<account>:<engine>`, holding the reset, whether
+  it was read or defaulted, who saw it and when, as JSON, with a TTL ending at the reset (expiry is
+  the lift; set as the time left by the writer's clock, so a server whose clock is off does not
+  move it);
+- a server-side Lua script that sets or moves a record only by the core's rule, atomically, and
+  publishes the new record on `<prefix>:limits` when it changed;
+- one `MGET` round trip for the team's engines at each turn start (`sync`), plus the pub/sub
+  messages received meanwhile by a background subscriber (which also wakes a sleeping daemon);
+- every Redis operation has a short timeout; when Redis is down, slow or partitioned the run
+  carries on with its own registry, says once that sharing is lost and once that it is back, and
+  re-publishes what it learned meanwhile. Outages (A26) are never shared: only limits.
+
+Only providers named in `accounts` are shared, so two different logins are never mixed. The URL's
+password never leaves this module: everything it says shows `redacted(url)`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import queue
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, Final
+from urllib.parse import urlsplit, urlunsplit
+
+import attrs
+
+from autodev_core.engine import PROVIDERS, Engine
+from autodev_core.errors import ConfigError
+from autodev_core.scheduler import EngineLimit, LimitObserved
+
+#: Seconds every Redis operation may take before the run carries on without it.
+DEFAULT_TIMEOUT: Final = 0.25
+#: Real seconds between attempts to reach Redis again once sharing is lost.
+RETRY_SECONDS: Final = 2.0
+DEFAULT_PREFIX: Final = "autodev"
+SCHEMES: Final = ("redis", "rediss")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+_MS: Final = timedelta(milliseconds=1)
+
+#: The core's merge rule (`autodev_core.scheduler.registry.merge_limit`), server-side and atomic.
+#: KEYS[1]: the record's key. ARGV: the observation as JSON ({reset, read, seen, who}, times in
+#: epoch milliseconds), now (ms), the channel, the account, the engine. Returns 1 when the record
+#: changed (and was published), else 0.
+MERGE_SCRIPT: Final = """
+local obs = cjson.decode(ARGV[1])
+local now = tonumber(ARGV[2])
+local raw = redis.call('GET', KEYS[1])
+local rec = nil
+if raw then rec = cjson.decode(raw) end
+if rec and obs.seen >= rec.reset then rec = nil end
+local new = nil
+if rec == nil then
+  new = obs
+elseif obs.reset <= rec.seen then
+  return 0
+elseif obs.read ~= rec.read then
+  if obs.read then new = obs else return 0 end
+elseif obs.reset ~= rec.reset then
+  if obs.reset > rec.reset then new = obs else return 0 end
+elseif obs.who ~= rec.who then
+  if obs.who < rec.who then new = obs else return 0 end
+elseif obs.seen < rec.seen then
+  new = obs
+else
+  return 0
+end
+local text = cjson.encode(new)
+if new.reset > now then
+  redis.call('SET', KEYS[1], text, 'PX', string.format('%d', new.reset - now))
+else
+  redis.call('DEL', KEYS[1])
+end
+redis.call('PUBLISH', ARGV[3], cjson.encode({account = ARGV[4], engine = ARGV[5],
+  reset = new.reset, read = new.read, seen = new.seen, who = new.who}))
+return 1
+"""
+
+
+def millis(at: datetime) -> int:
+    """Epoch milliseconds, floored (Redis keys and TTLs are in ms)."""
+    return (at - _EPOCH) // _MS
+
+
+def from_millis(value: float) -> datetime:
+    return _EPOCH + timedelta(milliseconds=int(value))
+
+
+def redacted(url: str) -> str:
+    """The URL with its user and password shown as `***`: what logs, lanes and status show."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit((parts.scheme, f"***@{host}", parts.path, parts.query, parts.fragment))
+
+
+def check_url(url: str, *, source: str = "--share") -> str:
+    """A `redis://` or `rediss://` URL, or a ConfigError naming where it was written."""
+    text = url.strip()
+    parts = urlsplit(text)
+    if parts.scheme not in SCHEMES or not parts.hostname:
+        raise ConfigError(
+            f"share: expected a redis:// or rediss:// URL such as redis://localhost:6379/0, "
+            f"not {redacted(text)!r}",
+            source=source,
+        )
+    try:
+        _ = parts.port
+    except ValueError:
+        raise ConfigError(f"share: bad port in {redacted(text)!r}", source=source) from None
+    return text
+
+
+def check_accounts(value: object, *, source: str) -> dict[str, str]:
+    """`accounts: {claude: work-max, codex: team}`: provider → account name."""
+    if not isinstance(value, Mapping):
+        raise ConfigError(
+            "accounts: expected a mapping of providers to account names, e.g. "
+            "{claude: work-max, codex: team}",
+            source=source,
+        )
+    accounts: dict[str, str] = {}
+    for provider, name in value.items():
+        if provider not in PROVIDERS:
+            raise ConfigError(
+                f"accounts: unknown provider {provider!r} (known: {', '.join(PROVIDERS)})",
+                source=source,
+            )
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise ConfigError(
+                f"accounts.{provider}: an account name is letters, digits, '_', '.', '@', '-' "
+                f"(up to 64), not {name!r}",
+                source=source,
+            )
+        accounts[str(provider)] = name
+    return accounts
+
+
+SHARE_KEYS: Final = ("url", "prefix", "name", "timeout")
+
+
+def _frozen_accounts(value: Mapping[str, str]) -> Mapping[str, str]:
+    from types import MappingProxyType
+
+    return MappingProxyType(dict(value))
+
+
+@attrs.frozen
+class ShareOptions:
+    """What the run settings say about sharing (`share:` and `accounts:` in autodev.yaml)."""
+
+    url: str | None = None
+    prefix: str = DEFAULT_PREFIX
+    name: str | None = None
+    timeout: float = DEFAULT_TIMEOUT
+    accounts: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_accounts)
+
+
+def share_options(share: object, accounts: object, *, source: str) -> ShareOptions:
+    """Read `share:` (a URL, or {url, prefix, name, timeout}) and `accounts:`; a ConfigError
+    names the file and the field, never the password."""
+    named = check_accounts(accounts, source=source) if accounts is not None else {}
+    if share is None:
+        return ShareOptions(accounts=named)
+    if isinstance(share, str):
+        return ShareOptions(url=check_url(share, source=source), accounts=named)
+    if not isinstance(share, Mapping):
+        raise ConfigError(
+            "share: a redis:// URL, or a mapping with url, prefix, name, timeout", source=source
+        )
+    for key in share:
+        if key not in SHARE_KEYS:
+            raise ConfigError(
+                f"share: unknown key {key!r} (known keys: {', '.join(SHARE_KEYS)})", source=source
+            )
+    if not isinstance(share.get("url"), str):
+        raise ConfigError("share.url: the redis:// or rediss:// URL is required", source=source)
+    prefix = share.get("prefix", DEFAULT_PREFIX)
+    if not isinstance(prefix, str) or not _NAME.match(prefix):
+        raise ConfigError(
+            f"share.prefix: letters, digits, '_', '.', '@', '-', not {prefix!r}", source=source
+        )
+    name = share.get("name")
+    if name is not None and (not isinstance(name, str) or not name.strip()):
+        raise ConfigError("share.name: who this run is, as other runs see it", source=source)
+    timeout = share.get("timeout", DEFAULT_TIMEOUT)
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or not 0 < timeout <= 10
+    ):
+        raise ConfigError(
+            f"share.timeout: seconds, more than 0 and at most 10, not {timeout!r}", source=source
+        )
+    return ShareOptions(
+        url=check_url(share["url"], source=source),
+        prefix=prefix,
+        name=name.strip() if isinstance(name, str) else None,
+        timeout=float(timeout),
+        accounts=named,
+    )
+
+
+@attrs.frozen
+class ShareSettings:
+    """Where and how limits are shared: the Redis URL, the key prefix, who this run is, the
+    account behind each provider, and the timeout of every Redis operation."""
+
+    url: str
+    accounts: Mapping[str, str]
+    name: str
+    prefix: str = DEFAULT_PREFIX
+    timeout: float = DEFAULT_TIMEOUT
+
+    @property
+    def shown_url(self) -> str:
+        return redacted(self.url)
+
+    @property
+    def channel(self) -> str:
+        return f"{self.prefix}:limits"
+
+    def key(self, engine: Engine) -> str | None:
+        account = self.accounts.get(engine.provider)
+        return None if account is None else f"{self.prefix}:limit:{account}:{engine}"
+
+
+def share_settings(
+    options: ShareOptions, *, url: str | None, default_name: str, source: str
+) -> ShareSettings | None:
+    """The settings a run shares with (None: it does not share). `url` (from `--share`)
+    overrides the settings file's. Sharing with no named account is a mistake said clearly."""
+    chosen = check_url(url, source="--share") if url else options.url
+    if chosen is None:
+        return None
+    if not options.accounts:
+        raise ConfigError(
+            "share: name the account behind each provider to share, e.g. "
+            "accounts: {claude: work-max, codex: team} — only named accounts are shared",
+            source=source,
+        )
+    return ShareSettings(
+        url=chosen,
+        accounts=options.accounts,
+        name=options.name or default_name,
+        prefix=options.prefix,
+        timeout=options.timeout,
+    )
+
+
+@attrs.frozen
+class Shared:
+    """One record as Redis holds it."""
+
+    account: str
+    engine: Engine
+    reset: int
+    read: bool
+    seen: int
+    who: str
+
+    def observed(self, now: datetime) -> LimitObserved:
+        return LimitObserved(
+            now=now,
+            engine=self.engine,
+            until=from_millis(self.reset),
+            read=self.read,
+            seen=from_millis(self.seen),
+            source=self.who,
+        )
+
+
+def _parse(account: str, engine: Engine, raw: Any) -> Shared | None:
+    try:
+        data = json.loads(raw)
+        return Shared(
+            account=account,
+            engine=engine,
+            reset=int(data["reset"]),
+            read=bool(data["read"]),
+            seen=int(data["seen"]),
+            who=str(data["who"]),
+        )
+    except (ValueError, KeyError, TypeError):
+        return None  # a record this version cannot read is not this run's business
+
+
+#: Called with one line when sharing is lost or back (the runner's note sink).
+Say = Callable[[str], None]
+
+
+class LimitSharing:
+    """A run's link to the shared registry. Thread-safe where it must be: a background thread
+    receives pub/sub messages; everything else runs on the daemon's loop."""
+
+    def __init__(
+        self,
+        settings: ShareSettings,
+        *,
+        say: Say | None = None,
+        retry_seconds: float = RETRY_SECONDS,
+        subscribe: bool = True,
+        status_file: Path | None = None,
+    ) -> None:
+        self.settings = settings
+        self.status_file = status_file
+        self.say = say or (lambda _line: None)
+        self.retry_seconds = retry_seconds
+        self._redis = importlib.import_module("redis")
+        retry_mod = importlib.import_module("redis.retry")
+        backoff = importlib.import_module("redis.backoff")
+        self._client = self._redis.Redis.from_url(
+            settings.url,
+            socket_timeout=settings.timeout,
+            socket_connect_timeout=settings.timeout,
+            retry_on_timeout=False,
+            retry=retry_mod.Retry(backoff.NoBackoff(), 0),
+            health_check_interval=0,
+        )
+        self._script = self._client.register_script(MERGE_SCRIPT)
+        self._up = True  # until an operation fails
+        self._next_try = 0.0
+        self._inbox: queue.SimpleQueue[Shared] = queue.SimpleQueue()
+        self._news = threading.Event()
+        self._delivered: dict[str, Shared] = {}
+        self._mine: dict[str, Shared] = {}  # this run's latest record per key (re-published)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.lost_count = 0
+        self.round_trips = 0
+        self._write_status()
+        if subscribe:
+            self._thread = threading.Thread(
+                target=self._listen, name="autodev-share", daemon=True
+            )
+            self._thread.start()
+
+    # --- state ------------------------------------------------------------------------------
+
+    @property
+    def up(self) -> bool:
+        return self._up
+
+    def describe(self) -> str:
+        state = "on" if self._up else "lost (carrying on with this run's own limits)"
+        return f"{state} via {self.settings.shown_url}"
+
+    def _write_status(self) -> None:
+        """What `autodev status` shows: on or lost, where (no password), who, which accounts."""
+        if self.status_file is None:
+            return
+        data = {
+            "state": "on" if self._up else "lost",
+            "url": self.settings.shown_url,
+            "prefix": self.settings.prefix,
+            "name": self.settings.name,
+            "accounts": dict(self.settings.accounts),
+            "since": datetime.now(UTC).isoformat(),
+        }
+        temp = self.status_file.with_name(self.status_file.name + ".tmp")
+        try:
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # private
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(json.dumps(data, ensure_ascii=False))
+            temp.replace(self.status_file)
+        except OSError:
+            pass  # status is a courtesy; the run goes on
+
+    def _errors(self) -> tuple[type[BaseException], ...]:
+        return (self._redis.RedisError, OSError)
+
+    def _lost(self, error: BaseException) -> None:
+        self._next_try = time.monotonic() + self.retry_seconds
+        if self._up:
+            self._up = False
+            self.lost_count += 1
+            reason = self._scrub(str(error)) or type(error).__name__
+            self.say(
+                f"limit sharing lost ({self.settings.shown_url}: {reason}); "
+                "carrying on with this run's own limits"
+            )
+            self._write_status()
+
+    def _scrub(self, text: str) -> str:
+        password = urlsplit(self.settings.url).password
+        if password:
+            text = text.replace(password, "***")
+        return text.replace(self.settings.url, self.settings.shown_url)
+
+    def _may_try(self) -> bool:
+        return self._up or time.monotonic() >= self._next_try
+
+    def _back(self, now: datetime) -> None:
+        """Sharing works again: say so once, then re-publish what this run learned meanwhile."""
+        if self._up:
+            return
+        self._up = True
+        self.say(f"limit sharing is back ({self.settings.shown_url})")
+        self._write_status()
+        for record in list(self._mine.values()):
+            if record.reset > millis(now):
+                self._merge(record, now)
+
+    # --- what this run learned ----------------------------------------------------------------
+
+    def publish(self, records: Iterable[EngineLimit], now: datetime) -> None:
+        """Offer this run's own limit records (source empty) to the shared registry."""
+        for record in records:
+            if record.source:
+                continue  # another run's: already shared
+            key = self.settings.key(record.engine)
+            if key is None:
+                continue  # only named accounts are shared
+            shared = Shared(
+                account=self.settings.accounts[record.engine.provider],
+                engine=record.engine,
+                reset=millis(record.until),
+                read=record.read,
+                seen=millis(record.seen if record.seen is not None else now),
+                who=self.settings.name,
+            )
+            self._mine[key] = shared
+            if self._may_try():
+                self._merge(shared, now)
+
+    def _merge(self, shared: Shared, now: datetime) -> bool:
+        key = self.settings.key(shared.engine)
+        assert key is not None
+        payload = json.dumps(
+            {"reset": shared.reset, "read": shared.read, "seen": shared.seen, "who": shared.who},
+            separators=(",", ":"),
+        )
+        try:
+            changed = self._script(
+                keys=[key],
+                args=[payload, millis(now), self.settings.channel, shared.account,
+                      str(shared.engine)],
+            )
+        except self._errors() as error:
+            self._lost(error)
+            return False
+        self.round_trips += 1
+        if not self._up:
+            self._back(now)
+        return bool(changed)
+
+    # --- what other runs learned ------------------------------------------------------------
+
+    def has_news(self) -> bool:
+        """A pub/sub message arrived, or it is time to try a lost Redis again (polled by the
+        sleeper, so a sleeping daemon wakes at once)."""
+        return self._news.is_set() or (not self._up and time.monotonic() >= self._next_try)
+
+    def sync(self, engines: Iterable[Engine], now: datetime) -> list[LimitObserved]:
+        """At a turn start: one round trip for the team's engines, plus the messages received
+        meanwhile; the records other runs wrote that this run has not been told of yet."""
+        self._news.clear()
+        found: list[Shared] = []
+        while True:
+            try:
+                found.append(self._inbox.get_nowait())
+            except queue.Empty:
+                break
+        wanted = [(e, self.settings.key(e)) for e in dict.fromkeys(engines)]
+        keyed = [(e, k) for e, k in wanted if k is not None]
+        if keyed and self._may_try():
+            try:
+                values = self._client.mget([k for _e, k in keyed])
+            except self._errors() as error:
+                self._lost(error)
+            else:
+                self.round_trips += 1
+                self._back(now)
+                for (engine, _key), raw in zip(keyed, values, strict=True):
+                    if raw is None:
+                        continue
+                    account = self.settings.accounts[engine.provider]
+                    shared = _parse(account, engine, raw)
+                    if shared is not None:
+                        found.append(shared)
+        out: list[LimitObserved] = []
+        for shared in found:
+            where = self.settings.key(shared.engine)
+            if where is None or shared.who == self.settings.name:
+                continue  # not an account of this run, or this run's own record
+            if self._delivered.get(where) == shared:
+                continue
+            self._delivered[where] = shared
+            out.append(shared.observed(now))
+        return out
+
+    def _listen(self) -> None:
+        """The subscriber: its own connection, reconnecting quietly (the loop says lost/back)."""
+        while not self._stop.is_set():
+            pubsub = None
+            try:
+                client = self._redis.Redis.from_url(
+                    self.settings.url,
+                    socket_timeout=None,
+                    socket_connect_timeout=self.settings.timeout,
+                    health_check_interval=0,
+                )
+                pubsub = client.pubsub(ignore_subscribe_messages=True)
+                pubsub.subscribe(self.settings.channel)
+                while not self._stop.is_set():
+                    message = pubsub.get_message(timeout=0.5)
+                    if message is None or message.get("type") != "message":
+                        continue
+                    self._receive(message.get("data"))
+            except self._errors():
+                self._stop.wait(min(self.retry_seconds, 1.0))
+            finally:
+                if pubsub is not None:
+                    try:
+                        pubsub.close()
+                    except self._errors():
+                        pass
+
+    def _receive(self, raw: Any) -> None:
+        try:
+            data = json.loads(raw)
+            account = str(data["account"])
+            engine = Engine.parse(str(data["engine"]))
+        except (ValueError, KeyError, TypeError):
+            return
+        if self.settings.accounts.get(engine.provider) != account:
+            return  # another account: never mixed
+        shared = _parse(account, engine, raw)
+        if shared is None or shared.who == self.settings.name:
+            return
+        self._inbox.put(shared)
+        self._news.set()
+
+    def close(self) -> None:
+        self._stop.set()
+        if self.status_file is not None:
+            self.status_file.unlink(missing_ok=True)  # `autodev status`: sharing off
+        if self._thread is not None:
+            self._thread.join(timeout=2.0)
+        try:
+            self._client.close()
+        except self._errors():
+            pass
+
+
+def status_lines(status_file: Path) -> list[str]:
+    """`autodev status`: whether the run shares its limits, and where (no password)."""
+    try:
+        data = json.loads(status_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ["sharing: off"]
+    accounts = ", ".join(f"{p} as {a}" for p, a in sorted(data.get("accounts", {}).items()))
+    state = "on" if data.get("state") == "on" else "lost (the run carries on with its own limits)"
+    return [
+        f"sharing: {state} — {data.get('url')} (prefix {data.get('prefix')}, "
+        f"this run is {data.get('name')!r}; accounts: {accounts})"
+    ]
+
+
+__all__ = [
+    "DEFAULT_PREFIX",
+    "DEFAULT_TIMEOUT",
+    "MERGE_SCRIPT",
+    "SHARE_KEYS",
+    "LimitSharing",
+    "ShareOptions",
+    "ShareSettings",
+    "Shared",
+    "check_accounts",
+    "check_url",
+    "from_millis",
+    "millis",
+    "redacted",
+    "share_options",
+    "share_settings",
+    "status_lines",
+]
