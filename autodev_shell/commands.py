@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import socket
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -24,7 +25,8 @@ if TYPE_CHECKING:
     from autodev_core.scheduler import SchedulerConfig
 
     from .clock import Clock
-    from .runner import RunSummary
+    from .runner import RunSummary, StreamLog
+    from .sharing import LimitSharing, ShareSettings
     from .store import RunStore, StoreError
     from .team import Team
 
@@ -33,6 +35,8 @@ DEFAULT_RUN_DIR: Final = ".autodev/run"
 DB_FILE: Final = "run.db"
 LOG_FILE: Final = "autodev.log"
 LANES_DIR: Final = "lanes"
+#: Whether the run shares its limits, and where (no password): written by the daemon (issue 14).
+SHARING_FILE: Final = "sharing.json"
 
 
 def zone_name(zone: object) -> str:
@@ -87,9 +91,13 @@ def start_run(
     slice_seconds: float | None = None,
     stop_at: datetime | None = None,
     timezone: str | None = None,
+    share: str | None = None,
 ) -> RunSummary:
     """Lock the run (C4), open its store, and drive the loop until the run stops. Everything
-    is checked before anything is made: a refused team leaves no run folder behind."""
+    is checked before anything is made: a refused team leaves no run folder behind.
+
+    `share`: a redis:// URL to share limits on (issue 14), overriding the team's `share:`
+    setting; only the accounts named under `accounts:` are shared (docs/sharing.md)."""
     from autodev_core.identity import resolve_active_identity
 
     from .adapters import installed_providers
@@ -99,8 +107,16 @@ def start_run(
     from .private import make_private, private_dir
     from .runlock import RunLock
     from .runner import Runner, StreamLog, default_countdown
+    from .sharing import share_settings
     from .store import RunStore
+    from .team import SETTINGS_FILE
 
+    sharing_settings = share_settings(
+        team.share,
+        url=share,
+        default_name=f"{socket.gethostname()}/{run_id}",
+        source=str(team.directory / SETTINGS_FILE),
+    )
     zone_key = timezone or team.timezone or zone_name(local_zone())
     have = (
         installed
@@ -138,6 +154,7 @@ def start_run(
                 json_lines=json_lines,
             )
             kwargs = {} if slice_seconds is None else {"slice_seconds": slice_seconds}
+            sharing = _open_sharing(sharing_settings, log, clock, run_dir)
             runner = Runner(
                 config=config,
                 store=store,
@@ -150,16 +167,47 @@ def start_run(
                 countdown=None if json_lines else default_countdown(),
                 lanes=Lanes(run_dir / LANES_DIR),
                 prompt_dir=run_dir,
+                sharing=sharing,
                 **kwargs,  # type: ignore[arg-type]
             )
             try:
                 return runner.run(stop_at=stop_at)
             finally:
+                if sharing is not None:
+                    sharing.close()
                 log.close()
         finally:
             store.close()
     finally:
         lock.release()
+
+
+def _open_sharing(
+    settings: ShareSettings | None, log: StreamLog, clock: Clock, run_dir: Path
+) -> LimitSharing | None:
+    """Connect to the shared registry (issue 14). Redis being down is not an error (the run
+    carries on with its own limits and says so); redis-py missing is."""
+    from .sharing import LimitSharing
+
+    if settings is None:
+        (run_dir / SHARING_FILE).unlink(missing_ok=True)
+        return None
+    try:
+        sharing = LimitSharing(
+            settings,
+            say=lambda line: log.note(clock.now(), line),
+            status_file=run_dir / SHARING_FILE,
+        )
+    except ImportError:
+        raise AutodevError(
+            "Sharing limits needs redis-py: pip install 'autodev[redis]'."
+        ) from None
+    accounts = ", ".join(f"{p} as {a}" for p, a in sorted(settings.accounts.items()))
+    log.note(
+        clock.now(),
+        f"sharing limits via {settings.shown_url} as {settings.name!r} (accounts: {accounts})",
+    )
+    return sharing
 
 
 # --- commands -----------------------------------------------------------------------------------
@@ -173,7 +221,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     run_dir = Path(args.run)
     run_id = args.thread or Path(args.team).resolve().name
     clock: Clock = ScaledClock(args.fast) if args.fast else SystemClock()
-    summary = start_run(team, run_dir, run_id=run_id, clock=clock, json_lines=args.json)
+    summary = start_run(
+        team, run_dir, run_id=run_id, clock=clock, json_lines=args.json, share=args.share
+    )
     print(
         f"run {run_id}: {summary.status} after {summary.calls} calls and "
         f"{len(summary.posts)} posts; {summary.persistence}"
@@ -209,6 +259,7 @@ def status_lines(store: RunStore, now: datetime) -> list[str]:
     from autodev_core.scheduler.state import SchedulerState
     from autodev_core.serialization import from_json
 
+    from .sharing import status_lines as sharing_status
     from .sleeper import format_left
 
     snapshot = store.snapshot()
@@ -230,7 +281,10 @@ def status_lines(store: RunStore, now: datetime) -> list[str]:
         lines.append(f"status: {status}")
         lines.append(f"due: {state.config.team[state.due].id}")
         for record in state.limits:
-            lines.append(f"limit: {record.engine} until {clock_text(record.until, now, zone)}")
+            peer = f" (reported by {record.source})" if record.source else ""
+            lines.append(
+                f"limit: {record.engine} until {clock_text(record.until, now, zone)}{peer}"
+            )
         for outage in state.outages:
             lines.append(
                 f"outage: {outage.provider} unreachable ({outage.attempts} tries); "
@@ -238,6 +292,7 @@ def status_lines(store: RunStore, now: datetime) -> list[str]:
             )
         lines.append(f"failure streak: {state.failures}")
         lines.append(f"calls: {state.iterations}")
+    lines += sharing_status(Path(store.path).parent / SHARING_FILE)
     lines.append(f"persistence: {persistence_text(store)}; store at revision {snapshot.revision}")
     lines.append(f"posts: {len(snapshot.posts)}")
     beat = store.last_heartbeat()
@@ -395,6 +450,13 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     with_run(run)
     run.add_argument("--thread", default="", help="the run id (default: the team's folder name)")
     run.add_argument("--json", action="store_true", help="log JSON lines (C7)")
+    run.add_argument(
+        "--share",
+        default=None,
+        metavar="URL",
+        help="share limits with other runs on the same accounts through this Redis "
+        "(redis://… or rediss://…; overrides `share:` in autodev.yaml; docs/sharing.md)",
+    )
     run.add_argument(
         "--fast",
         type=_speed,

@@ -29,6 +29,7 @@ from typing import Final, Protocol, TextIO
 
 import attrs
 
+from autodev_core.engine import Engine
 from autodev_core.identity import RunIdentity
 from autodev_core.participant import Participant
 from autodev_core.persistence import describe_persistence
@@ -69,6 +70,7 @@ from .durability import Durability, PersistResult
 from .lanes import Lanes
 from .private import open_private
 from .runlock import lock_path
+from .sharing import LimitSharing
 from .sleeper import COUNTDOWN_MIN_SECONDS, DEFAULT_SLICE_SECONDS, countdown_text, sleep_until
 from .store import Control, NewPost, RunStore, StoreError
 
@@ -263,6 +265,7 @@ class Runner:
         countdown: TextIO | None = None,
         lanes: Lanes | None = None,
         prompt_dir: Path | None = None,
+        sharing: LimitSharing | None = None,
     ) -> None:
         self.config = config
         self.store = store
@@ -275,6 +278,12 @@ class Runner:
         self.slice_seconds = slice_seconds
         self.countdown = countdown
         self.lanes = lanes
+        # Issue 14: limits shared with other runs on the same accounts (docs/sharing.md); the
+        # team's engines are read at each turn start.
+        self.sharing = sharing
+        self._engines: tuple[Engine, ...] = tuple(
+            dict.fromkeys(engine for lane in config.lanes for engine in lane)
+        )
         #: Where an argv prompt too long for one argument is written for its call (private).
         self.prompt_dir = prompt_dir
         self.perform_call = perform_call or self._call_cli
@@ -315,6 +324,7 @@ class Runner:
                     else f"not committed yet: {taken_up.error or taken_up.gate.detail}")
             self.log.note(self.clock.now(),
                           f"took up revisions {_span(shadowed)} from the shadow copy; {done}")
+        events.extend(self._shared(self.clock.now()))  # learned before the run starts (A39)
         if self.state.status == "paused":
             # A pause survives a restart: it waits for a person (A29, A31, A32).
             self.log.note(self.clock.now(), "the run is paused; `autodev resume` goes on")
@@ -350,12 +360,14 @@ class Runner:
             # The wall clock was set back (A20): the core refuses time going backwards (A38),
             # so the event happens at the last instant it knows.
             event = attrs.evolve(event, now=last)
-        self.state, effects = step(self.state, event)
+        before = self.state
+        self.state, effects = step(before, event)
         self.events += 1
         for post in todo.posts:
             if post.participant != USER:
                 self.posts.append((post.participant, post.engine))
         self._commit(todo.posts, reason=type(event).__name__, taken=todo.taken)
+        self._publish(before, event.now)
         for effect in effects:
             events.extend(self.handlers[type(effect)](effect))
         # A user message is posted as soon as the loop sees it, whatever the run is doing; the
@@ -373,6 +385,27 @@ class Runner:
             if c.arg.strip()
         )
         return _Todo(MessageArrived(now=now), posts, tuple(c.id for c in says))
+
+    # --- shared limits (issue 14) ---------------------------------------------------------
+
+    def _shared(self, now: datetime) -> list[_Todo]:
+        """What other runs on the same accounts learned since this run last asked: one round
+        trip for the team's engines (a turn starts next), plus pub/sub news. Empty when this
+        run does not share, or Redis cannot be reached (the run carries on with its own)."""
+        if self.sharing is None:
+            return []
+        last = self.state.last_event_at
+        at = now if last is None or now >= last else last
+        return [_Todo(observed) for observed in self.sharing.sync(self._engines, at)]
+
+    def _publish(self, before: SchedulerState, now: datetime) -> None:
+        """Offer the limits this step recorded from this run's own calls (never outages)."""
+        if self.sharing is None or self.state.limits == before.limits:
+            return
+        old = set(before.limits)
+        learned = [r for r in self.state.limits if not r.source and r not in old]
+        if learned:
+            self.sharing.publish(learned, now)
 
     def _post_messages_now(self) -> None:
         """Post queued user messages at once, in the middle of a call or a wait that a message
@@ -514,6 +547,7 @@ class Runner:
         target = effect.until
         if self._stop_at is not None and self._stop_at < target:
             target = self._stop_at
+        sharing = self.sharing
         while True:
             wake = sleep_until(
                 target,
@@ -524,7 +558,18 @@ class Runner:
                 pause=lambda: self.controls.has("pause"),
                 message=lambda: self.controls.has("say"),
                 wakes_on_message=True,  # every message is posted at once ...
+                news=sharing.has_news if sharing is not None else None,
             )
+            if wake.reason == "news" or (wake.reason == "target" and target is effect.until):
+                # Issue 14: another run's limit is heard before the wait ends or goes on; the
+                # core decides afresh (a read reset may end a defaulted wait early).
+                shared = self._shared(wake.at)
+                if shared:
+                    if self.countdown is not None:
+                        self.countdown.write("\n")
+                    return shared
+                if wake.reason == "news":
+                    continue
             if wake.reason != "message" or effect.wakes_on_message:
                 break
             # ... but only a failure wait ends on one (A30); a limit wait sleeps on (A19).
@@ -584,7 +629,9 @@ class Runner:
                      at=result.ended_at),)
             if text else ()
         )
-        return [_Todo(ended, posts)]
+        # Issue 14: the turn this call's end may start sees what other runs learned meanwhile
+        # (learned first, at the same instant: A39).
+        return [*self._shared(ended.now), _Todo(ended, posts)]
 
     def _cut_short(self) -> list[_Todo]:
         """A stop or pause cut the call short (or came before it started): that control, then

@@ -31,14 +31,16 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit, urlunsplit
 
 import attrs
 
 from autodev_core.engine import PROVIDERS, Engine
 from autodev_core.errors import ConfigError
-from autodev_core.scheduler import EngineLimit, LimitObserved
+
+if TYPE_CHECKING:  # the scheduler is loaded only by a run that shares (cold start, issue 13)
+    from autodev_core.scheduler import EngineLimit, LimitObserved
 
 #: Seconds every Redis operation may take before the run carries on without it.
 DEFAULT_TIMEOUT: Final = 0.25
@@ -273,6 +275,8 @@ class Shared:
     who: str
 
     def observed(self, now: datetime) -> LimitObserved:
+        from autodev_core.scheduler import LimitObserved
+
         return LimitObserved(
             now=now,
             engine=self.engine,

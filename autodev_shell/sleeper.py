@@ -11,7 +11,9 @@
   as measured when it starts);
 - a stop or a pause wakes it at once (within `clock.POLL_SECONDS` for a polled callable); a user
   message wakes it only when the core says so (`wakes_on_message`: a failure wait, A30; never a
-  limit wait, A19).
+  limit wait, A19);
+- `news` wakes it too (reason `news`): another run sharing the account reported a limit (issue
+  14), and the core must hear of it before the wait goes on.
 
 `countdown_text` is the C7 line the CLI prints on a terminal during a long wait.
 """
@@ -34,7 +36,7 @@ DEFAULT_SLICE_SECONDS = 30.0
 #: C7: waits at least this long get a countdown on a terminal (the SPEC says "long waits").
 COUNTDOWN_MIN_SECONDS = 60.0
 
-WakeReason = Literal["target", "stop", "pause", "message"]
+WakeReason = Literal["target", "stop", "pause", "message", "news"]
 
 #: Called at the start of each slice with the current time and the target.
 Heartbeat = Callable[[datetime, datetime], None]
@@ -50,7 +52,11 @@ class Wake:
 
 
 def _interrupted(
-    stop: Interrupt, pause: Interrupt, message: Interrupt, wakes_on_message: bool
+    stop: Interrupt,
+    pause: Interrupt,
+    message: Interrupt,
+    wakes_on_message: bool,
+    news: Interrupt = None,
 ) -> WakeReason | None:
     if is_set(stop):
         return "stop"
@@ -58,6 +64,8 @@ def _interrupted(
         return "pause"
     if wakes_on_message and is_set(message):
         return "message"
+    if is_set(news):
+        return "news"
     return None
 
 
@@ -71,6 +79,7 @@ def sleep_until(
     pause: Interrupt = None,
     message: Interrupt = None,
     wakes_on_message: bool = False,
+    news: Interrupt = None,
 ) -> Wake:
     """Sleep until the wall clock reads `target` or later, or until interrupted."""
     if target.utcoffset() is None:
@@ -79,11 +88,11 @@ def sleep_until(
         raise ValueError(f"slice_seconds must be positive, not {slice_seconds!r}")
 
     def any_interrupt() -> bool:
-        return _interrupted(stop, pause, message, wakes_on_message) is not None
+        return _interrupted(stop, pause, message, wakes_on_message, news) is not None
 
     slices = 0
     while True:
-        reason = _interrupted(stop, pause, message, wakes_on_message)
+        reason = _interrupted(stop, pause, message, wakes_on_message, news)
         now = clock.now()
         if reason is not None:
             return Wake(reason=reason, at=now, slices=slices)

@@ -21,10 +21,13 @@ from autodev_core.errors import ConfigError
 from autodev_core.participant import Participant, find_duplicate_key, parse_participant
 
 from .adapters import DEFAULT_TEMPLATES, CommandTemplate, templates_from_config
+from .sharing import ShareOptions, share_options
 
 #: The run settings file inside a team directory.
 SETTINGS_FILE: Final = "autodev.yaml"
-SETTINGS_KEYS: Final = ("timezone", "max_iterations", "max_runtime_min", "commands", "order")
+SETTINGS_KEYS: Final = (
+    "timezone", "max_iterations", "max_runtime_min", "commands", "order", "share", "accounts",
+)
 #: The largest `max_runtime_min` taken (100 years): beyond it the run's time arithmetic would
 #: pass the calendar's end (year 9999) instead of limiting anything.
 MAX_RUNTIME_MIN: Final = 100 * 366 * 24 * 60
@@ -41,6 +44,7 @@ class Team:
     timezone: str | None = None
     max_iterations: int | None = None
     max_runtime: timedelta | None = None
+    share: ShareOptions = attrs.field(factory=ShareOptions)
 
     def file_of(self, participant_id: str) -> Path:
         """A14: the path of a participant's file; ConfigError when there is none."""
@@ -169,4 +173,5 @@ def load_team(directory: str | Path) -> Team:
         timezone=timezone,
         max_iterations=max_iterations,
         max_runtime=timedelta(minutes=runtime_min) if runtime_min is not None else None,
+        share=share_options(settings.get("share"), settings.get("accounts"), source=source),
     )

@@ -216,3 +216,18 @@ def test_A3_local_zone_is_named_from_TZ(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setenv("TZ", "Not/AZone")
     zone = local_zone()  # falls back to /etc/localtime or the current offset
     assert datetime(2026, 12, 1, tzinfo=zone).utcoffset() is not None
+
+
+def test_news_from_another_run_wakes_a_sleep_with_its_own_reason() -> None:
+    """Issue 14: a limit reported by another run wakes the sleeper so the core hears of it."""
+    from datetime import UTC, datetime, timedelta
+
+    from autodev_shell.clock import FakeClock
+    from autodev_shell.sleeper import sleep_until
+
+    start = datetime(2026, 12, 1, 9, tzinfo=UTC)
+    clock = FakeClock(start)
+    news = [False, False, True]
+    wake = sleep_until(start + timedelta(hours=1), clock=clock, slice_seconds=60,
+                       news=lambda: news.pop(0) if len(news) > 1 else news[0])
+    assert wake.reason == "news" and wake.at < start + timedelta(hours=1)

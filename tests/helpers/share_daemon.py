@@ -1,0 +1,45 @@
+"""A real daemon for the sharing tests: `start_run` in its own process, on stand-in CLIs, on a
+fast clock shared by every daemon of a test (issue 14).
+
+    python share_daemon.py TEAM RUN_DIR RUN_ID URL FACTOR VIRTUAL_START REAL_START SECONDS
+
+The clock runs FACTOR times faster than real time and reads VIRTUAL_START at the real instant
+REAL_START (epoch seconds): two daemons started apart still agree on the time, as two machines
+with synchronised clocks do. The run stops after SECONDS of real time (or `autodev stop`).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from autodev_shell.clock import ScaledClock
+from autodev_shell.commands import start_run
+from autodev_shell.team import load_team
+
+
+def main(argv: list[str]) -> int:
+    team_dir, run_dir, run_id, url, factor_text, virtual_text, real_text, seconds_text = argv
+    factor = float(factor_text)
+    virtual_start = datetime.fromisoformat(virtual_text)
+    now = virtual_start + timedelta(seconds=(time.time() - float(real_text)) * factor)
+    clock = ScaledClock(factor, start=now)
+    stop_at = now + timedelta(seconds=float(seconds_text) * factor)
+    summary = start_run(
+        load_team(team_dir),
+        Path(run_dir),
+        run_id=run_id,
+        clock=clock,
+        stop_at=stop_at,
+        slice_seconds=30.0,
+        share=url,
+        timezone="UTC",
+    )
+    print(f"{run_id}: {summary.status} after {summary.calls} calls", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,315 @@
+"""Issue 14, shown with real processes: two daemons with stand-in CLIs on one shared account,
+one real redis-server (started by the test on a free loopback port), a fast clock both daemons
+agree on (helpers/share_daemon.py).
+
+Nothing here asserts on timings: the daemons' own log stamps (virtual time) and the stand-ins'
+call logs say what happened, and every wait for a process polls with a generous timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from helpers.redis_server import RedisServer, needs_redis
+
+from autodev_shell.standins import install_standins, standin_env, write_script
+
+pytestmark = needs_redis
+pytest.importorskip("redis", reason="the redis extra is not installed: pip install "
+                    "'autodev[redis]'")
+
+HELPERS = Path(__file__).resolve().parent / "helpers"
+LINE = re.compile(r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}) (.*)$")
+WAIT = 120.0  # seconds: a loaded machine is slow, never this slow
+
+
+class Daemon:
+    """One daemon: its team, its stand-ins (with their own call log), its run directory."""
+
+    def __init__(self, root: Path, run_id: str, members: dict[str, str],
+                 accounts: dict[str, str], script: dict[str, object]) -> None:
+        self.run_id = run_id
+        self.team = root / f"team-{run_id}"
+        self.team.mkdir(parents=True)
+        for member, provider in members.items():
+            (self.team / f"{member}.md").write_text(
+                f"---\nprovider: {provider}\n---\nWork.\n", encoding="utf-8"
+            )
+        (self.team / "autodev.yaml").write_text(
+            "accounts: " + json.dumps(accounts) + "\n", encoding="utf-8"
+        )
+        self.bin = install_standins(root / f"bin-{run_id}")
+        self.script = write_script(root / f"script-{run_id}.json", script)
+        self.calls_log = root / f"calls-{run_id}.jsonl"
+        self.run_dir = root / f"run-{run_id}"
+        self.env = standin_env(self.bin, self.script, log=self.calls_log)
+        self.env["PYTHONPATH"] = os.pathsep.join(
+            [str(HELPERS.parent), str(HELPERS.parent.parent), self.env.get("PYTHONPATH", "")]
+        )
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self, url: str, factor: float, virtual: datetime, real: float,
+              seconds: float) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, str(HELPERS / "share_daemon.py"), str(self.team),
+             str(self.run_dir), self.run_id, url, str(factor), virtual.isoformat(), str(real),
+             str(seconds)],
+            env=self.env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+
+    def lines(self) -> list[tuple[datetime, str]]:
+        path = self.run_dir / "autodev.log"
+        if not path.exists():
+            return []
+        out = []
+        for raw in path.read_text(encoding="utf-8").splitlines():
+            match = LINE.match(raw)
+            if match:
+                out.append((datetime.fromisoformat(match[1]).replace(tzinfo=UTC), match[2]))
+        return out
+
+    def messages(self) -> list[str]:
+        return [message for _at, message in self.lines()]
+
+    def calls(self, cli: str | None = None) -> int:
+        if not self.calls_log.exists():
+            return 0
+        entries = [json.loads(line) for line in
+                   self.calls_log.read_text(encoding="utf-8").splitlines() if line.strip()]
+        return sum(1 for e in entries if cli is None or e.get("cli") == cli)
+
+    def finish(self) -> None:
+        if self.process is None:
+            return
+        try:
+            self.process.wait(timeout=WAIT)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=30)
+            raise AssertionError(f"daemon {self.run_id} did not stop by itself") from None
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=30)
+
+
+def wait_for(predicate: Callable[[], bool], what: str, seconds: float = WAIT) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def clock_time(text: str, day: datetime) -> datetime:
+    """`<time>` of SPEC A (UTC here): HH:MM on the line's day, else YYYY-MM-DD HH:MM."""
+    if len(text) == 5:
+        hour, minute = map(int, text.split(":"))
+        return day.replace(hour=hour, minute=minute, second=0, microsecond=0)
+    return datetime.fromisoformat(text).replace(tzinfo=UTC)
+
+
+def first(lines: list[tuple[datetime, str]], needle: str) -> tuple[datetime, str]:
+    for at, message in lines:
+        if needle in message:
+            return at, message
+    raise AssertionError(f"no line with {needle!r} in {[m for _a, m in lines]}")
+
+
+PASSWORD = "h7-not-for-logs"
+
+
+@pytest.fixture
+def redis_server(tmp_path: Path) -> RedisServer:
+    server = RedisServer(tmp_path / "redis")
+    server.start()
+    yield server  # type: ignore[misc]
+    server.stop()
+
+
+@pytest.fixture
+def locked_server(tmp_path: Path) -> RedisServer:
+    """A server with a password: the URL carries it, nothing the run writes may."""
+    server = RedisServer(tmp_path / "redis", password=PASSWORD)
+    server.start()
+    yield server  # type: ignore[misc]
+    server.stop()
+
+
+def status(run_dir: Path) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "autodev_shell.cli", "status", "--run", str(run_dir)],
+        capture_output=True, text=True, timeout=WAIT, check=True,
+    )
+    return done.stdout
+
+
+def written(root: Path) -> str:
+    """Everything the runs wrote: logs, lanes, status files, stand-in call logs."""
+    texts = []
+    for path in root.rglob("*"):
+        if path.is_file() and "redis" not in path.parts and path.suffix != ".db":
+            texts.append(path.read_text(encoding="utf-8", errors="replace"))
+    return "\n".join(texts)
+
+
+def _start_clock() -> tuple[datetime, float]:
+    real = time.time()
+    virtual = datetime.now(UTC).replace(hour=9, minute=0, second=0, microsecond=0)
+    return virtual, real
+
+
+def test_after_A_meets_a_limit_B_makes_no_call_on_it_and_lifts_at_the_reset_without_a_probe(
+    tmp_path: Path, locked_server: RedisServer
+) -> None:
+    redis_server = locked_server
+    accounts = {"claude": "work-max"}
+    a = Daemon(tmp_path, "a", {"ana": "claude"}, accounts, {
+        "claude": [{"kind": "limit", "notice": "Usage limit reached. Try again in 40 minutes."}],
+        "default": {"post": "ok", "sleep": 0.05},
+    })
+    b = Daemon(tmp_path, "b", {"bob": "claude"}, accounts, {
+        "default": {"post": "ok", "sleep": 0.05},
+    })
+    factor = 300.0  # 40 virtual minutes pass in 8 real seconds
+    virtual, real = _start_clock()
+    try:
+        a.start(redis_server.url, factor, virtual, real, seconds=30)
+        wait_for(lambda: any("claude limited until" in m for m in a.messages()), "A's limit")
+        b.start(redis_server.url, factor, virtual, real, seconds=25)
+        wait_for(lambda: any("every participant limited" in m for m in b.messages()),
+                 "B's wait")
+        # B learned the limit from A before making any call at all (A8, A18).
+        assert b.calls() == 0
+        shown = status(b.run_dir)
+        assert f"sharing: on — redis://***@127.0.0.1:{redis_server.port}/0" in shown
+        assert re.search(r"^limit: claude until \S+ \(reported by .+/a\)$", shown, re.M), shown
+        wait_for(lambda: any("bob posted via claude" in m for m in b.messages()), "B's post")
+        a.finish()
+        b.finish()
+    finally:
+        a.kill()
+        b.kill()
+    lines = b.lines()
+    at, reported = first(lines, "(reported by ")
+    match = re.match(r"claude limited until (.+) \(reported by (.+)\)$", reported)
+    assert match and match[2].endswith("/a"), reported
+    reset = clock_time(match[1], at)
+    assert first(lines, "every participant limited")[1] == (
+        f"every participant limited — waiting for claude, back first at {match[1]}"
+    )
+    posted_at, _ = first(lines, "bob posted via claude")
+    # B's first call came at the reset (A23), not before; and it was no probe: every call B
+    # made posted (the stand-in answers each with a post), none met the limit again.
+    assert posted_at >= reset
+    assert b.calls() == sum(1 for m in b.messages() if "bob posted via claude" in m)
+    assert not any(m.startswith("claude limited until ") and "reported" not in m
+                   for m in b.messages())
+    # The URL's password is in no log, lane or status the runs wrote.
+    assert PASSWORD not in written(tmp_path) and PASSWORD not in shown
+    assert "sharing: off" in status(b.run_dir)  # the daemon has stopped
+
+
+def test_a_reset_read_by_A_wakes_Bs_defaulted_wait_early(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    accounts = {"claude": "work-max"}
+    # A's first call is slow, and reads a real reset; B's first call meets a notice with no
+    # readable reset, so B waits claude's default hour (A6) — until A's read reset wakes it.
+    a = Daemon(tmp_path, "a", {"ana": "claude"}, accounts, {
+        "claude": [{"kind": "limit", "sleep": 10.0,
+                    "notice": "Usage limit reached. Try again in 20 minutes."}],
+        "default": {"post": "ok", "sleep": 0.05},
+    })
+    b = Daemon(tmp_path, "b", {"bob": "claude"}, accounts, {
+        "claude": [{"kind": "limit", "notice": "Claude AI usage limit reached"}],
+        "default": {"post": "ok", "sleep": 0.05},
+    })
+    # 150x: A's slow call lasts 25 virtual minutes and reads a reset 20 minutes after its end,
+    # so the read reset comes at least 15 minutes before B's default hour, wherever B starts.
+    factor = 150.0
+    virtual, real = _start_clock()
+    try:
+        a.start(redis_server.url, factor, virtual, real, seconds=60)
+        wait_for(lambda: a.calls() >= 1, "A's slow call to begin")
+        b.start(redis_server.url, factor, virtual, real, seconds=55)
+        wait_for(lambda: any("bob posted via claude" in m for m in b.messages()), "B's post")
+        a.finish()
+        b.finish()
+    finally:
+        a.kill()
+        b.kill()
+    lines = b.lines()
+    own_at, own = first(lines, "claude limited until")
+    assert "reported" not in own  # B's own notice, defaulted: an hour from its call's end
+    defaulted = clock_time(own.rsplit(" ", 1)[1], own_at)
+    assert defaulted - own_at <= timedelta(hours=1)
+    at, reported = first(lines, "(reported by ")
+    read = clock_time(re.match(r"claude limited until (.+) \(", reported)[1], at)  # type: ignore[index]
+    assert read < defaulted  # a read reset replaced a defaulted one, earlier
+    posted_at, _ = first(lines, "bob posted via claude")
+    assert read <= posted_at < defaulted  # B woke at the read reset, not at its default
+
+
+def test_redis_stopped_then_killed_mid_run_blocks_no_turn_and_loses_nothing(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    accounts = {"claude": "work-max", "codex": "team"}
+    ok = {"post": "ok", "sleep": 0.1}
+    a = Daemon(tmp_path, "a", {"ana": "claude", "cid": "codex"}, accounts, {"default": ok})
+    b = Daemon(tmp_path, "b", {"bob": "claude", "dan": "codex"}, accounts, {"default": ok})
+    factor = 60.0
+    virtual, real = _start_clock()
+
+    def posts(d: Daemon) -> int:
+        return sum(1 for m in d.messages() if " posted via " in m)
+
+    try:
+        a.start(redis_server.url, factor, virtual, real, seconds=90)
+        b.start(redis_server.url, factor, virtual, real, seconds=90)
+        wait_for(lambda: posts(a) >= 2 and posts(b) >= 2, "both daemons posting")
+        redis_server.pause()  # SIGSTOP: connections hang; every operation meets its timeout
+        before = posts(a)
+        wait_for(lambda: posts(a) >= before + 4, "A posting on while Redis is stopped")
+        assert any(m.startswith("limit sharing lost") for m in a.messages())
+        # A meets a codex limit while Redis cannot hear of it.
+        write_script(a.script, {"codex": {"default": {
+            "kind": "limit", "notice": "You've hit your usage limit. Try again in 3 hours."}},
+            "default": ok})
+        wait_for(lambda: any(m.startswith("codex limited until") for m in a.messages()),
+                 "A's codex limit")
+        redis_server.kill()  # gone, with everything it held
+        redis_server.start()  # back on the same port, empty
+        wait_for(lambda: any(m.startswith("codex limited until") and "(reported by" in m
+                             for m in b.messages()), "B hearing of A's limit")
+        learned = len(b.messages())
+        wait_for(lambda: any("dan is rate limited — @bob takes the turn" in m
+                             for m in b.messages()[learned - 1:]), "B routing around it")
+    finally:
+        a.kill()
+        b.kill()
+    for d in (a, b):
+        messages = d.messages()
+        lost = [m for m in messages if m.startswith("limit sharing lost")]
+        back = [m for m in messages if m.startswith("limit sharing is back")]
+        assert len(lost) == 1 and len(back) == 1, (d.run_id, lost, back)
+        assert messages.index(lost[0]) < messages.index(back[0])
+        # The URL is shown, never a password (this server has none; see test_sharing_redis).
+        assert f"127.0.0.1:{redis_server.port}" in lost[0]
+    # Outages are never shared: only limits reach the other run.
+    assert not any("could not be reached" in m for m in b.messages())
