@@ -242,7 +242,8 @@ _CODEX_CLI_LINE = re.compile(
     r"|■|Reconnecting|stream error|stream disconnected|tokens used|OpenAI Codex v|--------"
     r"|Caused by)",
 )
-_MODEL_BLOCKS = frozenset({"thinking", "codex"})
+# A tail cut where the block is not known is read as a model's words (A5), as these are.
+_MODEL_BLOCKS = frozenset({"thinking", "codex", "unknown"})
 _HEADS_WITH_ARGUMENTS = frozenset({"exec", "tool"})  # `exec bash -lc ls in /tmp`
 
 
@@ -270,15 +271,19 @@ def _codex_block(line: str) -> str | None:
     return head.group("head")
 
 
-def _split_codex_stderr(stderr: str) -> tuple[str, list[str]]:
-    """codex's own lines of its stderr transcript, and the model's message blocks."""
-    if not any(word in stderr for word in _BLOCK_WORDS):  # no block opens: all codex's own
+def _split_codex_stderr(
+    stderr: str, block: str | None = None
+) -> tuple[str, list[str], str | None]:
+    """codex's own lines of its stderr transcript, the model's message blocks, and the block the
+    transcript is in at its end. `block` is the one it starts in (None: codex's own lines;
+    `UNKNOWN_BLOCK`: unknown, read as a model's words until codex's next line or header)."""
+    if block is None and not any(word in stderr for word in _BLOCK_WORDS):
+        # No block opens: all codex's own.
         if not any(c in stderr for c in _LINE_BREAKS_BUT_NEWLINE):  # "\n".join(splitlines)
-            return (stderr[:-1] if stderr.endswith("\n") else stderr), []
-        return "\n".join(stderr.splitlines()), []
+            return (stderr[:-1] if stderr.endswith("\n") else stderr), [], None
+        return "\n".join(stderr.splitlines()), [], None
     own: list[str] = []
-    said: list[list[str]] = []
-    block: str | None = None  # None: the CLI itself is speaking
+    said: list[list[str]] = [[]] if block in _MODEL_BLOCKS else []
     for line in stderr.splitlines():
         stripped = line.strip()
         opened = _codex_block(stripped)
@@ -293,7 +298,55 @@ def _split_codex_stderr(stderr: str) -> tuple[str, list[str]]:
             own.append(line)
         elif block in _MODEL_BLOCKS:
             said[-1].append(line)
-    return "\n".join(own), ["\n".join(lines) for lines in said]
+    return "\n".join(own), ["\n".join(lines) for lines in said], block
+
+
+# When the shell keeps only the end of a call's stderr, the tail's first line says so, and for
+# codex in which part of its transcript the tail starts (see `stderr_cut_line`).
+UNKNOWN_BLOCK = "unknown"
+_STDERR_CUT = re.compile(
+    r"\[autodev: (?P<cut>\d{1,20}) bytes of stderr before this line were not kept"
+    r'(?:; codex was (?:in its "(?P<block>[a-z_ ]{1,20})" block|writing its (?P<own>own) lines))?\]'
+)
+
+
+def stderr_cut_line(cut: int, provider: str, block: str | None = UNKNOWN_BLOCK) -> str:
+    """The line the shell puts before a stderr tail that left out `cut` bytes: for codex, it says
+    which transcript block the tail starts in (`codex_block_after`), None for codex's own lines."""
+    where = ""
+    if provider == "codex" and block != UNKNOWN_BLOCK:
+        where = "; codex was writing its own lines" if block is None else (
+            f'; codex was in its "{block}" block'
+        )
+    return f"[autodev: {cut} bytes of stderr before this line were not kept{where}]"
+
+
+def codex_block_after(text: str, block: str | None = None) -> str | None:
+    """The block codex's stderr transcript is in after `text` (whole lines), when it was in
+    `block` before it (None: codex's own lines). For the shell, which keeps a tail of stderr."""
+    # The transitions of `_split_codex_stderr`, without gathering the lines.
+    for line in strip_ansi(text).splitlines():
+        stripped = line.strip()
+        opened = _codex_block(stripped)
+        if opened is not None:
+            block = opened
+        elif block is not None and _CODEX_CLI_LINE.match(stripped[:80]) is not None:
+            block = None
+    return block
+
+
+def _cut_start(stderr: str) -> tuple[str, str | None]:
+    """stderr without the shell's cut line, and the transcript block the rest starts in."""
+    if not stderr.startswith("[autodev: "):
+        return stderr, None
+    first, _, rest = stderr.partition("\n")
+    found = _STDERR_CUT.fullmatch(first.rstrip("\r"))
+    if found is None:
+        return stderr, None
+    if found.group("own"):
+        return rest, None
+    block = found.group("block")
+    return rest, block if block in _BLOCK_WORDS else UNKNOWN_BLOCK
 
 
 def _read_line(raw: str, pieces: list[Piece], rate_limits: list[RateLimitEvent]) -> bool | None:
@@ -327,8 +380,9 @@ def _read_line(raw: str, pieces: list[Piece], rate_limits: list[RateLimitEvent])
 
 def _stderr_pieces(stderr: str, provider: str) -> list[Piece]:
     pieces: list[Piece] = []
+    stderr, block = _cut_start(stderr)
     if provider == "codex":
-        stderr, messages = _split_codex_stderr(stderr)
+        stderr, messages, _ = _split_codex_stderr(stderr, block)
         pieces.extend(Piece(text=m, origin="model", where="message") for m in messages)
     if stderr.strip():
         pieces.append(Piece(text=stderr, origin="cli", where="stderr"))

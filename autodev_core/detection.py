@@ -31,7 +31,15 @@ from ._bounded import Meter
 from ._failures import _LOGIN, _NETWORK, scan_login, scan_network
 from ._notices import _AGY_KEYWORDS, _KEYWORDS, Candidate, Found, candidates, pick
 from ._resets import from_epoch
-from ._streams import MODEL_TEXT_MAX_CHARS, Output, cut_relevant, examinable, triggers_for
+from ._streams import (
+    MODEL_TEXT_MAX_CHARS,
+    Output,
+    codex_block_after,
+    cut_relevant,
+    examinable,
+    stderr_cut_line,
+    triggers_for,
+)
 from .classification import Classification, LimitNotice
 from .engine import PROVIDERS
 
@@ -39,9 +47,11 @@ __all__ = [
     "LIMIT_STATUSES",
     "MODEL_TEXT_MAX_CHARS",
     "classify_output",
+    "codex_block_after",
     "detect_limit",
     "detect_login_error",
     "detect_network_error",
+    "stderr_cut_line",
 ]
 
 # A2: claude's `rate_limit_event` statuses that are limits. `allowed` and `allowed_warning`

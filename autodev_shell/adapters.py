@@ -43,7 +43,7 @@ from typing import Any
 import attrs
 
 from autodev_core.classification import Classification
-from autodev_core.detection import classify_output
+from autodev_core.detection import classify_output, codex_block_after, stderr_cut_line
 from autodev_core.engine import PROVIDERS, Engine
 from autodev_core.errors import ConfigError
 from autodev_core.participant import Participant
@@ -429,6 +429,56 @@ class _Tail:
         return data.decode("utf-8", errors="replace")
 
 
+#: Room left at the start of a cut stderr tail for the line saying so (`stderr_cut_line`).
+_CUT_LINE_ROOM = 160
+#: Of a stderr line that leaves the tail before it ends, this many bytes are held until it does:
+#: enough to tell a transcript header (at most 360 characters) from a longer line.
+_LINE_HEAD_BYTES = 2048
+
+
+class _StderrTail(_Tail):
+    """The end of stderr, led by a line saying how many bytes were not kept when some were
+    (A5). For codex the line also says in which block of its transcript the tail starts (its
+    own lines, the model's `codex` message, the echoed prompt…), which the core works out from
+    the lines that left the tail (`codex_block_after`): a long message's header may be gone."""
+
+    def __init__(self, limit: int, provider: str) -> None:
+        super().__init__(limit)
+        self.provider = provider
+        self.block: str | None = None  # where the transcript is after the lines that left
+        self.partial = bytearray()  # the start of a line that left the tail but has not ended
+
+    def feed(self, chunk: bytes) -> None:
+        excess = len(self.data) + len(chunk) - self.limit
+        if excess > 0 and self.provider == "codex":
+            self._leaving(bytes(self.data[:excess]) + chunk[: max(0, excess - len(self.data))])
+        super().feed(chunk)
+
+    def _leaving(self, data: bytes) -> None:
+        """`data` leaves the tail: follow codex's transcript through its whole lines."""
+        last = data.rfind(b"\n")
+        if last < 0:
+            self.partial += data[: max(0, _LINE_HEAD_BYTES - len(self.partial))]
+            return
+        lines = bytes(self.partial) + data[: last + 1]
+        self.block = codex_block_after(lines.decode("utf-8", errors="replace"), self.block)
+        self.partial = bytearray(data[last + 1 : last + 1 + _LINE_HEAD_BYTES])
+
+    def text(self) -> str:
+        data = bytes(self.data)
+        if self.start == 0:
+            return data.decode("utf-8", errors="replace")
+        # Begin at a full line, leaving room for the line that says where the tail begins.
+        newline = data.find(b"\n", _CUT_LINE_ROOM)
+        start = newline + 1 if newline >= 0 else len(data)
+        block = self.block
+        if self.provider == "codex":
+            before = bytes(self.partial) + data[:start]
+            block = codex_block_after(before.decode("utf-8", errors="replace"), block)
+        cut = stderr_cut_line(self.start + start, self.provider, block)
+        return cut + "\n" + data[start:].decode("utf-8", errors="replace")
+
+
 class _CutLine:
     """A structured event line too long to keep whole, kept as valid JSON all the same: its
     fields as they are, its strings kept until `POST_MAX_BYTES` of string bytes are, and each
@@ -620,9 +670,9 @@ class _Events:
 class _Capture:
     """What a call's output leaves in memory: bounded whatever the CLI prints (C1)."""
 
-    def __init__(self, sink: Sink | None) -> None:
+    def __init__(self, sink: Sink | None, provider: str = "") -> None:
         self.out = _Tail(STDOUT_TAIL_BYTES)
-        self.err = _Tail(STDERR_TAIL_BYTES)
+        self.err = _StderrTail(STDERR_TAIL_BYTES, provider)
         self.head: bytearray | None = bytearray()  # plain stdout's first bytes (None: events)
         self.events = _Events()
         self.sink = sink
@@ -810,7 +860,7 @@ def run_call(
         code, why = _why_not_started(exc, args)
         return _not_started(provider, args, clock, local_tz, code, why, sink)
     started_at = clock.now()
-    capture = _Capture(sink)
+    capture = _Capture(sink, provider)
     assert proc.stdout is not None and proc.stderr is not None
     selector = selectors.DefaultSelector()
     for stream, name in ((proc.stdout, "stdout"), (proc.stderr, "stderr")):
