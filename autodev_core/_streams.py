@@ -271,7 +271,13 @@ def _codex_block(line: str) -> str | None:
     return head.group("head")
 
 
-def _split_codex_stderr(
+def _split_codex_stderr(stderr: str) -> tuple[str, list[str]]:
+    """codex's own lines of its stderr transcript, and the model's message blocks."""
+    own, said, _ = _split_codex_transcript(stderr)
+    return own, said
+
+
+def _split_codex_transcript(
     stderr: str, block: str | None = None
 ) -> tuple[str, list[str], str | None]:
     """codex's own lines of its stderr transcript, the model's message blocks, and the block the
@@ -324,7 +330,7 @@ def stderr_cut_line(cut: int, provider: str, block: str | None = UNKNOWN_BLOCK) 
 def codex_block_after(text: str, block: str | None = None) -> str | None:
     """The block codex's stderr transcript is in after `text` (whole lines), when it was in
     `block` before it (None: codex's own lines). For the shell, which keeps a tail of stderr."""
-    # The transitions of `_split_codex_stderr`, without gathering the lines.
+    # The transitions of `_split_codex_transcript`, without gathering the lines.
     for line in strip_ansi(text).splitlines():
         stripped = line.strip()
         opened = _codex_block(stripped)
@@ -382,7 +388,7 @@ def _stderr_pieces(stderr: str, provider: str) -> list[Piece]:
     pieces: list[Piece] = []
     stderr, block = _cut_start(stderr)
     if provider == "codex":
-        stderr, messages, _ = _split_codex_stderr(stderr, block)
+        stderr, messages, _ = _split_codex_transcript(stderr, block)
         pieces.extend(Piece(text=m, origin="model", where="message") for m in messages)
     if stderr.strip():
         pieces.append(Piece(text=stderr, origin="cli", where="stderr"))
