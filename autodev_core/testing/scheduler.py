@@ -49,11 +49,49 @@ from ..scheduler.events import (
     StopRequested,
     Woke,
 )
-from ..scheduler.policy import EMPTY_TURNS_PAUSE, GIVE_UP_AFTER, backoff_after
 from ..scheduler.restore import restore_state
 from ..scheduler.state import SchedulerConfig, SchedulerState, initial_state
 from ..scheduler.step import TRANSITIONS, step
 from ..serialization import from_json, from_yaml, to_json, to_yaml
+
+# ------------------------------------------------------------------------------------------------
+# The SPEC's numbers, stated here on their own. The model never imports them from the code under
+# test (`scheduler.policy`): a model that did could never catch a wrong constant.
+
+#: A28: the wait after the 1st, 2nd, ... consecutive failure: 1 s, then 1, 2, 4, 8, 15, 30 min ...
+SPEC_BACKOFF: tuple[timedelta, ...] = (
+    timedelta(seconds=1), timedelta(minutes=1), timedelta(minutes=2), timedelta(minutes=4),
+    timedelta(minutes=8), timedelta(minutes=15), timedelta(minutes=30),
+)
+#: ... then one hour each time.
+SPEC_BACKOFF_THEN: timedelta = timedelta(hours=1)
+#: A29: the run pauses at the 12th consecutive failure.
+SPEC_GIVE_UP_AFTER: int = 12
+#: A31: three turns in a row without a post pause the run.
+SPEC_EMPTY_TURNS: int = 3
+#: A27: an unreachable provider is tried again after 1, 2, 4, 8 minutes ...
+SPEC_OUTAGE_RETRIES: tuple[timedelta, ...] = (
+    timedelta(minutes=1), timedelta(minutes=2), timedelta(minutes=4), timedelta(minutes=8),
+)
+#: ... then every 15 minutes.
+SPEC_OUTAGE_THEN: timedelta = timedelta(minutes=15)
+#: A6: with no readable reset, claude waits one hour; codex and agy are probed after 30 minutes.
+SPEC_DEFAULT_RESET: dict[str, timedelta] = {
+    "claude": timedelta(hours=1), "codex": timedelta(minutes=30), "agy": timedelta(minutes=30),
+}
+
+
+def spec_backoff(failures: int) -> timedelta:
+    """A28: the wait after `failures` consecutive failures (1-based)."""
+    return SPEC_BACKOFF[failures - 1] if failures <= len(SPEC_BACKOFF) else SPEC_BACKOFF_THEN
+
+
+def spec_outage_retry(attempts: int) -> timedelta:
+    """A27: the wait before trying a provider that could not be reached `attempts` times."""
+    if attempts <= len(SPEC_OUTAGE_RETRIES):
+        return SPEC_OUTAGE_RETRIES[attempts - 1]
+    return SPEC_OUTAGE_THEN
+
 
 ZONES: tuple[str, ...] = ("UTC", "Europe/Lisbon", "America/New_York", "Asia/Tokyo")
 MODELS: tuple[str, ...] = ("opus", "sonnet", "haiku", "gpt-5", "flash")
@@ -180,6 +218,8 @@ class SchedulerMachine(RuleBasedStateMachine):
         self.now = datetime(2026, 12, 1, tzinfo=UTC)
         self.failures = 0
         self.empties: dict[str, int] = {}
+        #: A27: consecutive failed attempts to reach each provider, counted by the model.
+        self.outage_attempts: dict[str, int] = {}
         self.steps = 0
 
     # -- driving ---------------------------------------------------------------------------
@@ -232,9 +272,9 @@ class SchedulerMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: self.state is not None and self.state.call is not None)
     @rule(
-        count=st.integers(min_value=1, max_value=GIVE_UP_AFTER + 1),
+        count=st.integers(min_value=1, max_value=SPEC_GIVE_UP_AFTER + 1),
         kind=st.sampled_from(("exit", "timeout", "empty")),
-        message_at=st.none() | st.integers(min_value=0, max_value=GIVE_UP_AFTER),
+        message_at=st.none() | st.integers(min_value=0, max_value=SPEC_GIVE_UP_AFTER),
     )
     def failure_burst(self, count: int, kind: str, message_at: int | None) -> None:
         """Failures in a row, each wait slept out (or cut by a message): reaches A29 and A31."""
@@ -378,6 +418,7 @@ class SchedulerMachine(RuleBasedStateMachine):
         assert restored.gates == saved.gates
         assert restored.call is None and restored.wait_until is None
         assert restored.limits == () and restored.outages == ()  # A25
+        self.outage_attempts = {}
         assert (restored.iterations, restored.runtime) == (saved.iterations, saved.runtime)
         assert restored.status == ("paused" if saved.status == "paused" else "stopped")
         self.state = restored
@@ -530,22 +571,35 @@ class SchedulerMachine(RuleBasedStateMachine):
                 self.empties[event.participant] += 1
         assert after.failures == self.failures
         if event.kind == "limit":
-            assert any(r.engine == event.engine and r.until > now for r in after.limits)
+            assert event.limit is not None
+            self.check_limit_recorded(before, event.engine, event.limit.reset_at, now, after)
+        provider = event.engine.provider
         if event.kind == "network":
-            assert any(o.provider == event.engine.provider and o.retry_at > now
-                       for o in after.outages)
+            # A27: tried again 1, 2, 4, 8, then every 15 minutes after each failed attempt.
+            attempts = self.outage_attempts.get(provider, 0) + 1
+            self.outage_attempts[provider] = attempts
+            retries = [o.retry_at for o in after.outages if o.provider == provider]
+            assert retries == [now + spec_outage_retry(attempts)], (attempts, after.outages)
+        else:
+            self.outage_attempts[provider] = 0  # A27, A40: any answer ends the outage
+            assert all(o.provider != provider for o in after.outages)
         if not live:
             assert after.status == before.status and after.call is None
             return
         empty_pause = event.kind == "empty" and (
-            self.empties[event.participant] >= EMPTY_TURNS_PAUSE
+            self.empties[event.participant] >= SPEC_EMPTY_TURNS
         )
         if empty_pause:  # A31: the 3rd empty turn of one participant pauses at once
             assert after.status == "paused"
-            assert messages[-1] == logs.empty_turns(event.participant)
-        elif event.kind in ("exit", "timeout", "empty") and self.failures >= GIVE_UP_AFTER:
+            assert messages[-1] == (
+                f"{event.participant} ended {SPEC_EMPTY_TURNS} turns in a row without a post; "
+                "run paused — resume to try again."
+            )
+        elif event.kind in ("exit", "timeout", "empty") and self.failures >= SPEC_GIVE_UP_AFTER:
             assert after.status == "paused"  # A29: exactly at the 12th failure
-            assert messages[-1].startswith(f"Gave up after {GIVE_UP_AFTER} failed attempts")
+            assert messages[-1].startswith(
+                f"Gave up after {SPEC_GIVE_UP_AFTER} failed attempts in a row, over five hours ("
+            )
         elif event.kind == "login":
             assert after.status == "paused"
         elif event.kind in ("exit", "timeout", "empty"):
@@ -553,7 +607,7 @@ class SchedulerMachine(RuleBasedStateMachine):
                 assert after.config.max_iterations is not None
                 return
             assert after.status == "backing_off"
-            expected = now + backoff_after(self.failures)  # A28, A38
+            expected = now + spec_backoff(self.failures)  # A28, A38
             for record in after.limits:
                 if now < record.until < expected:
                     expected = record.until  # A30
@@ -587,6 +641,30 @@ class SchedulerMachine(RuleBasedStateMachine):
             assert after.status == before.status
             assert not any(isinstance(e, (StartCall, Sleep)) for e in effects)
 
+    def check_limit_recorded(
+        self,
+        before: SchedulerState,
+        engine: Engine,
+        reset_at: datetime | None,
+        now: datetime,
+        after: SchedulerState,
+    ) -> None:
+        """A6/A8/A23: the engine is out until its reset (A6's default when none is readable or it
+        has passed), never earlier than a reset already recorded for it, except that a read reset
+        replaces a defaulted one (issue 14)."""
+        read = reset_at is not None and reset_at > now
+        until = reset_at if reset_at is not None and read else (
+            now + SPEC_DEFAULT_RESET[engine.provider]
+        )
+        for record in before.limits:
+            # Issue 14: a read reset outranks a defaulted one (even an earlier one); between two
+            # of a kind the later wins. A record that has already ended is a new limit's past.
+            if record.engine == engine and record.until > now and (
+                (record.read, record.until) > (read, until)
+            ):
+                until = record.until
+        assert [r.until for r in after.limits if r.engine == engine] == [until]
+
     def check_limit_wait(
         self, after: SchedulerState, now: datetime, sleep: Sleep, messages: list[str]
     ) -> None:
@@ -605,7 +683,9 @@ class SchedulerMachine(RuleBasedStateMachine):
     def due_is_a_member(self) -> None:
         if self.state is not None:
             assert 0 <= self.state.due < len(self.state.config.team)
-            assert self.state.failures < GIVE_UP_AFTER or self.state.status != "backing_off"
+            assert (
+                self.state.failures < SPEC_GIVE_UP_AFTER or self.state.status != "backing_off"
+            )
 
 
 __all__ = [
