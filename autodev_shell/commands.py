@@ -10,8 +10,11 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import signal
 import socket
 import sys
+import threading
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, TextIO
@@ -37,6 +40,8 @@ LOG_FILE: Final = "autodev.log"
 LANES_DIR: Final = "lanes"
 #: Whether the run shares its limits, and where (no password): written by the daemon (issue 14).
 SHARING_FILE: Final = "sharing.json"
+#: `autodev run`'s exit code after SIGTERM (128 + 15, as a shell reports it).
+EXIT_TERMINATED: Final = 143
 
 
 def zone_name(zone: object) -> str:
@@ -127,6 +132,7 @@ def start_run(
     private_dir(run_dir)  # folders made here are 0700 (issue 9 item 8)
     db = run_db(run_dir)
     lock = RunLock.acquire(db, run=run_id)
+    restore_sigterm = _raise_on_sigterm()
     try:
         make_private(run_dir)  # run files an older autodev (or another umask) left readable
         from autodev_core.mutation import MutationContext, mutation_block_reason
@@ -179,6 +185,7 @@ def start_run(
         finally:
             store.close()
     finally:
+        restore_sigterm()
         lock.release()
 
 
@@ -208,6 +215,25 @@ def _open_sharing(
         f"sharing limits via {settings.shown_url} as {settings.name!r} (accounts: {accounts})",
     )
     return sharing
+class Terminated(BaseException):
+    """SIGTERM reached the daemon. A BaseException, like KeyboardInterrupt, so no handler on the
+    way out swallows it; on the way, the call in flight has its process group ended (C1)."""
+
+
+def _raise_on_sigterm() -> Callable[[], None]:
+    """Make SIGTERM raise `Terminated` in the daemon (main thread only); returns the undo."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def terminated(_signum: int, _frame: object) -> None:
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, terminated)
+
+    def undo() -> None:
+        signal.signal(signal.SIGTERM, previous)
+
+    return undo
 
 
 # --- commands -----------------------------------------------------------------------------------
@@ -221,9 +247,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     run_dir = Path(args.run)
     run_id = args.thread or Path(args.team).resolve().name
     clock: Clock = ScaledClock(args.fast) if args.fast else SystemClock()
-    summary = start_run(
-        team, run_dir, run_id=run_id, clock=clock, json_lines=args.json, share=args.share
-    )
+    try:
+        summary = start_run(
+            team, run_dir, run_id=run_id, clock=clock, json_lines=args.json, share=args.share
+        )
+    except Terminated:
+        print(
+            f"autodev: run {run_id} ended by SIGTERM; its call in flight was stopped. "
+            f"`autodev run` again goes on with the owed turn.",
+            file=sys.stderr,
+        )
+        return EXIT_TERMINATED
     print(
         f"run {run_id}: {summary.status} after {summary.calls} calls and "
         f"{len(summary.posts)} posts; {summary.persistence}"

@@ -17,6 +17,7 @@ revision through `Durability` (C3, B4-B9). Controls from other processes (`autod
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -69,6 +70,7 @@ from .clock import Clock
 from .durability import Durability, PersistResult
 from .lanes import Lanes
 from .private import open_private
+from .processes import end_group, start_ticks
 from .runlock import lock_path
 from .sharing import LimitSharing
 from .sleeper import COUNTDOWN_MIN_SECONDS, DEFAULT_SLICE_SECONDS, countdown_text, sleep_until
@@ -325,6 +327,7 @@ class Runner:
             self.log.note(self.clock.now(),
                           f"took up revisions {_span(shadowed)} from the shadow copy; {done}")
         events.extend(self._shared(self.clock.now()))  # learned before the run starts (A39)
+        self.end_previous_call()
         if self.state.status == "paused":
             # A pause survives a restart: it waits for a person (A29, A31, A32).
             self.log.note(self.clock.now(), "the run is paused; `autodev resume` goes on")
@@ -673,10 +676,42 @@ class Runner:
             env=self.env,
             sink=lanes.sink(member.id) if lanes is not None else None,
             cancel=self._during_call,
+            started=self._call_started,
         )
+        self._call_over()
         if lanes is not None:
             lanes.end_call(member.id, result)  # C8: the lane says how each call ended
         return result
+
+    def _call_started(self, pid: int) -> None:
+        """Record the call's process group (its pid, C1) so a daemon that follows a kill -9
+        of this one can end it before starting the owed turn again (issue 9.7)."""
+        try:
+            self.store.record_call_process(pid, pid, start_ticks(pid), now=self.clock.now())
+        except StoreError as exc:  # the CLI still dies with this daemon (PR_SET_PDEATHSIG)
+            self.log.note(self.clock.now(), f"the call's process could not be recorded: {exc}")
+
+    def _call_over(self) -> None:
+        # A stale record names a finished process: the next daemon finds it gone.
+        with contextlib.suppress(StoreError):
+            self.store.clear_call_process()
+
+    def end_previous_call(self) -> None:
+        """A daemon killed with -9 during a call may have left that call's process group
+        running (the CLI's own children outlive it): end it, once it is proved ours, before
+        any turn starts — never two calls of one turn alive together."""
+        try:
+            record = self.store.call_process()
+        except StoreError:
+            return
+        if record is None:
+            return
+        if end_group(record.pid, record.pgid, record.ticks):
+            self.log.note(
+                self.clock.now(),
+                f"ended the call a previous daemon left running (process group {record.pgid})",
+            )
+        self._call_over()
 
     # --- the thread and prompts (B18-B20) --------------------------------------------------
 
