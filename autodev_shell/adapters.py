@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import math
 import os
 import re
@@ -810,7 +811,8 @@ def run_call(
             env=dict(env) if env is not None else None,
             cwd=cwd,
             close_fds=True,
-            preexec_fn=die_with_parent,  # no CLI outlives a daemon killed with -9
+            # No CLI outlives a daemon killed with -9 (issue 9.7).
+            preexec_fn=functools.partial(die_with_parent, os.getpid()),
         )
     except (OSError, ValueError, subprocess.SubprocessError) as exc:
         # ENOENT, EACCES, E2BIG, a NUL byte in argv or env…: the call failed, the run goes on.

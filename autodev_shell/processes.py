@@ -46,10 +46,14 @@ def _load_prctl() -> Callable[..., int] | None:
 _PRCTL: Final = _load_prctl()
 
 
-def die_with_parent() -> None:
-    """In the child, before exec: be killed when the daemon dies (Linux; elsewhere a no-op)."""
+def die_with_parent(parent: int | None = None) -> None:
+    """In the child, before exec: be killed when the daemon dies (Linux; elsewhere a no-op).
+    With `parent` (the daemon's pid, taken before the fork): a daemon that died before the
+    request was made leaves a child that ends at once instead of running the CLI."""
     if _PRCTL is not None:
         _PRCTL(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        if parent is not None and os.getppid() != parent:
+            os._exit(1)
 
 
 def start_ticks(pid: int) -> int | None:

@@ -31,6 +31,7 @@ from typing import Final, Protocol, TextIO
 import attrs
 
 from autodev_core.engine import Engine
+from autodev_core.errors import AutodevError
 from autodev_core.identity import RunIdentity
 from autodev_core.participant import Participant
 from autodev_core.persistence import describe_persistence
@@ -90,6 +91,19 @@ PROMPT_POST_BYTES: Final = 16 * 1024
 GATE_RETRY_SECONDS: Final = 1.0
 #: The participant name user messages are posted under.
 USER: Final = "user"
+
+
+class RunFolderGone(AutodevError):
+    """The run's database (or its write-ahead log) was removed or replaced under the daemon:
+    whatever it wrote now would be lost, so it stops writing and exits."""
+
+
+def _file_id(path: Path) -> tuple[int, int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
 
 
 class LogSink(Protocol):
@@ -311,6 +325,9 @@ class Runner:
             StatusChanged: self._on_status,  # type: ignore[dict-item]
         }
         self._stop_at: datetime | None = None
+        self._db_file = _file_id(store.path)
+        self._wal_path = Path(f"{store.path}-wal")
+        self._wal_file = _file_id(self._wal_path)
 
     # --- the loop --------------------------------------------------------------------------
 
@@ -448,6 +465,7 @@ class Runner:
                 events.append(_Todo(StopRequested(now=self.clock.now())))
                 return
             now = self.clock.now()
+            self.check_store_file()
             self._beat(now)
             # Wait a slice (controls are polled all the while), never past the end of the run.
             seconds = self.slice_seconds
@@ -474,6 +492,25 @@ class Runner:
                 self.log.note(now, "heartbeat written to the store again")
             self._beat_failed = False
 
+    def check_store_file(self) -> None:
+        """The store this daemon writes is still the file at its path, and so is its WAL (same
+        device and inode as when it started): checked every slice and before every write.
+        Raises `RunFolderGone` otherwise."""
+        problem = ""
+        if _file_id(self.store.path) != self._db_file:
+            problem = f"{self.store.path} was removed or replaced"
+        else:
+            wal = _file_id(self._wal_path)
+            if self._wal_file is None:
+                self._wal_file = wal  # the first write makes it
+            elif wal != self._wal_file:
+                problem = f"{self._wal_path} was removed or replaced"
+        if problem:
+            raise RunFolderGone(
+                f"The run store {problem} while the daemon was running; it stops writing now "
+                "(nothing more can be saved there). Restore the run folder, or start a new run."
+            )
+
     def _clock_factor(self) -> float:
         return float(getattr(self.clock, "factor", 1.0))
 
@@ -482,6 +519,7 @@ class Runner:
     def _commit(
         self, posts: Sequence[NewPost], *, reason: str, taken: Sequence[int] = ()
     ) -> PersistResult:
+        self.check_store_file()
         self.revision += 1
         self._untaken.update(taken)
         result = self.durability.persist_revision(
@@ -538,6 +576,7 @@ class Runner:
         shown = [""]
 
         def heartbeat(now: datetime, target: datetime) -> None:
+            self.check_store_file()
             self._beat(now)
             left = (target - now).total_seconds()
             if self.countdown is not None and left >= COUNTDOWN_MIN_SECONDS:
@@ -611,6 +650,7 @@ class Runner:
         if self.controls.has("stop", "pause") or not self._gate_open():
             return self._cut_short()  # stop or pause arrived while waiting for the write
         prompt = self._prompt(effect, member)
+        self.check_store_file()
         self._beat(self.clock.now())
         self.calls += 1
         result = self.perform_call(effect, member, prompt)
@@ -650,6 +690,7 @@ class Runner:
     def _during_call(self) -> bool:
         """Asked several times a second while a call runs: post user messages at once, and
         say whether a stop or pause cuts the call short."""
+        self.check_store_file()
         self._post_messages_now()
         return self.controls.has("stop", "pause")
 
@@ -779,6 +820,7 @@ __all__ = [
     "Controls",
     "InputRecord",
     "LogSink",
+    "RunFolderGone",
     "RunSummary",
     "Runner",
     "StreamLog",
