@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import math
 import os
 import re
@@ -50,6 +51,7 @@ from autodev_core.participant import Participant
 from autodev_core.posts import extract_post
 
 from .clock import Clock, Interrupt, SystemClock, is_set, local_zone
+from .processes import die_with_parent
 
 # -- policy-free mechanics, in one place --------------------------------------------------------
 
@@ -826,8 +828,13 @@ def run_call(
     check_interval: float = CHECK_INTERVAL_SECONDS,
     kill_grace: float = KILL_GRACE_SECONDS,
     input: str | bytes | None = None,
+    started: Callable[[int], None] | None = None,
 ) -> CallResult:
     """Run one CLI call to its end, its timeout, an early stop (A37) or `cancel`.
+
+    The CLI runs in its own process group (C1) and, on Linux, dies with the calling process
+    (`processes.die_with_parent`); `started` is told its pid (= its process group id) as soon
+    as it runs, so the daemon can record it (issue 9.7).
 
     `timeout` is in real seconds. `clock` stamps the call and gives `now` to the detectors;
     `local_tz` is the machine's zone for clock times in notices (A3). `input` is written to the
@@ -854,11 +861,19 @@ def run_call(
             env=dict(env) if env is not None else None,
             cwd=cwd,
             close_fds=True,
+            # No CLI outlives a daemon killed with -9 (issue 9.7).
+            preexec_fn=functools.partial(die_with_parent, os.getpid()),
         )
     except (OSError, ValueError, subprocess.SubprocessError) as exc:
         # ENOENT, EACCES, E2BIG, a NUL byte in argv or env…: the call failed, the run goes on.
         code, why = _why_not_started(exc, args)
         return _not_started(provider, args, clock, local_tz, code, why, sink)
+    if started is not None:
+        try:
+            started(proc.pid)
+        except BaseException:
+            _stop_group(proc, kill_grace)
+            raise
     started_at = clock.now()
     capture = _Capture(sink, provider)
     assert proc.stdout is not None and proc.stderr is not None

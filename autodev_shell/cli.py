@@ -4,6 +4,7 @@ in one clear sentence and a non-zero exit, never a traceback."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,6 +15,8 @@ from autodev_core.errors import ConfigError
 from .commands import add_commands, restore_hint
 
 EXIT_USAGE = 2
+#: A reader that closed our output early (`| head`): as if ended by SIGPIPE (128 + 13).
+EXIT_BROKEN_PIPE = 141
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -71,6 +74,16 @@ def _simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _stdout_closed() -> int:
+    """The reader of our output went away (`autodev status | head -1`): nothing is wrong with
+    the run, so no message. Point stdout at /dev/null so the interpreter's last flush is quiet,
+    and exit as a process ended by SIGPIPE does (128 + 13)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return EXIT_BROKEN_PIPE
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -79,7 +92,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
-        return int(handler(args))
+        code = int(handler(args))
+        sys.stdout.flush()  # a closed pipe shows here, not as a warning at exit
+        return code
+    except BrokenPipeError:
+        return _stdout_closed()
     except AutodevError as exc:
         print(f"autodev: {exc}", file=sys.stderr)
         from .store import StoreError

@@ -8,13 +8,17 @@ bad participant file, a missing CLI, a locked run, a corrupt database, an unknow
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
+import signal
 import socket
 import sys
-from datetime import UTC, datetime, timedelta
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta, tzinfo
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, TextIO
+from typing import TYPE_CHECKING, Any, Final, TextIO
 
 from autodev_core.errors import AutodevError, ConfigError
 
@@ -37,6 +41,10 @@ LOG_FILE: Final = "autodev.log"
 LANES_DIR: Final = "lanes"
 #: Whether the run shares its limits, and where (no password): written by the daemon (issue 14).
 SHARING_FILE: Final = "sharing.json"
+#: `autodev run`'s exit code after SIGTERM (128 + 15, as a shell reports it).
+EXIT_TERMINATED: Final = 143
+#: `autodev run`'s exit code when its run store was removed under it (issue 9.6).
+EXIT_FOLDER_GONE: Final = 1
 
 
 def zone_name(zone: object) -> str:
@@ -127,6 +135,7 @@ def start_run(
     private_dir(run_dir)  # folders made here are 0700 (issue 9 item 8)
     db = run_db(run_dir)
     lock = RunLock.acquire(db, run=run_id)
+    restore_sigterm = _raise_on_sigterm()
     try:
         make_private(run_dir)  # run files an older autodev (or another umask) left readable
         from autodev_core.mutation import MutationContext, mutation_block_reason
@@ -179,6 +188,7 @@ def start_run(
         finally:
             store.close()
     finally:
+        restore_sigterm()
         lock.release()
 
 
@@ -208,6 +218,25 @@ def _open_sharing(
         f"sharing limits via {settings.shown_url} as {settings.name!r} (accounts: {accounts})",
     )
     return sharing
+class Terminated(BaseException):
+    """SIGTERM reached the daemon. A BaseException, like KeyboardInterrupt, so no handler on the
+    way out swallows it; on the way, the call in flight has its process group ended (C1)."""
+
+
+def _raise_on_sigterm() -> Callable[[], None]:
+    """Make SIGTERM raise `Terminated` in the daemon (main thread only); returns the undo."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def terminated(_signum: int, _frame: object) -> None:
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, terminated)
+
+    def undo() -> None:
+        signal.signal(signal.SIGTERM, previous)
+
+    return undo
 
 
 # --- commands -----------------------------------------------------------------------------------
@@ -215,15 +244,27 @@ def _open_sharing(
 
 def cmd_run(args: argparse.Namespace) -> int:
     from .clock import ScaledClock, SystemClock
+    from .runner import RunFolderGone
     from .team import load_team
 
     team = load_team(args.team)
     run_dir = Path(args.run)
     run_id = args.thread or Path(args.team).resolve().name
     clock: Clock = ScaledClock(args.fast) if args.fast else SystemClock()
-    summary = start_run(
-        team, run_dir, run_id=run_id, clock=clock, json_lines=args.json, share=args.share
-    )
+    try:
+        summary = start_run(
+            team, run_dir, run_id=run_id, clock=clock, json_lines=args.json, share=args.share
+        )
+    except RunFolderGone as exc:
+        print(f"autodev: run {run_id} stopped: {exc}", file=sys.stderr)
+        return EXIT_FOLDER_GONE
+    except Terminated:
+        print(
+            f"autodev: run {run_id} ended by SIGTERM; its call in flight was stopped. "
+            f"`autodev run` again goes on with the owed turn.",
+            file=sys.stderr,
+        )
+        return EXIT_TERMINATED
     print(
         f"run {run_id}: {summary.status} after {summary.calls} calls and "
         f"{len(summary.posts)} posts; {summary.persistence}"
@@ -253,58 +294,150 @@ def _ago(then: datetime, now: datetime) -> str:
     return "just now" if seconds < 1 else f"{format_left(seconds)} ago"
 
 
-def status_lines(store: RunStore, now: datetime) -> list[str]:
-    """What `autodev status` prints (C6): status, limits, outages, streak, persistence."""
-    from autodev_core.scheduler.logs import clock as clock_text
+def status_facts(store: RunStore, now: datetime) -> dict[str, Any]:
+    """What `autodev status` knows (C6), as plain values with stable keys (`status --json`):
+    the run's status, whether its daemon is alive (its lock, not the heartbeat alone), limits,
+    outages, the failure streak, calls, persistence, posts and the heartbeat."""
     from autodev_core.scheduler.state import SchedulerState
     from autodev_core.serialization import from_json
 
-    from .sharing import status_lines as sharing_status
-    from .sleeper import format_left
+    from .runlock import daemon_holding
+    from .sharing import sharing_facts
 
     snapshot = store.snapshot()
-    lines = [f"run: {snapshot.run_id} ({store.path})"]
     state: SchedulerState | None = None
-    if snapshot.scheduler_state_json:
+    readable = True
+    text = snapshot.scheduler_state_json
+    if text and text != "{}":
         try:
-            state = from_json(snapshot.scheduler_state_json, SchedulerState)
+            state = from_json(text, SchedulerState)
         except Exception:
-            lines.append("scheduler state: unreadable (the daemon rewrites it on its next step)")
-    if state is None:
-        lines.append("status: not started")
-    else:
-        zone = state.config.zone
-        status: str = state.status
-        if state.wait_until is not None:
-            left = format_left(max((state.wait_until - now).total_seconds(), 0))
-            status += f" — until {clock_text(state.wait_until, now, zone)} ({left} left)"
-        lines.append(f"status: {status}")
-        lines.append(f"due: {state.config.team[state.due].id}")
-        for record in state.limits:
-            peer = f" (reported by {record.source})" if record.source else ""
-            lines.append(
-                f"limit: {record.engine} until {clock_text(record.until, now, zone)}{peer}"
-            )
-        for outage in state.outages:
-            lines.append(
-                f"outage: {outage.provider} unreachable ({outage.attempts} tries); "
-                f"next try at {clock_text(outage.retry_at, now, zone)}"
-            )
-        lines.append(f"failure streak: {state.failures}")
-        lines.append(f"calls: {state.iterations}")
-    lines += sharing_status(Path(store.path).parent / SHARING_FILE)
-    lines.append(f"persistence: {persistence_text(store)}; store at revision {snapshot.revision}")
-    lines.append(f"posts: {len(snapshot.posts)}")
+            readable = False
     beat = store.last_heartbeat()
     stand_in = _lock_time(store)
-    if beat is not None and stand_in is not None and stand_in > beat.at + timedelta(seconds=2):
+    if beat is not None and stand_in is not None and stand_in <= beat.at + timedelta(seconds=2):
+        stand_in = None  # only a lock touched after the heartbeat stands in for it
+    held, lock_pid = daemon_holding(store.path)
+    facts: dict[str, Any] = {
+        "run_id": snapshot.run_id,
+        "store": str(store.path),
+        "status": state.status if state is not None else "not started",
+        "scheduler_state": "unreadable" if not readable else ("ok" if state else "none"),
+        "daemon": {
+            "running": held,
+            "pid": lock_pid if held and lock_pid is not None else (
+                beat.pid if beat is not None else lock_pid),
+            "last_heartbeat": beat.at.isoformat() if beat is not None else None,
+            "heartbeat_age_seconds": (
+                max((now - beat.at).total_seconds(), 0.0) if beat is not None else None),
+            "lock_file_time": stand_in.isoformat() if stand_in is not None else None,
+        },
+        "wait_until": None,
+        "due": None,
+        "limits": [],
+        "outages": [],
+        "failure_streak": None,
+        "calls": None,
+        "persistence": {
+            "summary": persistence_text(store),
+            "revision": snapshot.revision,
+        },
+        "posts": len(snapshot.posts),
+        "sharing": sharing_facts(Path(store.path).parent / SHARING_FILE),
+    }
+    if state is not None:
+        facts["wait_until"] = state.wait_until.isoformat() if state.wait_until else None
+        facts["due"] = state.config.team[state.due].id
+        facts["limits"] = [
+            {"engine": str(r.engine), "until": r.until.isoformat(), "reported_by": r.source or None}
+            for r in state.limits
+        ]
+        facts["outages"] = [
+            {"provider": o.provider, "attempts": o.attempts, "retry_at": o.retry_at.isoformat()}
+            for o in state.outages
+        ]
+        facts["failure_streak"] = state.failures
+        facts["calls"] = state.iterations
+    return facts
+
+
+def status_lines(store: RunStore, now: datetime) -> list[str]:
+    """What `autodev status` prints (C6): status, daemon, limits, outages, streak, persistence."""
+    facts = status_facts(store, now)
+    return format_status(facts, now, _zone_of(store))
+
+
+def _zone_of(store: RunStore) -> tzinfo:
+    from autodev_core.scheduler.state import SchedulerState
+    from autodev_core.serialization import from_json
+
+    text = store.snapshot().scheduler_state_json
+    try:
+        state: SchedulerState = from_json(text, SchedulerState)
+    except Exception:
+        return UTC
+    return state.config.zone
+
+
+def format_status(facts: dict[str, Any], now: datetime, zone: tzinfo) -> list[str]:
+    """The lines of `autodev status`, from `status_facts`."""
+    from autodev_core.scheduler.logs import clock as clock_text
+
+    from .sharing import sharing_line
+    from .sleeper import format_left
+
+    def at(text: str) -> str:
+        return clock_text(datetime.fromisoformat(text), now, zone)
+
+    lines = [f"run: {facts['run_id']} ({facts['store']})"]
+    if facts["scheduler_state"] == "unreadable":
+        lines.append("scheduler state: unreadable (the daemon rewrites it on its next step)")
+    daemon = facts["daemon"]
+    status = str(facts["status"])
+    if facts["wait_until"] is not None:
+        wait = datetime.fromisoformat(facts["wait_until"])
+        left = format_left(max((wait - now).total_seconds(), 0))
+        status += f" — until {at(facts['wait_until'])} ({left} left)"
+    beat = daemon["last_heartbeat"]
+    ago = _ago(datetime.fromisoformat(beat), now) if beat is not None else "never"
+    if not daemon["running"] and facts["status"] not in ("stopped", "not started"):
+        pid = f"daemon pid {daemon['pid']} is gone" if daemon["pid"] else "no daemon"
+        status = f"not running ({pid}; last heartbeat {ago}); last status: {status}"
+    lines.append(f"status: {status}")
+    if daemon["running"]:
+        lines.append(f"daemon: running (pid {daemon['pid']})")
+    else:
+        lines.append("daemon: not running")
+    if facts["due"] is not None:
+        lines.append(f"due: {facts['due']}")
+    for record in facts["limits"]:
+        peer = f" (reported by {record['reported_by']})" if record.get("reported_by") else ""
+        lines.append(f"limit: {record['engine']} until {at(record['until'])}{peer}")
+    for outage in facts["outages"]:
+        lines.append(
+            f"outage: {outage['provider']} unreachable ({outage['attempts']} tries); "
+            f"next try at {at(outage['retry_at'])}"
+        )
+    if facts["failure_streak"] is not None:
+        lines.append(f"failure streak: {facts['failure_streak']}")
+        lines.append(f"calls: {facts['calls']}")
+    lines.append(sharing_line(facts.get("sharing")))
+    persistence = facts["persistence"]
+    lines.append(
+        f"persistence: {persistence['summary']}; store at revision {persistence['revision']}"
+    )
+    lines.append(f"posts: {facts['posts']}")
+    stand_in = daemon.get("lock_file_time")
+    gone = "" if daemon["running"] else ", not running"
+    if beat is not None and stand_in is not None:
         # The daemon could not write its heartbeat (a full disk) and touched its lock instead.
-        lines.append(f"heartbeat: {_ago(stand_in, now)} (pid {beat.pid}; the store could not "
-                     "take it, the lock file's time stands in)")
+        lines.append(f"heartbeat: {_ago(datetime.fromisoformat(stand_in), now)} (pid "
+                     f"{daemon['pid']}{gone}; the store could not take it, the lock file's time "
+                     "stands in)")
     elif beat is None:
         lines.append("heartbeat: none yet")
     else:
-        lines.append(f"heartbeat: {_ago(beat.at, now)} (pid {beat.pid})")
+        lines.append(f"heartbeat: {ago} (pid {daemon['pid']}{gone})")
     return lines
 
 
@@ -359,10 +492,15 @@ def _span(revisions: list[int]) -> str:
 def cmd_status(args: argparse.Namespace) -> int:
     store = open_existing(Path(args.run))
     try:
-        print("\n".join(status_lines(store, datetime.now(UTC))))
+        now = datetime.now(UTC)
+        if getattr(args, "json", False):
+            print(json.dumps(status_facts(store, now), indent=2, sort_keys=True))
+        else:
+            print("\n".join(status_lines(store, now)))
     finally:
         store.close()
     return 0
+
 
 
 def cmd_team_edit(args: argparse.Namespace) -> int:
@@ -468,6 +606,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
     status = commands.add_parser("status", help="show status, limits, outages, persistence")
     with_run(status)
+    status.add_argument("--json", action="store_true", help="the same facts as one JSON object")
     status.set_defaults(handler=cmd_status)
 
     for name, text in (

@@ -17,6 +17,7 @@ revision through `Durability` (C3, B4-B9). Controls from other processes (`autod
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -30,6 +31,7 @@ from typing import Final, Protocol, TextIO
 import attrs
 
 from autodev_core.engine import Engine
+from autodev_core.errors import AutodevError
 from autodev_core.identity import RunIdentity
 from autodev_core.participant import Participant
 from autodev_core.persistence import describe_persistence
@@ -69,6 +71,7 @@ from .clock import Clock
 from .durability import Durability, PersistResult
 from .lanes import Lanes
 from .private import open_private
+from .processes import end_group, start_ticks
 from .runlock import lock_path
 from .sharing import LimitSharing
 from .sleeper import COUNTDOWN_MIN_SECONDS, DEFAULT_SLICE_SECONDS, countdown_text, sleep_until
@@ -88,6 +91,19 @@ PROMPT_POST_BYTES: Final = 16 * 1024
 GATE_RETRY_SECONDS: Final = 1.0
 #: The participant name user messages are posted under.
 USER: Final = "user"
+
+
+class RunFolderGone(AutodevError):
+    """The run's database (or its write-ahead log) was removed or replaced under the daemon:
+    whatever it wrote now would be lost, so it stops writing and exits."""
+
+
+def _file_id(path: Path) -> tuple[int, int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
 
 
 class LogSink(Protocol):
@@ -309,6 +325,9 @@ class Runner:
             StatusChanged: self._on_status,  # type: ignore[dict-item]
         }
         self._stop_at: datetime | None = None
+        self._db_file = _file_id(store.path)
+        self._wal_path = Path(f"{store.path}-wal")
+        self._wal_file = _file_id(self._wal_path)
 
     # --- the loop --------------------------------------------------------------------------
 
@@ -325,6 +344,7 @@ class Runner:
             self.log.note(self.clock.now(),
                           f"took up revisions {_span(shadowed)} from the shadow copy; {done}")
         events.extend(self._shared(self.clock.now()))  # learned before the run starts (A39)
+        self.end_previous_call()
         if self.state.status == "paused":
             # A pause survives a restart: it waits for a person (A29, A31, A32).
             self.log.note(self.clock.now(), "the run is paused; `autodev resume` goes on")
@@ -445,6 +465,7 @@ class Runner:
                 events.append(_Todo(StopRequested(now=self.clock.now())))
                 return
             now = self.clock.now()
+            self.check_store_file()
             self._beat(now)
             # Wait a slice (controls are polled all the while), never past the end of the run.
             seconds = self.slice_seconds
@@ -471,6 +492,25 @@ class Runner:
                 self.log.note(now, "heartbeat written to the store again")
             self._beat_failed = False
 
+    def check_store_file(self) -> None:
+        """The store this daemon writes is still the file at its path, and so is its WAL (same
+        device and inode as when it started): checked every slice and before every write.
+        Raises `RunFolderGone` otherwise."""
+        problem = ""
+        if _file_id(self.store.path) != self._db_file:
+            problem = f"{self.store.path} was removed or replaced"
+        else:
+            wal = _file_id(self._wal_path)
+            if self._wal_file is None:
+                self._wal_file = wal  # the first write makes it
+            elif wal != self._wal_file:
+                problem = f"{self._wal_path} was removed or replaced"
+        if problem:
+            raise RunFolderGone(
+                f"The run store {problem} while the daemon was running; it stops writing now "
+                "(nothing more can be saved there). Restore the run folder, or start a new run."
+            )
+
     def _clock_factor(self) -> float:
         return float(getattr(self.clock, "factor", 1.0))
 
@@ -479,6 +519,7 @@ class Runner:
     def _commit(
         self, posts: Sequence[NewPost], *, reason: str, taken: Sequence[int] = ()
     ) -> PersistResult:
+        self.check_store_file()
         self.revision += 1
         self._untaken.update(taken)
         result = self.durability.persist_revision(
@@ -535,6 +576,7 @@ class Runner:
         shown = [""]
 
         def heartbeat(now: datetime, target: datetime) -> None:
+            self.check_store_file()
             self._beat(now)
             left = (target - now).total_seconds()
             if self.countdown is not None and left >= COUNTDOWN_MIN_SECONDS:
@@ -608,6 +650,7 @@ class Runner:
         if self.controls.has("stop", "pause") or not self._gate_open():
             return self._cut_short()  # stop or pause arrived while waiting for the write
         prompt = self._prompt(effect, member)
+        self.check_store_file()
         self._beat(self.clock.now())
         self.calls += 1
         result = self.perform_call(effect, member, prompt)
@@ -647,6 +690,7 @@ class Runner:
     def _during_call(self) -> bool:
         """Asked several times a second while a call runs: post user messages at once, and
         say whether a stop or pause cuts the call short."""
+        self.check_store_file()
         self._post_messages_now()
         return self.controls.has("stop", "pause")
 
@@ -673,10 +717,42 @@ class Runner:
             env=self.env,
             sink=lanes.sink(member.id) if lanes is not None else None,
             cancel=self._during_call,
+            started=self._call_started,
         )
+        self._call_over()
         if lanes is not None:
             lanes.end_call(member.id, result)  # C8: the lane says how each call ended
         return result
+
+    def _call_started(self, pid: int) -> None:
+        """Record the call's process group (its pid, C1) so a daemon that follows a kill -9
+        of this one can end it before starting the owed turn again (issue 9.7)."""
+        try:
+            self.store.record_call_process(pid, pid, start_ticks(pid), now=self.clock.now())
+        except StoreError as exc:  # the CLI still dies with this daemon (PR_SET_PDEATHSIG)
+            self.log.note(self.clock.now(), f"the call's process could not be recorded: {exc}")
+
+    def _call_over(self) -> None:
+        # A stale record names a finished process: the next daemon finds it gone.
+        with contextlib.suppress(StoreError):
+            self.store.clear_call_process()
+
+    def end_previous_call(self) -> None:
+        """A daemon killed with -9 during a call may have left that call's process group
+        running (the CLI's own children outlive it): end it, once it is proved ours, before
+        any turn starts — never two calls of one turn alive together."""
+        try:
+            record = self.store.call_process()
+        except StoreError:
+            return
+        if record is None:
+            return
+        if end_group(record.pid, record.pgid, record.ticks):
+            self.log.note(
+                self.clock.now(),
+                f"ended the call a previous daemon left running (process group {record.pgid})",
+            )
+        self._call_over()
 
     # --- the thread and prompts (B18-B20) --------------------------------------------------
 
@@ -744,6 +820,7 @@ __all__ = [
     "Controls",
     "InputRecord",
     "LogSink",
+    "RunFolderGone",
     "RunSummary",
     "Runner",
     "StreamLog",

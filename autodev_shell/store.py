@@ -236,6 +236,23 @@ class Control:
 
 
 @attrs.frozen
+class CallProcess:
+    """The process group of the call in flight, as recorded when it started."""
+
+    pid: int
+    pgid: int
+    ticks: int | None  # the leader's start time, /proc/<pid>/stat field 22
+    started_at: datetime
+
+
+#: Made on first use, so stores made before it keep opening.
+_CALL_PROCESS_TABLE: Final = (
+    "CREATE TABLE IF NOT EXISTS call_process (id INTEGER PRIMARY KEY CHECK (id = 1), "
+    "pid INTEGER NOT NULL, pgid INTEGER NOT NULL, ticks INTEGER, started_at TEXT NOT NULL)"
+)
+
+
+@attrs.frozen
 class Heartbeat:
     at: datetime
     pid: int
@@ -538,6 +555,43 @@ class RunStore:
         with self._transaction("read the heartbeat", write=False) as conn:
             row = conn.execute("SELECT at, pid FROM heartbeat WHERE id = 1").fetchone()
         return None if row is None else Heartbeat(_time(row[0]), int(row[1]))
+
+    # --- the call's process group (issue 9.7) ----------------------------------------------
+
+    def record_call_process(self, pid: int, pgid: int, ticks: int | None, *,
+                            now: datetime) -> None:
+        """Record the process group of the call now starting (its leader's pid and start
+        time), so that a daemon started after a kill -9 can find it and end it."""
+        with self._transaction("record the call's process") as conn:
+            conn.execute(_CALL_PROCESS_TABLE)
+            conn.execute(
+                "INSERT INTO call_process (id, pid, pgid, ticks, started_at) VALUES "
+                "(1, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET pid = excluded.pid, "
+                "pgid = excluded.pgid, ticks = excluded.ticks, started_at = excluded.started_at",
+                (pid, pgid, ticks, _text(now)),
+            )
+
+    def clear_call_process(self) -> None:
+        """The recorded call has ended (or was ended): forget it."""
+        with self._transaction("clear the call's process") as conn:
+            conn.execute(_CALL_PROCESS_TABLE)
+            conn.execute("DELETE FROM call_process")
+
+    def call_process(self) -> CallProcess | None:
+        """The call process recorded and not cleared (a daemon died during its call), if any."""
+        try:
+            with self._transaction("read the call's process", write=False) as conn:
+                row = conn.execute(
+                    "SELECT pid, pgid, ticks, started_at FROM call_process WHERE id = 1"
+                ).fetchone()
+        except StoreError as exc:
+            if "no such table" in exc.detail:
+                return None  # a store no call was ever recorded in
+            raise
+        if row is None:
+            return None
+        ticks = None if row[2] is None else int(row[2])
+        return CallProcess(int(row[0]), int(row[1]), ticks, _time(row[3]))
 
     # --- controls (C6) ----------------------------------------------------------------------
 

@@ -114,6 +114,9 @@ class Daemon:
         return None if state is None else state.status
 
     def thread(self) -> list[tuple[str, str, str]]:
+        """(key, participant, text) of every post; empty before the store exists."""
+        if not (self.run_dir / "run.db").exists():
+            return []
         store = RunStore.open(self.run_dir / "run.db", check=False)
         try:
             return [(p.key, p.participant, p.text) for p in store.thread()]

@@ -22,8 +22,9 @@ never take the same answer); then that CLI's `default`, then the top-level `defa
   grandchild that outlives the CLI unless its process group is killed; its pid goes there).
 
 The prompt is read where the real CLI reads it (agy: `-p <prompt>`; claude and codex: the
-positional argument, else stdin). `$AUTODEV_STANDIN_LOG`, when set, gets one JSON line per call:
-the CLI, its argv, the answer, the prompt and where it came from (`prompt_from`).
+positional argument, else stdin). `$AUTODEV_STANDIN_LOG`, when set, gets one JSON line per call
+as it starts: the CLI, its argv, the answer, its pid, the prompt and where it came from
+(`prompt_from`), and `alive_before`: the pids of earlier calls in that log still running.
 """
 
 from __future__ import annotations
@@ -275,6 +276,31 @@ def _spawn_grandchild(pidfile: str) -> None:
         handle.write(str(child.pid))
 
 
+def _standins_alive(log: str) -> list[int]:
+    """Earlier stand-in calls of this log still running as this one starts (Linux /proc): a
+    daemon must never run two calls at once (issue 9.7)."""
+    here = os.path.dirname(os.path.realpath(sys.argv[0]))
+    alive = []
+    try:
+        with open(log, encoding="utf-8") as handle:
+            pids = [json.loads(line).get("pid") for line in handle if line.strip()]
+    except (OSError, ValueError):
+        return []
+    for pid in pids:
+        if not isinstance(pid, int) or pid == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+                state = stat.read().rsplit(")", 1)[1].split()[0]
+            with open(f"/proc/{pid}/cmdline", "rb") as cmd:
+                cmdline = cmd.read().decode("utf-8", "replace")
+        except (OSError, IndexError):
+            continue
+        if state != "Z" and here in cmdline:
+            alive.append(pid)
+    return alive
+
+
 def main(name: str, argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["--version"]:
@@ -285,10 +311,11 @@ def main(name: str, argv: list[str] | None = None) -> int:
     answer, source = _take_answer(name, _load_script())
     log = os.environ.get(LOG_ENV)
     if log:
+        alive = _standins_alive(log)
         with open(log, "a", encoding="utf-8") as handle:
             handle.write(_json_line({"cli": name, "argv": args, "answer": source,
                                      "pid": os.getpid(), "prompt_from": channel,
-                                     "prompt": prompt}))
+                                     "prompt": prompt, "alive_before": alive}))
     if answer.get("grandchild_pidfile"):
         _spawn_grandchild(str(answer["grandchild_pidfile"]))
     time.sleep(float(answer.get("sleep", 0)))
