@@ -3,8 +3,12 @@
 The core never reads a clock (0.1); the shell reads one of these and hands `now` to it.
 
 - `SystemClock`: the machine's wall clock; waits in real time.
-- `ScaledClock`: virtual time running `factor` times faster than real time, for the demo (C6):
-  a 2-hour limit wait passes in 12 real seconds at `factor=600`.
+- `ScaledClock`: virtual time running `factor` times faster than real time (`autodev run
+  --fast`): a 2-hour limit wait passes in 12 real seconds at `factor=600`.
+- `VirtualClock`: the demo's clock (C6). Virtual time passes only when the shell waits (a wait
+  of `s` virtual seconds takes `s / factor` real seconds) and when a call is charged its
+  duration (a stand-in writes it to the clock's ledger file): real time spent starting
+  processes or writing the store passes none, so a run tells the same story on any machine.
 - `FakeClock`: for tests. Waiting advances it at once; tests move it forward or backward
   (a suspended machine, a corrected clock) from hooks that run inside a wait.
 
@@ -119,6 +123,74 @@ class ScaledClock:
 
     def wait(self, seconds: float, interrupt: Interrupt = None) -> bool:
         return _real_wait(seconds / self.factor, interrupt)
+
+
+class VirtualClock:
+    """Virtual time that passes only by waiting and by calls' charges (the demo, C6).
+
+    - `wait(s)` takes `s / factor` real seconds and moves the clock by exactly `s` (when an
+      interrupt cuts it short: by the real time waited × `factor`, at most `s`);
+    - each line of the `ledger` file is a number of virtual seconds a call took: the stand-in
+      CLIs append their scripted duration there before they answer (`standins.CLOCK_ENV`), so
+      the call's end, and every reset measured from it (A38), is read after the charge;
+    - nothing else moves it: the real time a subprocess takes to start, a slow disk, a loaded
+      machine, pass no virtual time. The same script gives the same run, to the second.
+    """
+
+    def __init__(
+        self, factor: float, *, start: datetime, ledger: str | os.PathLike[str] | None = None
+    ) -> None:
+        if not (0 < factor < float("inf")):
+            raise ValueError(f"a clock's speed factor must be a positive number, not {factor!r}")
+        if start.utcoffset() is None:
+            raise ValueError("VirtualClock start must be an aware datetime")
+        self.factor = float(factor)
+        self.ledger = Path(ledger) if ledger is not None else None
+        self._start = start
+        self._waited = 0.0
+        self._charged = 0.0
+        self._read = 0  # bytes of the ledger already added up (whole lines only)
+        self._lock = threading.Lock()
+
+    def _read_ledger(self) -> None:
+        if self.ledger is None:
+            return
+        try:
+            with open(self.ledger, "rb") as handle:
+                handle.seek(self._read)
+                data = handle.read()
+        except FileNotFoundError:
+            return
+        whole = data[: data.rfind(b"\n") + 1]  # a line still being written counts later
+        self._read += len(whole)
+        for line in whole.split(b"\n"):
+            try:
+                seconds = float(line)
+            except ValueError:
+                continue  # an empty or garbled line charges nothing
+            if 0 <= seconds < float("inf"):
+                self._charged += seconds
+
+    def charged(self) -> float:
+        """The virtual seconds charged by calls so far."""
+        with self._lock:
+            self._read_ledger()
+            return self._charged
+
+    def now(self) -> datetime:
+        with self._lock:
+            self._read_ledger()
+            return self._start + timedelta(seconds=self._waited + self._charged)
+
+    def wait(self, seconds: float, interrupt: Interrupt = None) -> bool:
+        if seconds <= 0:
+            return is_set(interrupt)
+        began = time.monotonic()
+        cut = _real_wait(seconds / self.factor, interrupt)
+        passed = min(seconds, (time.monotonic() - began) * self.factor) if cut else seconds
+        with self._lock:
+            self._waited += passed
+        return cut
 
 
 #: A hook run inside `FakeClock.wait`: it gets the clock and the seconds asked for.

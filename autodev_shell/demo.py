@@ -3,10 +3,13 @@
 Three participants — ana on claude (chain: codex), rui on codex, eva on agy — take turns on a
 thread. The stand-ins are real subprocesses that print the real
 CLIs' formats: a claude `rate_limit_event` (rejected), a codex outage, an agy crash, codex and agy
-usage notices. The real loop, the real SQLite store, checkpoint and sleeper run on a clock going
-`DEMO_SPEED` times faster than real time, so three hours of a run pass in well under a minute
-and a newcomer sees hops, handovers, an outage with its retries, backoff, a wait with every
+usage notices. The real loop, the real SQLite store, checkpoint and sleeper run on a virtual
+clock (`clock.VirtualClock`): each call takes the virtual time its scripted answer gives it, and
+waits pass `DEMO_SPEED` times faster than real time, so three hours of a run pass in seconds and
+a newcomer sees hops, handovers, an outage with its retries, backoff, a wait with every
 participant limited, limits lifting, and the persistence state at the end — with no account.
+The real time a call takes (a loaded machine, a slow disk) passes no virtual time: the story is
+the same, to the second, on any machine.
 """
 
 from __future__ import annotations
@@ -15,20 +18,21 @@ import shlex
 import sys
 import tempfile
 from collections import Counter
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Final, TextIO
 
 from autodev_core.scheduler.logs import clock as clock_text
 
-from .clock import ScaledClock, local_zone
+from .clock import VirtualClock, local_zone
 from .commands import LOG_FILE, run_db, start_run, status_lines, zone_name
 from .runner import RunSummary
 from .standins import install_standins, standin_env, write_script
 from .store import RunStore
 from .team import load_team
 
-#: Virtual seconds per real second: three virtual hours take about 18 real seconds.
+#: How much faster than real time the demo's waits pass (calls take their scripted time).
 DEMO_SPEED: Final = 600.0
 #: How much virtual time the demo runs.
 DEMO_SPAN: Final = timedelta(hours=3)
@@ -45,31 +49,75 @@ ORDER: Final = ("ana", "rui", "eva")
 
 
 def demo_script(start: datetime) -> dict[str, Any]:
-    """The stand-ins' answers: per CLI a queue, then posts (see `standins._standin`)."""
-    # Far enough out that codex and agy are limited before claude comes back, however long
-    # the stand-ins take on a loaded machine (each real second is many virtual minutes): the
-    # run then waits with nothing able to run (A18). At 50 minutes that wait was a race.
-    claude_reset = int((start + timedelta(minutes=75)).timestamp())
+    """The stand-ins' answers: per CLI a queue, then posts (see `standins._standin`).
+
+    Each answer's `duration` is the virtual time its call takes: the story below is fixed by
+    these numbers alone, never by how fast the machine runs the stand-ins. From `start`:
+    claude is limited for an hour (0:00:30) and ana hops to codex, which cannot be reached
+    (0:02:30, retried at 0:03:30); eva takes ana's turn and crashes (0:03:30, backed off a
+    second); ana's turn again, on codex, which is reachable again (0:07:30); rui and eva post;
+    codex is limited (0:15) and agy too (0:15:30): every participant is limited and the run
+    waits for codex (0:40); turns go round until claude's limit lifts (1:00) and ana is back on
+    it.
+    """
+    minute = 60
+    claude_reset = int((start + timedelta(hours=1)).timestamp())
     return {
-        "claude": [
-            {"kind": "limit", "resets_at": claude_reset},  # A2: a rejected rate_limit_event
-            {"kind": "post", "post": "Review: the patch reads well; one nit on naming."},
-        ],
-        "codex": [
-            {"kind": "network"},  # A26: codex cannot reach its servers
-            {"kind": "post", "post": "Patch: retry the flaky upload with a bounded backoff."},
-            {"kind": "post", "post": "Patch: rename the helper as the review asked."},
-            {
-                "kind": "limit",
-                "notice": "You've hit your usage limit. Upgrade to Pro or try again in 25 minutes.",
-            },  # A3: a relative reset
-        ],
-        "agy": [
-            {"kind": "crash"},  # A28: a failed call backs off
-            {"kind": "post", "post": "Tests: three cases for the upload retry, all green."},
-            {"kind": "limit", "notice": "Individual quota reached. Resets in 30m."},  # A4
-        ],
-        "default": {"kind": "post", "post": "Done: the next small step is in."},
+        "claude": {
+            "answers": [
+                # A2: a rejected rate_limit_event
+                {"kind": "limit", "resets_at": claude_reset, "duration": minute // 2},
+            ],
+            "default": {
+                "kind": "post",
+                "post": "Review: the patch reads well; one nit on naming.",
+                "duration": 5 * minute,
+            },
+        },
+        "codex": {
+            "answers": [
+                {"kind": "network", "duration": 2 * minute},  # A26: its servers are out of reach
+                {
+                    "kind": "post",
+                    "post": "Patch: retry the flaky upload with a bounded backoff.",
+                    "duration": 4 * minute,
+                },
+                {
+                    "kind": "post",
+                    "post": "Patch: rename the helper as the review asked.",
+                    "duration": 4 * minute,
+                },
+                {
+                    "kind": "limit",
+                    "notice": "You've hit your usage limit. Upgrade to Pro or try again in 25 "
+                    "minutes.",
+                    "duration": minute // 2,
+                },  # A3: a relative reset
+            ],
+            "default": {
+                "kind": "post",
+                "post": "Patch: the next small step is in.",
+                "duration": 4 * minute,
+            },
+        },
+        "agy": {
+            "answers": [
+                {"kind": "crash", "duration": minute},  # A28: a failed call backs off
+                {
+                    "kind": "post",
+                    "post": "Tests: three cases for the upload retry, all green.",
+                    "duration": 3 * minute,
+                },
+                # A4
+                {"kind": "limit", "notice": "Individual quota reached. Resets in 30m.",
+                 "duration": minute // 2},
+            ],
+            "default": {
+                "kind": "post",
+                "post": "Tests: the new case passes.",
+                "duration": 3 * minute,
+            },
+        },
     }
 
 
@@ -135,25 +183,32 @@ def run_demo(
     stream: TextIO | None = None,
     speed: float = DEMO_SPEED,
     span: timedelta = DEMO_SPAN,
+    start: datetime | None = None,
+    script: Callable[[datetime], dict[str, Any]] = demo_script,
 ) -> tuple[RunSummary, list[str]]:
     """Run the demo in `directory` (a new temporary one by default); return the summary and
-    the lines to print."""
+    the lines to print. `speed` is how much faster than real time waits pass; the run begins
+    at `start` (now, by default) with the stand-ins answering `script(start)`."""
     root = Path(directory) if directory is not None else Path(tempfile.mkdtemp(prefix="autodev-"))
     root.mkdir(parents=True, exist_ok=True)
     team_dir, run_dir = root / "team", root / "run"
     _write_team(team_dir)
     bin_dir = install_standins(root / "bin")
     zone = local_zone()
-    start = datetime.now(UTC).replace(microsecond=0)
-    script = write_script(root / "standins.json", demo_script(start))
-    env = standin_env(bin_dir, script)
-    clock = ScaledClock(speed, start=start)
+    if start is None:
+        start = datetime.now(UTC).replace(microsecond=0)
+    ledger = root / "clock.ledger"
+    ledger.unlink(missing_ok=True)  # a --dir used before: its calls are not this run's time
+    answers = write_script(root / "standins.json", script(start))
+    env = standin_env(bin_dir, answers, clock=ledger)
+    clock = VirtualClock(speed, start=start, ledger=ledger)
     team = load_team(team_dir)
     if stream is not None:
         stream.write(
             f"autodev demo: {len(team.members)} participants on stand-in CLIs, "
-            f"{int(span.total_seconds() // 3600)} hours of run time at {int(speed)}× "
-            f"speed (until {clock_text(start + span, start, zone)}).\n"
+            f"{int(span.total_seconds() // 3600)} hours of run time (until "
+            f"{clock_text(start + span, start, zone)}): each call takes the time its stand-in's "
+            f"script says, waits pass {int(speed)}× faster.\n"
         )
     summary = start_run(
         team,

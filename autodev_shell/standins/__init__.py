@@ -21,6 +21,7 @@ STANDIN_NAMES: tuple[str, ...] = ("claude", "codex", "agy")
 SCRIPT_ENV = "AUTODEV_STANDIN_SCRIPT"
 STATE_ENV = "AUTODEV_STANDIN_STATE"
 LOG_ENV = "AUTODEV_STANDIN_LOG"
+CLOCK_ENV = "AUTODEV_STANDIN_CLOCK"
 _HERE = Path(__file__).parent
 # Linux reads at most this much of a `#!` line; a longer interpreter path falls back to env.
 _SHEBANG_MAX = 120
@@ -71,13 +72,17 @@ def standin_env(
     script: str | os.PathLike[str] | None = None,
     *,
     log: str | os.PathLike[str] | None = None,
+    clock: str | os.PathLike[str] | None = None,
     base: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """An environment whose PATH finds the stand-ins first and that names their script."""
+    """An environment whose PATH finds the stand-ins first and that names their script (and,
+    with `clock`, the `VirtualClock` ledger each call charges its `duration` to)."""
     env = dict(os.environ if base is None else base)
     env["PATH"] = os.pathsep.join([str(bin_dir), env.get("PATH", os.defpath)])
     if script is not None:
         env[SCRIPT_ENV] = str(script)
     if log is not None:
         env[LOG_ENV] = str(log)
+    if clock is not None:
+        env[CLOCK_ENV] = str(clock)
     return env

@@ -21,6 +21,11 @@ never take the same answer); then that CLI's `default`, then the top-level `defa
   any kind), `grandchild_pidfile` (start a
   grandchild that outlives the CLI unless its process group is killed; its pid goes there).
 
+`$AUTODEV_STANDIN_CLOCK`, when set, names a virtual clock's ledger (the demo's
+`clock.VirtualClock`): before answering, the stand-in appends the answer's `duration` (virtual
+seconds the call takes, default `DEFAULT_DURATION`) as one line, so the call takes that long on
+the clock whatever the machine's speed. `sleep` is real seconds and is not charged.
+
 The prompt is read where the real CLI reads it (agy: `-p <prompt>`; claude and codex: the
 positional argument, else stdin). `$AUTODEV_STANDIN_LOG`, when set, gets one JSON line per call
 as it starts: the CLI, its argv, the answer, its pid, the prompt and where it came from
@@ -41,6 +46,9 @@ from typing import Any
 SCRIPT_ENV = "AUTODEV_STANDIN_SCRIPT"
 STATE_ENV = "AUTODEV_STANDIN_STATE"
 LOG_ENV = "AUTODEV_STANDIN_LOG"
+CLOCK_ENV = "AUTODEV_STANDIN_CLOCK"
+#: Virtual seconds a call takes on a virtual clock when its answer gives no `duration`.
+DEFAULT_DURATION = 60.0
 DEFAULT_ANSWER: dict[str, Any] = {"post": "ok"}
 
 NOTICES = {
@@ -269,6 +277,18 @@ def _flood(total: int, write: Any) -> None:
         written += len(block)
 
 
+def _charge(ledger: str, duration: Any) -> None:
+    """Charge the call's virtual duration to the clock's ledger: one line, one append."""
+    seconds = float(duration)
+    if not 0 <= seconds < float("inf"):
+        raise SystemExit(f"stand-in: duration must be a finite number >= 0, not {duration!r}")
+    fd = os.open(ledger, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, f"{seconds!r}\n".encode("ascii"))
+    finally:
+        os.close(fd)
+
+
 def _spawn_grandchild(pidfile: str) -> None:
     code = "import time\nwhile True: time.sleep(1)\n"
     child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL)
@@ -316,6 +336,9 @@ def main(name: str, argv: list[str] | None = None) -> int:
             handle.write(_json_line({"cli": name, "argv": args, "answer": source,
                                      "pid": os.getpid(), "prompt_from": channel,
                                      "prompt": prompt, "alive_before": alive}))
+    ledger = os.environ.get(CLOCK_ENV)
+    if ledger:  # before any output: whatever the caller reads of this call comes after it
+        _charge(ledger, answer.get("duration", DEFAULT_DURATION))
     if answer.get("grandchild_pidfile"):
         _spawn_grandchild(str(answer["grandchild_pidfile"]))
     time.sleep(float(answer.get("sleep", 0)))
