@@ -23,6 +23,7 @@ import yaml
 from .engine import PROVIDERS, Engine
 from .errors import ConfigError
 from .participant import Participant
+from .scheduler.policy import DEFAULT_POLICY, Policy, parse_policy, policy_data
 from .times import aware, aware_or_none
 
 #: A call's outcome comes this long after it starts unless the answer says otherwise (SPEC D).
@@ -32,6 +33,7 @@ DEFAULT_KEY = "default"
 #: Top-level keys of a scenario file (SPEC D); anything else is a typo.
 SCENARIO_KEYS: tuple[str, ...] = (
     "start", "timezone", "installed", "max_iterations", "until", "team", "calls", "messages",
+    "policy",
 )
 #: Keys of a team member: the id plus the front-matter keys of a participant file (A10, C5).
 MEMBER_KEYS: tuple[str, ...] = ("id", "provider", "model", "failover", "gate")
@@ -145,6 +147,8 @@ class Scenario:
     calls: CallTable = attrs.field(default=(), converter=_call_table, validator=_check_calls)
     default: CallAnswer | None = None
     messages: tuple[datetime, ...] = attrs.field(default=(), converter=_tuple_of_datetimes)
+    policy: Policy = attrs.field(default=DEFAULT_POLICY, validator=attrs.validators.instance_of(
+        Policy))
 
     def __attrs_post_init__(self) -> None:
         # One canonical form, so that a value read back from JSON (fixed offsets) equals the
@@ -597,6 +601,16 @@ def parse_scenario(text: str, *, source: str = "<string>") -> Scenario:
                 raise reader.error(where, "a message after 'until' would never arrive")
             messages.append(stamp)
 
+    policy = DEFAULT_POLICY
+    if "policy" in fields and reader._present(fields["policy"]):
+        where = fields["policy"]
+        try:
+            policy = parse_policy(
+                yaml.constructor.SafeConstructor().construct_object(where.node, deep=True)
+            )
+        except ValueError as exc:
+            raise reader.error(None, str(exc), node=where.node) from None
+
     return Scenario(
         start=start,
         timezone=zone_name,
@@ -607,6 +621,7 @@ def parse_scenario(text: str, *, source: str = "<string>") -> Scenario:
         calls=tuple(calls),
         default=default,
         messages=tuple(messages),
+        policy=policy,
     )
 
 
@@ -676,5 +691,7 @@ def render_scenario(scenario: Scenario) -> str:
         data["calls"] = calls
     if scenario.messages:
         data["messages"] = [_local(stamp, zone) for stamp in scenario.messages]
+    if scenario.policy != DEFAULT_POLICY:
+        data["policy"] = policy_data(scenario.policy)
     return str(yaml.safe_dump(data, allow_unicode=True, sort_keys=False, width=1_000_000))
 

@@ -52,6 +52,7 @@ def scheduler_config_for(team: Team, installed: frozenset[str], timezone: str) -
             timezone=timezone,
             max_iterations=team.max_iterations,
             max_runtime=team.max_runtime,
+            policy=team.policy,
         )
     except ValueError as exc:
         raise ConfigError(str(exc), source=str(team.directory)) from None

@@ -39,8 +39,6 @@ from .events import (
     StopRequested,
     Woke,
 )
-from .policy import EMPTY_TURNS_PAUSE, GIVE_UP_AFTER, backoff_after, default_limit_wait
-from .policy import outage_retry_after as _retry_after
 from .state import Call, EngineLimit, Outage, SchedulerState
 
 
@@ -187,9 +185,9 @@ def _replace(values: tuple[Any, ...], index: int, value: Any) -> tuple[Any, ...]
 
 def _record_limit(d: _Draft, now: datetime, engine: Engine, reset_at: datetime | None) -> None:
     """A6/A8: take `engine` out until its reset (or the default wait); never bring it earlier."""
-    until = reset_at if reset_at is not None and reset_at > now else now + default_limit_wait(
-        engine.provider
-    )
+    until = reset_at
+    if until is None or until <= now:
+        until = now + d.config.policy.default_limit_wait(engine.provider)
     kept = []
     for record in d.limits:
         if record.engine == engine:
@@ -213,7 +211,7 @@ def _record_outage(d: _Draft, now: datetime, provider: str) -> None:
             attempts = record.attempts + 1
         else:
             kept.append(record)
-    retry_at = now + _retry_after(attempts)
+    retry_at = now + d.config.policy.outage_retry_after(attempts)
     kept.append(Outage(provider=provider, retry_at=retry_at, attempts=attempts))
     kept.sort(key=lambda r: r.provider)
     d.outages = tuple(kept)
@@ -502,19 +500,22 @@ def _fail(d: _Draft, now: datetime, runner: int, event: CallEnded) -> None:
     else wait the backoff — cut short by an engine coming back first (A30)."""
     what = _what_failed(event)
     member = d.member(runner)
-    if event.kind == "empty" and d.empties[runner] >= EMPTY_TURNS_PAUSE:
-        d.log(now, logs.empty_turns(member.id), "empty-turns", participant=member.id,
+    policy = d.config.policy
+    if event.kind == "empty" and d.empties[runner] >= policy.empty_turns:
+        d.log(now, logs.empty_turns(member.id, policy.empty_turns), "empty-turns",
+              participant=member.id,
               count=d.empties[runner])
         d.set_status(now, "paused")
         return
-    if d.failures >= GIVE_UP_AFTER:
-        d.log(now, logs.gave_up(what), "gave-up", count=d.failures,
+    if d.failures >= policy.attempts:
+        waited = logs.span(policy.give_up_span())
+        d.log(now, logs.gave_up(what, policy.attempts, waited), "gave-up", count=d.failures,
               failure=what)
         d.set_status(now, "paused")
         return
     if _limits_reached(d, now):
         return
-    until = now + backoff_after(d.failures)  # A38: measured from the end of the failed call
+    until = now + policy.backoff_after(d.failures)  # A38: measured from the end of the failed call
     for record in d.limits:
         if now < record.until < until:
             until = record.until  # A30: a limited engine back first brings the attempt forward
