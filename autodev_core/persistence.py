@@ -50,8 +50,8 @@ class TierRoles:
     """
 
     canonical: frozenset[str] = attrs.field(converter=_tier_set)
-    recovery_only: frozenset[str] = attrs.field(converter=_tier_set)
-    replica_only: frozenset[str] = attrs.field(converter=_tier_set)
+    recovery_only: frozenset[str] = attrs.field(default=frozenset(), converter=_tier_set)
+    replica_only: frozenset[str] = attrs.field(default=frozenset(), converter=_tier_set)
 
     def __attrs_post_init__(self) -> None:
         overlap = (

@@ -23,6 +23,7 @@ import yaml
 from .engine import PROVIDERS, Engine
 from .errors import ConfigError
 from .participant import Participant
+from .scheduler.policy import DEFAULT_POLICY, Policy, parse_policy, policy_data
 from .times import aware, aware_or_none
 
 #: A call's outcome comes this long after it starts unless the answer says otherwise (SPEC D).
@@ -33,6 +34,7 @@ DEFAULT_KEY = "default"
 SCENARIO_KEYS: tuple[str, ...] = (
     "start", "timezone", "installed", "max_iterations", "until", "team", "calls", "messages",
     "peers",
+    "policy",
 )
 #: Keys of a team member: the id plus the front-matter keys of a participant file (A10, C5).
 MEMBER_KEYS: tuple[str, ...] = ("id", "provider", "model", "failover", "gate")
@@ -167,6 +169,8 @@ class Scenario:
     default: CallAnswer | None = None
     messages: tuple[datetime, ...] = attrs.field(default=(), converter=_tuple_of_datetimes)
     peers: tuple[PeerReport, ...] = attrs.field(default=(), converter=_tuple_of_peers)
+    policy: Policy = attrs.field(default=DEFAULT_POLICY, validator=attrs.validators.instance_of(
+        Policy))
 
     def __attrs_post_init__(self) -> None:
         # One canonical form, so that a value read back from JSON (fixed offsets) equals the
@@ -660,6 +664,15 @@ def parse_scenario(text: str, *, source: str = "<string>") -> Scenario:
             if until is not None and report.at.astimezone(UTC) > until.astimezone(UTC):
                 raise reader.error(where, "a report after 'until' would never arrive")
             peers.append(report)
+    policy = DEFAULT_POLICY
+    if "policy" in fields and reader._present(fields["policy"]):
+        where = fields["policy"]
+        try:
+            policy = parse_policy(
+                yaml.constructor.SafeConstructor().construct_object(where.node, deep=True)
+            )
+        except ValueError as exc:
+            raise reader.error(None, str(exc), node=where.node) from None
 
     return Scenario(
         start=start,
@@ -672,6 +685,7 @@ def parse_scenario(text: str, *, source: str = "<string>") -> Scenario:
         default=default,
         messages=tuple(messages),
         peers=tuple(peers),
+        policy=policy,
     )
 
 
@@ -752,5 +766,7 @@ def render_scenario(scenario: Scenario) -> str:
         data["messages"] = [_local(stamp, zone) for stamp in scenario.messages]
     if scenario.peers:
         data["peers"] = [_peer_data(report, zone) for report in scenario.peers]
+    if scenario.policy != DEFAULT_POLICY:
+        data["policy"] = policy_data(scenario.policy)
     return str(yaml.safe_dump(data, allow_unicode=True, sort_keys=False, width=1_000_000))
 

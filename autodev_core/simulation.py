@@ -104,6 +104,7 @@ def scheduler_config(scenario: Scenario, *, source: str = "<string>") -> Schedul
             installed=scenario.installed,
             timezone=scenario.timezone,
             max_iterations=scenario.max_iterations,
+            policy=scenario.policy,
         )
     except ValueError as exc:
         raise ConfigError(f"team: {exc}", source=source) from None

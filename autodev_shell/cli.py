@@ -27,15 +27,15 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     simulate = commands.add_parser(
         "simulate",
-        help="replay a scenario in virtual time through the real scheduler (SPEC D)",
+        help="replay a scenario in virtual time through the real scheduler",
         description="Replay SCENARIO.yaml in virtual time through the real scheduler and print "
-        "its log lines, then its final status (SPEC C6, D).",
+        "its log lines, then its final status.",
     )
     simulate.add_argument("scenario", metavar="SCENARIO.yaml", help="the scenario file")
     simulate.set_defaults(handler=_simulate)
     demo = commands.add_parser(
         "demo",
-        help="watch a bundled team of stand-in CLIs run through the real shell (C6)",
+        help="watch a bundled team of stand-in CLIs run through the real shell",
         description="Run a bundled team of stand-in CLIs (real subprocesses printing the real "
         "CLIs' notices) through the real loop, store and sleeper on a fast clock, then print "
         "what happened. Needs no account and no network.",

@@ -64,6 +64,7 @@ def scheduler_config_for(team: Team, installed: frozenset[str], timezone: str) -
             timezone=timezone,
             max_iterations=team.max_iterations,
             max_runtime=team.max_runtime,
+            policy=team.policy,
         )
     except ValueError as exc:
         raise ConfigError(str(exc), source=str(team.directory)) from None
@@ -583,11 +584,11 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
             help=f"the run's directory (default {DEFAULT_RUN_DIR})",
         )
 
-    run = commands.add_parser("run", help="run a team of participant files on a thread (C6)")
+    run = commands.add_parser("run", help="run a team of participant files on a thread")
     run.add_argument("team", metavar="TEAM_DIR", help="directory of participant .md files")
     with_run(run)
     run.add_argument("--thread", default="", help="the run id (default: the team's folder name)")
-    run.add_argument("--json", action="store_true", help="log JSON lines (C7)")
+    run.add_argument("--json", action="store_true", help="log JSON lines")
     run.add_argument(
         "--share",
         default=None,
@@ -617,14 +618,14 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         sub = commands.add_parser(name, help=text)
         with_run(sub)
         sub.set_defaults(handler=cmd_control)
-    say = commands.add_parser("say", help="post a user message to the thread (A30)")
+    say = commands.add_parser("say", help="post a user message to the thread")
     say.add_argument("message", nargs="+", help="the message")
     with_run(say)
     say.set_defaults(handler=cmd_control)
 
     team = commands.add_parser("team", help="team commands")
     team_commands = team.add_subparsers(dest="team_command", metavar="SUBCOMMAND", required=True)
-    edit = team_commands.add_parser("edit", help="print the path of a participant's file (A14)")
+    edit = team_commands.add_parser("edit", help="print the path of a participant's file")
     edit.add_argument("id", help="participant id")
     edit.add_argument(
         "--team",
@@ -635,12 +636,12 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     edit.set_defaults(handler=cmd_team_edit)
 
     restore = commands.add_parser(
-        "restore", help="restore the run store from its checkpoint, when the audit allows (B14)"
+        "restore", help="restore the run store from its checkpoint, when the audit allows"
     )
     with_run(restore)
     restore.set_defaults(handler=cmd_restore)
 
-    lane = commands.add_parser("lane", help="print a participant's lane (C8)")
+    lane = commands.add_parser("lane", help="print a participant's lane")
     lane.add_argument("id", help="participant id")
     with_run(lane)
     lane.set_defaults(handler=cmd_lane)

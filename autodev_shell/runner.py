@@ -106,12 +106,32 @@ def _file_id(path: Path) -> tuple[int, int] | None:
     return info.st_dev, info.st_ino
 
 
+#: The events a control (`autodev stop`, `pause`, `resume`, `say`) becomes, by control name.
+_CONTROL_NAMES: Final[dict[type, str]] = {
+    StopRequested: "stop", PauseRequested: "pause", ResumeRequested: "resume",
+    MessageArrived: "say",
+}
+
+
 class LogSink(Protocol):
-    """Where log lines go: the core's lines (`line`) and the shell's own notes (`note`)."""
+    """Where log lines go: the core's lines (`line`, or `entry` with their structured fields),
+    status changes (`status`), controls taken (`control`) and the shell's own notes (`note`)."""
 
     def line(self, at: datetime, message: str) -> None: ...
 
+    def entry(self, log: Log) -> None: ...
+
+    def status(self, at: datetime, status: str) -> None: ...
+
+    def control(self, at: datetime, command: str) -> None: ...
+
     def note(self, at: datetime, message: str) -> None: ...
+
+
+#: The structured fields of a `Log` written in `--json` lines (docs/cli.md), in this order.
+LOG_FIELDS: Final = (
+    "participant", "engine", "provider", "target", "colleague", "until", "count", "failure",
+)
 
 
 class StreamLog:
@@ -140,13 +160,19 @@ class StreamLog:
     def _stamp(self, at: datetime) -> str:
         return at.astimezone(self.zone).strftime("%Y-%m-%dT%H:%M:%S")
 
-    def _write(self, at: datetime, message: str, kind: str) -> None:
+    def _write(
+        self, at: datetime, message: str, kind: str, fields: Mapping[str, object] | None = None
+    ) -> None:
         text = f"{self._stamp(at)} {message}"
         if self.json_lines:
-            text = json.dumps(
-                {"at": at.isoformat(), "local": self._stamp(at), "kind": kind, "message": message},
-                ensure_ascii=False,
-            )
+            record: dict[str, object] = {
+                "at": at.isoformat(), "local": self._stamp(at), "kind": kind, "message": message,
+            }
+            if fields:
+                record.update(fields)
+            text = json.dumps(record, ensure_ascii=False)
+        elif kind in ("status", "control"):
+            return  # the human log holds the SPEC's lines; these are for programs (C7)
         if self.stream is not None:
             self.stream.write(text + "\n")
             self.stream.flush()
@@ -166,6 +192,28 @@ class StreamLog:
     def line(self, at: datetime, message: str) -> None:
         self.lines.append((at, message))
         self._write(at, message, "log")
+
+    def entry(self, log: Log) -> None:
+        """A core line with its structured fields (issue 12: `event` is the `Log.kind`)."""
+        self.lines.append((log.at, log.message))
+        fields: dict[str, object] = {"event": log.kind}
+        for name in LOG_FIELDS:
+            value = getattr(log, name)
+            if value is None:
+                continue
+            if isinstance(value, datetime):
+                fields[name] = value.isoformat()
+            elif isinstance(value, (int, str)):
+                fields[name] = value
+            else:
+                fields[name] = str(value)  # an Engine, as `provider[:model]` (A9)
+        self._write(log.at, log.message, "log", fields)
+
+    def status(self, at: datetime, status: str) -> None:
+        self._write(at, f"status: {status}", "status", {"status": status})
+
+    def control(self, at: datetime, command: str) -> None:
+        self._write(at, f"{command} requested", "control", {"control": command})
 
     def note(self, at: datetime, message: str) -> None:
         self._write(at, message, "note")
@@ -380,6 +428,9 @@ class Runner:
             # The wall clock was set back (A20): the core refuses time going backwards (A38),
             # so the event happens at the last instant it knows.
             event = attrs.evolve(event, now=last)
+        control = _CONTROL_NAMES.get(type(event))
+        if control is not None:
+            self.log.control(event.now, control)  # --json: the request, before what it does
         before = self.state
         self.state, effects = step(before, event)
         self.events += 1
@@ -564,12 +615,13 @@ class Runner:
     # --- effect handlers ---------------------------------------------------------------------
 
     def _on_log(self, effect: Log) -> list[_Todo]:
-        self.log.line(effect.at, effect.message)
+        self.log.entry(effect)
         return []
 
     def _on_status(self, effect: StatusChanged) -> list[_Todo]:
         # The status itself is part of the scheduler state committed after this step.
         self.statuses.append(effect.status)
+        self.log.status(effect.at, effect.status)
         return []
 
     def _on_sleep(self, effect: Sleep) -> list[_Todo]:

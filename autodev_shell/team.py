@@ -19,6 +19,7 @@ import yaml
 
 from autodev_core.errors import ConfigError
 from autodev_core.participant import Participant, find_duplicate_key, parse_participant
+from autodev_core.scheduler.policy import DEFAULT_POLICY, Policy, parse_policy
 
 from .adapters import DEFAULT_TEMPLATES, CommandTemplate, templates_from_config
 from .sharing import ShareOptions, share_options
@@ -27,6 +28,7 @@ from .sharing import ShareOptions, share_options
 SETTINGS_FILE: Final = "autodev.yaml"
 SETTINGS_KEYS: Final = (
     "timezone", "max_iterations", "max_runtime_min", "commands", "order", "share", "accounts",
+    "policy",
 )
 #: The largest `max_runtime_min` taken (100 years): beyond it the run's time arithmetic would
 #: pass the calendar's end (year 9999) instead of limiting anything.
@@ -45,6 +47,7 @@ class Team:
     max_iterations: int | None = None
     max_runtime: timedelta | None = None
     share: ShareOptions = attrs.field(factory=ShareOptions)
+    policy: Policy = DEFAULT_POLICY
 
     def file_of(self, participant_id: str) -> Path:
         """A14: the path of a participant's file; ConfigError when there is none."""
@@ -165,6 +168,13 @@ def load_team(directory: str | Path) -> Team:
             "(100 years); leave it out for no limit",
             source=source,
         )
+    policy = DEFAULT_POLICY
+    if settings.get("policy") is not None:
+        try:
+            policy = parse_policy(settings["policy"])
+        except ValueError as exc:
+            line = _key_line(settings_path, "policy")
+            raise ConfigError(str(exc), source=source, line=line) from None
     return Team(
         directory=root,
         members=tuple(members),
@@ -174,4 +184,13 @@ def load_team(directory: str | Path) -> Team:
         max_iterations=max_iterations,
         max_runtime=timedelta(minutes=runtime_min) if runtime_min is not None else None,
         share=share_options(settings.get("share"), settings.get("accounts"), source=source),
+        policy=policy,
     )
+
+
+def _key_line(path: Path, key: str) -> int | None:
+    """The line of a top-level `key:` in a settings file, for an error about its value."""
+    for number, line in enumerate(_read(path).splitlines(), start=1):
+        if line.startswith(f"{key}:"):
+            return number
+    return None

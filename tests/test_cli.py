@@ -271,9 +271,16 @@ def test_C6_demo_shows_failover_waits_and_persistence(tmp_path: Path) -> None:
     summary, lines = run_demo(tmp_path / "demo", speed=1200.0, span=timedelta(hours=2))
     text = "\n".join(lines)
     assert summary.status == "stopped"
-    assert "hops along a failover chain (A11, A26): 0" not in text
-    assert "handovers to a colleague (A15, A36): 0" not in text
-    assert "waits with nothing able to run (A18, A27): 0" not in text
+    assert "hops along a failover chain: 0" not in text
+    assert "hops along a failover chain: " in text
+    assert "handovers to a colleague: 0" not in text
+    assert "handovers to a colleague: " in text
+    assert "waits with nothing able to run: 0" not in text
+    assert "waits with nothing able to run: " in text
+    # The summary and `autodev status` (printed below it) count calls alike.
+    (summary_calls,) = [line.split(";")[0] for line in lines if "final status:" in line]
+    (status_calls,) = [line for line in lines if line.startswith("calls: ") and ";" not in line]
+    assert summary_calls == status_calls
     assert "confirmed by sqlite" in text
     assert "integrity check: ok" in text
     log = (tmp_path / "demo" / "run" / "autodev.log").read_text(encoding="utf-8")
@@ -347,3 +354,14 @@ def test_C6_a_file_system_refusal_is_one_clear_line(tmp_path: Path) -> None:
     done = _run_cli("demo", "--dir", str(blocker))
     assert done.returncode == 2
     assert str(blocker) in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_demo_summary_counts_calls_as_status_does() -> None:
+    """The summary takes the stored count when it has it (issue 12 item 7: 140 vs 141)."""
+    from autodev_shell.demo import summary_lines
+    from autodev_shell.runner import RunSummary
+
+    summary = RunSummary(status="stopped", events=9, calls=140, posts=(), revisions=9,
+                         persistence="confirmed")
+    lines = summary_lines(summary, [], Path("/run"), ["calls: 141"], 141)
+    assert "calls: 141; final status: stopped" in lines

@@ -375,3 +375,13 @@ def test_B7_B8_applying_an_old_plan_never_lowers_last_accepted_revision() -> Non
     old_plan = StalePendingPlan("clear-stale-pending", "clear-stale-pending", 2, 2, "sqlite")
     state = pending(3, last_accepted_revision=5, accepted_tier="sqlite")
     assert apply_stale_pending_plan(state, old_plan).last_accepted_revision == 5
+
+
+def test_B5_a_tier_table_needs_only_its_canonical_tiers() -> None:
+    """Issue 12 item 7: the recovery-only and replica-only roles default to none."""
+    from autodev_core import TierRoles, tier_role
+
+    tiers = TierRoles(frozenset({"Postgres "}))
+    assert tiers.recovery_only == frozenset() and tiers.replica_only == frozenset()
+    assert tier_role("postgres", tiers) == "canonical"
+    assert tier_role("shadow", tiers) == "unknown"

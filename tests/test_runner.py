@@ -212,3 +212,46 @@ def test_A20_a_wall_clock_set_back_during_a_call_never_feeds_the_core_earlier_ti
     instants = [at for at, _message in log.lines]
     assert instants == sorted(instants)
     assert runner.state.last_event_at is not None
+
+
+JSON_KEYS = {"at", "local", "kind", "message"}
+LOG_KEYS = {"event", "participant", "engine", "provider", "target", "colleague", "until", "count",
+            "failure"}
+
+
+def test_C7_run_json_writes_structured_fields_statuses_and_controls(tmp_path: Path) -> None:
+    """`autodev run --json` (issue 12 item 3): core lines with their kind and fields, every
+    status change, and the pause, resume and stop controls, one JSON object per line."""
+    import json
+
+    scenario = parse_scenario((EXAMPLES / "07-outage-hop-and-handover.yaml").read_text())
+    runner, clis, _text = _runner(scenario, tmp_path)
+    stream = io.StringIO()
+    runner.log = StreamLog(scenario.zone, stream=stream, json_lines=True)
+    calls = [0]
+
+    def with_controls(effect: StartCall, member: Participant, prompt: str) -> CallResult:
+        calls[0] += 1
+        if calls[0] == 2:
+            runner.store.enqueue_control("pause", now=clis.clock.now())
+            runner.store.enqueue_control("resume", now=clis.clock.now())
+        return clis(effect, member, prompt)
+
+    runner.perform_call = with_controls
+    runner.run(stop_at=scenario.until)
+    records = [json.loads(line) for line in stream.getvalue().splitlines()]
+    assert records and all(set(r) >= JSON_KEYS for r in records)
+    logs = [r for r in records if r["kind"] == "log"]
+    assert logs and all(set(r) - JSON_KEYS <= LOG_KEYS and "event" in r for r in logs)
+    by_event = {r["event"]: r for r in logs}
+    posted = by_event["posted"]
+    assert posted["message"] == f"{posted['participant']} posted via {posted['engine']}"
+    outage = by_event["outage"]
+    assert outage["message"].startswith(f"{outage['provider']} could not be reached")
+    assert datetime.fromisoformat(outage["until"]) > datetime.fromisoformat(outage["at"])
+    statuses = [r["status"] for r in records if r["kind"] == "status"]
+    assert statuses == runner.statuses and "paused" in statuses and statuses[-1] == "stopped"
+    controls = [r["control"] for r in records if r["kind"] == "control"]
+    assert controls[:2] == ["pause", "resume"]
+    instants = [datetime.fromisoformat(r["at"]) for r in records]
+    assert instants == sorted(instants)

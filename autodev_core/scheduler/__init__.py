@@ -35,12 +35,14 @@ from .events import (
     Woke,
     call_ended,
 )
+from .policy import DEFAULT_POLICY, Policy, parse_policy
 from .restore import restore_state
 from .state import Call, EngineLimit, Outage, SchedulerConfig, SchedulerState, initial_state
 from .step import TRANSITIONS, SchedulerProtocolError, next_deadline, start_run, step
 
 __all__ = [
     "CALL_KINDS",
+    "DEFAULT_POLICY",
     "EFFECT_TYPES",
     "EVENT_TYPES",
     "STATUSES",
@@ -59,6 +61,7 @@ __all__ = [
     "MessageArrived",
     "Outage",
     "PauseRequested",
+    "Policy",
     "ResumeRequested",
     "RunStarted",
     "SchedulerConfig",
@@ -74,6 +77,7 @@ __all__ = [
     "call_ended",
     "initial_state",
     "next_deadline",
+    "parse_policy",
     "restore_state",
     "start_run",
     "step",

@@ -13,7 +13,7 @@ import attrs
 
 from ..engine import Engine
 from ..serialization import register_union
-from ..times import aware
+from ..times import aware, aware_or_none
 
 #: A42: the only statuses a run has.
 Status = Literal["running", "rate_limited", "unreachable", "backing_off", "paused", "stopped"]
@@ -53,12 +53,48 @@ class Sleep:
     wakes_on_message: bool
 
 
+#: What a `Log` line says, for programs (the `message` is for people). One kind per line of
+#: SPEC A; `note` is a line with no structured fields (none of the scheduler's).
+LogKind = Literal[
+    "limit", "posted", "outage", "reachable",
+    "hop-limited", "hop-unreachable", "handover-limited", "handover-unreachable",
+    "lifted", "wait-limited", "wait-unreachable", "wait-own",
+    "failed", "gave-up", "empty-turns", "not-logged-in",
+    "max-iterations", "max-runtime", "note",
+]
+LOG_KINDS: tuple[str, ...] = (
+    "limit", "posted", "outage", "reachable",
+    "hop-limited", "hop-unreachable", "handover-limited", "handover-unreachable",
+    "lifted", "wait-limited", "wait-unreachable", "wait-own",
+    "failed", "gave-up", "empty-turns", "not-logged-in",
+    "max-iterations", "max-runtime", "note",
+)
+
+
 @attrs.frozen
 class Log:
-    """One log line, worded as SPEC A fixes it, stamped with the instant it happened."""
+    """One log line, worded as SPEC A fixes it, stamped with the instant it happened.
+
+    `message` is the SPEC's text, for people; `kind` and the fields below say the same for
+    programs (None when a line has no such field): `participant` whose turn or call it is,
+    `engine` the engine it ran on or that is limited, `provider` the provider out or back,
+    `target` the engine a hop goes to, `colleague` who takes a handed-over turn, `until` the
+    instant the line names (a reset, a retry, the next attempt, the end of a wait), `count` a
+    number it names (failures in a row, an outage's attempts, empty turns, calls made), and
+    `failure` what failed (A28's `<what failed>`). docs/api.md lists the fields of each kind.
+    """
 
     at: datetime = attrs.field(validator=aware)
     message: str
+    kind: LogKind = attrs.field(default="note", validator=attrs.validators.in_(LOG_KINDS))
+    participant: str | None = None
+    engine: Engine | None = None
+    provider: str | None = None
+    target: Engine | None = None
+    colleague: str | None = None
+    until: datetime | None = attrs.field(default=None, validator=aware_or_none)
+    count: int | None = None
+    failure: str | None = None
 
 
 @attrs.frozen

@@ -7,7 +7,7 @@ the line, else `YYYY-MM-DD HH:MM`.
 
 from __future__ import annotations
 
-from datetime import datetime, tzinfo
+from datetime import datetime, timedelta, tzinfo
 
 from ..engine import Engine
 from .policy import EMPTY_TURNS_PAUSE, GIVE_UP_AFTER
@@ -86,16 +86,33 @@ def failed(participant: str, engine: Engine, what: str, when: str) -> str:  # A2
     return f"{participant} failed on {engine} ({what}); next attempt at {when}"
 
 
-def gave_up(what: str) -> str:  # A29
+_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+          "eleven", "twelve")
+
+
+def span(waited: timedelta) -> str:
+    """How long a run waited before giving up, in words: "five hours" for the SPEC's policy
+    (1 s + 1 + 2 + 4 + 8 + 15 + 30 min + 4 × 1 h), rounded to hours, minutes or seconds."""
+    if waited >= timedelta(minutes=59, seconds=30):
+        amount, unit = round(waited / timedelta(hours=1)), "hour"
+    elif waited >= timedelta(seconds=59.5):
+        amount, unit = round(waited / timedelta(minutes=1)), "minute"
+    else:
+        amount, unit = max(1, round(waited.total_seconds())), "second"
+    number = _WORDS[amount] if amount < len(_WORDS) else str(amount)
+    return f"{number} {unit}{'' if amount == 1 else 's'}"
+
+
+def gave_up(what: str, attempts: int = GIVE_UP_AFTER, waited: str = "five hours") -> str:  # A29
     return (
-        f"Gave up after {GIVE_UP_AFTER} failed attempts in a row, over five hours ({what}); "
+        f"Gave up after {attempts} failed attempts in a row, over {waited} ({what}); "
         "run paused — resume to try again."
     )
 
 
-def empty_turns(participant: str) -> str:  # A31
+def empty_turns(participant: str, count: int = EMPTY_TURNS_PAUSE) -> str:  # A31
     return (
-        f"{participant} ended {EMPTY_TURNS_PAUSE} turns in a row without a post; "
+        f"{participant} ended {count} turns in a row without a post; "
         "run paused — resume to try again."
     )
 

@@ -1,13 +1,20 @@
 """Every number the scheduler's policy uses, each beside the SPEC rule that fixes it.
 
-Nothing else in `autodev_core.scheduler` writes a duration or a count literally.
+Nothing else in `autodev_core.scheduler` writes a duration or a count literally. The constants
+below are the SPEC's; `Policy` carries them as one frozen value in `SchedulerConfig.policy`,
+which an orchestrator (or a team's `autodev.yaml`, or a scenario) may change.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from datetime import timedelta
 from types import MappingProxyType
-from typing import Final
+from typing import Any, Final
+
+import attrs
+
+from ..engine import PROVIDERS
 
 #: A6: no reset readable in a notice — claude waits one hour, codex and agy probe every 30 min.
 DEFAULT_LIMIT_WAIT: Final = MappingProxyType({
@@ -63,3 +70,192 @@ def outage_retry_after(attempts: int) -> timedelta:
     if attempts < 1:
         raise ValueError(f"outage_retry_after needs at least one attempt, not {attempts}")
     return OUTAGE_RETRIES[attempts - 1] if attempts <= len(OUTAGE_RETRIES) else OUTAGE_RETRY_EVERY
+
+
+# ------------------------------------------------------------------------------------------------
+# The same numbers as a value an orchestrator can change (issue 12 item 4)
+
+
+def _durations(value: Iterable[timedelta]) -> tuple[timedelta, ...]:
+    return tuple(value)
+
+
+def _limit_waits(
+    value: Mapping[str, timedelta] | Iterable[tuple[str, timedelta]],
+) -> tuple[tuple[str, timedelta], ...]:
+    """Any mapping (or pairs) of provider -> wait, completed with the A6 defaults, in
+    PROVIDERS order (a tuple, so a policy stays hashable)."""
+    given = dict(value.items() if isinstance(value, Mapping) else value)
+    unknown = sorted(set(given) - set(PROVIDERS))
+    if unknown:
+        raise ValueError(
+            f"Policy.limit_wait: unknown provider {unknown[0]!r} (one of {', '.join(PROVIDERS)})"
+        )
+    merged = {**DEFAULT_LIMIT_WAIT, **given}
+    return tuple((provider, merged[provider]) for provider in PROVIDERS)
+
+
+#: No duration in a policy is longer than this (a year): it keeps every instant in range.
+MAX_POLICY_SECONDS: Final = 366 * 24 * 3600
+
+
+def _positive_duration(name: str, value: object) -> None:
+    if not isinstance(value, timedelta):
+        raise TypeError(f"Policy.{name} must be a timedelta, not {type(value).__name__}")
+    if not timedelta(0) < value <= timedelta(seconds=MAX_POLICY_SECONDS):
+        raise ValueError(
+            f"Policy.{name} must be more than 0 s and at most a year, not "
+            f"{value.total_seconds():g} s"
+        )
+
+
+def _positive_count(name: str, value: object) -> None:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"Policy.{name} must be an int, not {type(value).__name__}")
+    if value < 1:
+        raise ValueError(f"Policy.{name} must be at least 1, not {value}")
+
+
+@attrs.frozen
+class Policy:
+    """Every number of the scheduler's policy, frozen and validated; the defaults are the SPEC's.
+
+    The words follow tenacity and stamina where they fit, without their semantics: a failed
+    call (A28) waits `wait[n-1]` after the n-th failure in a row, then `wait_max` each time;
+    the run pauses at `attempts` failed attempts in a row (A29, A41) and when a participant ends
+    `empty_turns` turns in a row without a post (A31). An unreachable provider is tried again
+    after `outage_wait[n-1]` at its n-th failure in a row, then every `outage_wait_max` (A27).
+    A limit notice with no readable reset takes its engine out for `limit_wait` of its provider
+    (A6). Every duration is positive; counts are at least 1.
+    """
+
+    wait: tuple[timedelta, ...] = attrs.field(default=BACKOFF, converter=_durations)
+    wait_max: timedelta = BACKOFF_CAP
+    attempts: int = GIVE_UP_AFTER
+    empty_turns: int = EMPTY_TURNS_PAUSE
+    outage_wait: tuple[timedelta, ...] = attrs.field(default=OUTAGE_RETRIES, converter=_durations)
+    outage_wait_max: timedelta = OUTAGE_RETRY_EVERY
+    limit_wait: tuple[tuple[str, timedelta], ...] = attrs.field(
+        factory=lambda: _limit_waits({}), converter=_limit_waits
+    )
+
+    def __attrs_post_init__(self) -> None:
+        for index, value in enumerate(self.wait):
+            _positive_duration(f"wait[{index}]", value)
+        _positive_duration("wait_max", self.wait_max)
+        for index, value in enumerate(self.outage_wait):
+            _positive_duration(f"outage_wait[{index}]", value)
+        _positive_duration("outage_wait_max", self.outage_wait_max)
+        _positive_count("attempts", self.attempts)
+        _positive_count("empty_turns", self.empty_turns)
+        for provider, value in self.limit_wait:
+            _positive_duration(f"limit_wait[{provider!r}]", value)
+
+    def backoff_after(self, failures: int) -> timedelta:
+        """A28: the wait after `failures` consecutive failures (1-based)."""
+        if failures < 1:
+            raise ValueError(f"backoff_after needs at least one failure, not {failures}")
+        return self.wait[failures - 1] if failures <= len(self.wait) else self.wait_max
+
+    def outage_retry_after(self, attempts: int) -> timedelta:
+        """A27: the wait before the next try of a provider that failed `attempts` times."""
+        if attempts < 1:
+            raise ValueError(f"outage_retry_after needs at least one attempt, not {attempts}")
+        if attempts <= len(self.outage_wait):
+            return self.outage_wait[attempts - 1]
+        return self.outage_wait_max
+
+    def default_limit_wait(self, provider: str) -> timedelta:
+        """A6: how long an engine is out when its notice carried no readable reset."""
+        for name, value in self.limit_wait:
+            if name == provider:
+                return value
+        raise ValueError(f"unknown provider {provider!r}")
+
+    def give_up_span(self) -> timedelta:
+        """A29: the waiting the run did before it gave up (about five hours by default)."""
+        return sum((self.backoff_after(n) for n in range(1, self.attempts)), timedelta(0))
+
+
+#: SPEC A6, A27-A31 exactly.
+DEFAULT_POLICY: Final = Policy()
+
+#: The keys of a `policy:` mapping in a team's autodev.yaml or a scenario file.
+POLICY_KEYS: Final = (
+    "wait", "wait_max", "attempts", "empty_turns", "outage_wait", "outage_wait_max", "limit_wait",
+)
+
+
+def parse_policy(data: object, *, where: str = "policy") -> Policy:
+    """A `policy:` mapping from a human-written file (durations in seconds) -> `Policy`.
+
+    Raises `ValueError` naming the field (`policy.wait[2]`, `policy.limit_wait.codex`, …); the
+    callers turn it into a `ConfigError` with the file and line.
+    """
+    if not isinstance(data, Mapping):
+        raise ValueError(f"{where} must be a mapping of {', '.join(POLICY_KEYS)}")
+    fields: dict[str, Any] = {}
+    for key, value in data.items():
+        name = f"{where}.{key}"
+        if key not in POLICY_KEYS:
+            raise ValueError(f"unknown key {name!r} (known keys: {', '.join(POLICY_KEYS)})")
+        if key in ("attempts", "empty_turns"):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a whole number of at least 1, not {value!r}")
+            fields[key] = value
+        elif key in ("wait", "outage_wait"):
+            if not isinstance(value, list):
+                raise ValueError(f"{name} must be a list of durations in seconds, not {value!r}")
+            fields[key] = tuple(_seconds(f"{name}[{i}]", item) for i, item in enumerate(value))
+        elif key == "limit_wait":
+            if not isinstance(value, Mapping):
+                raise ValueError(f"{name} must map providers to seconds, not {value!r}")
+            waits = {}
+            for provider, item in value.items():
+                if provider not in PROVIDERS:
+                    raise ValueError(
+                        f"{name}: unknown provider {provider!r} (one of {', '.join(PROVIDERS)})"
+                    )
+                waits[provider] = _seconds(f"{name}.{provider}", item)
+            fields[key] = waits
+        else:
+            fields[key] = _seconds(name, value)
+    return Policy(**fields)
+
+
+def _seconds(name: str, value: object) -> timedelta:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{name} must be a duration in seconds, not {value!r}")
+    if not 0 < value <= MAX_POLICY_SECONDS:
+        raise ValueError(
+            f"{name} must be more than 0 and at most {MAX_POLICY_SECONDS} seconds, not {value!r}"
+        )
+    return timedelta(seconds=value)
+
+
+def policy_data(policy: Policy) -> dict[str, Any]:
+    """The `policy:` mapping of a file for `policy` (durations in seconds): only what differs
+    from the SPEC's numbers, so `parse_policy(policy_data(p)) == p`."""
+
+    def seconds(value: timedelta) -> int | float:
+        total = value.total_seconds()
+        return int(total) if total == int(total) else total
+
+    data: dict[str, Any] = {}
+    if policy.wait != DEFAULT_POLICY.wait:
+        data["wait"] = [seconds(v) for v in policy.wait]
+    if policy.wait_max != DEFAULT_POLICY.wait_max:
+        data["wait_max"] = seconds(policy.wait_max)
+    if policy.attempts != DEFAULT_POLICY.attempts:
+        data["attempts"] = policy.attempts
+    if policy.empty_turns != DEFAULT_POLICY.empty_turns:
+        data["empty_turns"] = policy.empty_turns
+    if policy.outage_wait != DEFAULT_POLICY.outage_wait:
+        data["outage_wait"] = [seconds(v) for v in policy.outage_wait]
+    if policy.outage_wait_max != DEFAULT_POLICY.outage_wait_max:
+        data["outage_wait_max"] = seconds(policy.outage_wait_max)
+    changed = {p: seconds(v) for (p, v), (_, d) in zip(
+        policy.limit_wait, DEFAULT_POLICY.limit_wait, strict=True) if v != d}
+    if changed:
+        data["limit_wait"] = changed
+    return data

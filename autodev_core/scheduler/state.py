@@ -17,6 +17,7 @@ import attrs
 from ..engine import PROVIDERS, Engine
 from ..participant import Participant
 from .effects import STATUSES, Status
+from .policy import DEFAULT_POLICY, Policy
 
 
 def _zone(name: str) -> ZoneInfo:
@@ -44,7 +45,8 @@ class SchedulerConfig:
 
     `installed` names the CLIs this machine has (A12); `timezone` is the run's zone (log times);
     `max_iterations` counts calls (A30) and `max_runtime` the time spent in calls, never in sleeps
-    (A21); both are unlimited when None (A43).
+    (A21); both are unlimited when None (A43). `policy` holds every wait and count of A6 and
+    A27-A31 (`Policy()`: the SPEC's numbers).
     """
 
     team: tuple[Participant, ...] = attrs.field(converter=_team)
@@ -54,6 +56,9 @@ class SchedulerConfig:
     timezone: str = attrs.field(default="UTC", validator=_check_zone)
     max_iterations: int | None = None
     max_runtime: timedelta | None = None
+    policy: Policy = attrs.field(
+        default=DEFAULT_POLICY, validator=attrs.validators.instance_of(Policy)
+    )
     # Derived, never serialised: each participant's installed entries, in chain order (A10, A12),
     # the model to ask for on each (A13), the index of every id, and the zone object.
     lanes: tuple[tuple[Engine, ...], ...] = attrs.field(init=False, eq=False, repr=False)

@@ -24,7 +24,7 @@ from ..engine import Engine
 from ..errors import AutodevError
 from ..participant import Participant
 from . import logs
-from .effects import Effect, Log, Sleep, StartCall, Status, StatusChanged, TurnKind
+from .effects import Effect, Log, LogKind, Sleep, StartCall, Status, StatusChanged, TurnKind
 from .events import (
     EVENT_TYPES,
     CallCancelled,
@@ -40,8 +40,6 @@ from .events import (
     StopRequested,
     Woke,
 )
-from .policy import EMPTY_TURNS_PAUSE, GIVE_UP_AFTER, backoff_after, default_limit_wait
-from .policy import outage_retry_after as _retry_after
 from .registry import merge_limit
 from .state import Call, EngineLimit, Outage, SchedulerState
 
@@ -111,8 +109,8 @@ class _Draft:
 
     # -- small helpers ----------------------------------------------------------------------
 
-    def log(self, now: datetime, message: str) -> None:
-        self.effects.append(Log(at=now, message=message))
+    def log(self, now: datetime, message: str, kind: LogKind, **fields: Any) -> None:
+        self.effects.append(Log(now, message, kind, **fields))
 
     def clock(self, at: datetime, now: datetime) -> str:
         return logs.clock(at, now, self.config.zone)
@@ -211,13 +209,13 @@ def _record_limit(d: _Draft, now: datetime, engine: Engine, reset_at: datetime |
     """A6/A8: take `engine` out until its reset (or the default wait). A read reset replaces a
     defaulted one even when earlier; otherwise a recorded reset never moves earlier."""
     read = reset_at is not None and reset_at > now
-    until = reset_at if read and reset_at is not None else now + default_limit_wait(
-        engine.provider
-    )
+    default = now + d.config.policy.default_limit_wait(engine.provider)
+    until = reset_at if read and reset_at is not None else default
     _before, merged = _merge_limit(
         d, now, EngineLimit(engine=engine, until=until, read=read, seen=now)
     )
-    d.log(now, logs.limited_until(engine, d.clock(merged.until, now)))
+    d.log(now, logs.limited_until(engine, d.clock(merged.until, now)), "limit", engine=engine,
+          until=merged.until)
 
 
 def _observe_limit(d: _Draft, event: LimitObserved) -> bool:
@@ -235,7 +233,8 @@ def _observe_limit(d: _Draft, event: LimitObserved) -> bool:
         return False
     if merged.until <= now and (record is None or record.until <= now):
         return True  # an ended limit, kept until the next turn start: nothing to say
-    d.log(now, logs.limited_elsewhere(event.engine, d.clock(merged.until, now), merged.source))
+    d.log(now, logs.limited_elsewhere(event.engine, d.clock(merged.until, now), merged.source),
+          "limit", engine=event.engine, until=merged.until)
     return True
 
 
@@ -248,18 +247,19 @@ def _record_outage(d: _Draft, now: datetime, provider: str) -> None:
             attempts = record.attempts + 1
         else:
             kept.append(record)
-    retry_at = now + _retry_after(attempts)
+    retry_at = now + d.config.policy.outage_retry_after(attempts)
     kept.append(Outage(provider=provider, retry_at=retry_at, attempts=attempts))
     kept.sort(key=lambda r: r.provider)
     d.outages = tuple(kept)
-    d.log(now, logs.could_not_reach(provider, d.clock(retry_at, now)))
+    d.log(now, logs.could_not_reach(provider, d.clock(retry_at, now)), "outage",
+          provider=provider, until=retry_at, count=attempts)
 
 
 def _record_reachable(d: _Draft, now: datetime, provider: str) -> None:
     """A27/A40: any answer proves a provider reachable; its outage ends."""
     if d.outages and any(record.provider == provider for record in d.outages):
         d.outages = tuple(r for r in d.outages if r.provider != provider)
-        d.log(now, logs.reachable_again(provider))
+        d.log(now, logs.reachable_again(provider), "reachable", provider=provider)
 
 
 def _lift_passed_limits(d: _Draft, now: datetime) -> None:
@@ -278,9 +278,11 @@ def _limits_reached(d: _Draft, now: datetime) -> bool:
     """A30/A43: stop when the calls or the call time allowed are used up (unlimited when unset)."""
     config = d.config
     if config.max_iterations is not None and d.iterations >= config.max_iterations:
-        d.log(now, logs.max_iterations_reached(d.iterations))
+        d.log(now, logs.max_iterations_reached(d.iterations), "max-iterations",
+              count=d.iterations)
     elif config.max_runtime is not None and d.runtime >= config.max_runtime:
-        d.log(now, logs.max_runtime_reached(config.max_runtime.total_seconds() / 60))
+        d.log(now, logs.max_runtime_reached(config.max_runtime.total_seconds() / 60),
+              "max-runtime", count=d.iterations)
     else:
         return False
     d.wait_until = None
@@ -343,7 +345,8 @@ def _take_seat(d: _Draft, now: datetime, runner: int, position: int, owner: int)
     if position < d.seats[runner] and d.passed[runner] >> position & 1:
         member = d.member(runner)
         engine = d.config.lanes[runner][position]
-        d.log(now, logs.lifted(member.id, engine, engine == member.primary))
+        d.log(now, logs.lifted(member.id, engine, engine == member.primary), "lifted",
+              participant=member.id, engine=engine)
     _start(d, now, runner, position, owner)
 
 
@@ -403,13 +406,23 @@ def _sleep(d: _Draft, now: datetime, until: datetime, status: Status, on_message
     d.effects.append(Sleep(until=until, status=status, wakes_on_message=on_message))
 
 
+def _waited_for(d: _Draft, what: str, until: datetime) -> dict[str, Any]:
+    """The structured side of a wait line's `<engine>`: an engine limited until `until`, else
+    the provider whose retry comes then."""
+    for record in d.limits:
+        if record.until == until and str(record.engine) == what:
+            return {"engine": record.engine}
+    return {"provider": what}
+
+
 def _wait_for_own(d: _Draft, now: datetime, owner: int) -> None:
     """A35 (or A18 for a team of one): nothing of the owner's own is free; wait for it."""
     if len(d.config.team) == 1:
         _wait_for_anyone(d, now)
         return
     until, what, limited = _soonest(d, now, (owner,))
-    d.log(now, logs.cannot_hand_over(d.member(owner).id, what, d.clock(until, now)))
+    d.log(now, logs.cannot_hand_over(d.member(owner).id, what, d.clock(until, now)), "wait-own",
+          participant=d.member(owner).id, until=until, **_waited_for(d, what, until))
     _sleep(d, now, until, "rate_limited" if limited else "unreachable", False)
 
 
@@ -417,10 +430,12 @@ def _wait_for_anyone(d: _Draft, now: datetime) -> None:
     """A18/A27/A40: nobody can take the turn; sleep until the first entry comes back."""
     until, what, limited = _soonest(d, now, range(len(d.config.team)))
     if limited:
-        d.log(now, logs.every_participant_limited(what, d.clock(until, now)))
+        d.log(now, logs.every_participant_limited(what, d.clock(until, now)), "wait-limited",
+              until=until, **_waited_for(d, what, until))
         _sleep(d, now, until, "rate_limited", False)
     else:
-        d.log(now, logs.no_provider_reachable(d.clock(until, now)))
+        d.log(now, logs.no_provider_reachable(d.clock(until, now)), "wait-unreachable",
+              until=until, **_waited_for(d, what, until))
         _sleep(d, now, until, "unreachable", False)
 
 
@@ -458,9 +473,12 @@ def _begin_turn(d: _Draft, now: datetime) -> None:
     lane = d.config.lanes[owner]
     if all(d.limit_of(engine, now) is None for engine in lane):
         # A36: the owner is out only because its providers cannot be reached.
-        d.log(now, logs.handover_unreachable(member.id, lane[0].provider, d.member(runner).id))
+        d.log(now, logs.handover_unreachable(member.id, lane[0].provider, d.member(runner).id),
+              "handover-unreachable", participant=member.id, provider=lane[0].provider,
+              colleague=d.member(runner).id)
     else:
-        d.log(now, logs.handover_limited(member.id, d.member(runner).id))  # A15, A24
+        d.log(now, logs.handover_limited(member.id, d.member(runner).id),  # A15, A24
+              "handover-limited", participant=member.id, colleague=d.member(runner).id)
     _take_seat(d, now, runner, runner_position, owner)
 
 
@@ -473,9 +491,11 @@ def _reroute(d: _Draft, now: datetime, runner: int, source: Engine, unreachable:
     if position is not None:
         target = d.config.lanes[runner][position]
         if unreachable:
-            d.log(now, logs.hop_unreachable(member.id, source, target))
+            d.log(now, logs.hop_unreachable(member.id, source, target), "hop-unreachable",
+                  participant=member.id, engine=source, target=target)
         else:
-            d.log(now, logs.hop_limited(member.id, source, target))
+            d.log(now, logs.hop_limited(member.id, source, target), "hop-limited",
+                  participant=member.id, engine=source, target=target)
         _start(d, now, runner, position, owner)
         return
     found: tuple[int, int] | None = None
@@ -494,9 +514,12 @@ def _reroute(d: _Draft, now: datetime, runner: int, source: Engine, unreachable:
         return
     other, other_position = found
     if unreachable:
-        d.log(now, logs.handover_unreachable(member.id, source.provider, d.member(other).id))
+        d.log(now, logs.handover_unreachable(member.id, source.provider, d.member(other).id),
+              "handover-unreachable", participant=member.id, engine=source,
+              provider=source.provider, colleague=d.member(other).id)
     else:
-        d.log(now, logs.handover_limited(member.id, d.member(other).id))
+        d.log(now, logs.handover_limited(member.id, d.member(other).id), "handover-limited",
+              participant=member.id, engine=source, colleague=d.member(other).id)
     _take_seat(d, now, other, other_position, owner)
 
 
@@ -513,21 +536,28 @@ def _fail(d: _Draft, now: datetime, runner: int, event: CallEnded) -> None:
     else wait the backoff — cut short by an engine coming back first (A30)."""
     what = _what_failed(event)
     member = d.member(runner)
-    if event.kind == "empty" and d.empties[runner] >= EMPTY_TURNS_PAUSE:
-        d.log(now, logs.empty_turns(member.id))
+    policy = d.config.policy
+    if event.kind == "empty" and d.empties[runner] >= policy.empty_turns:
+        d.log(now, logs.empty_turns(member.id, policy.empty_turns), "empty-turns",
+              participant=member.id,
+              count=d.empties[runner])
         d.set_status(now, "paused")
         return
-    if d.failures >= GIVE_UP_AFTER:
-        d.log(now, logs.gave_up(what))
+    if d.failures >= policy.attempts:
+        waited = logs.span(policy.give_up_span())
+        d.log(now, logs.gave_up(what, policy.attempts, waited), "gave-up", count=d.failures,
+              failure=what)
         d.set_status(now, "paused")
         return
     if _limits_reached(d, now):
         return
-    until = now + backoff_after(d.failures)  # A38: measured from the end of the failed call
+    until = now + policy.backoff_after(d.failures)  # A38: measured from the end of the failed call
     for record in d.limits:
         if now < record.until < until:
             until = record.until  # A30: a limited engine back first brings the attempt forward
-    d.log(now, logs.failed(member.id, event.engine, what, d.clock(until, now)))
+    d.log(now, logs.failed(member.id, event.engine, what, d.clock(until, now)), "failed",
+          participant=member.id, engine=event.engine, until=until, count=d.failures,
+          failure=what)
     _sleep(d, now, until, "backing_off", True)
 
 
@@ -565,7 +595,8 @@ def _on_call_ended(d: _Draft, event: CallEnded) -> None:
     else:
         _record_reachable(d, now, engine.provider)  # A40
     if event.posted:
-        d.log(now, logs.posted_via(event.participant, engine))
+        d.log(now, logs.posted_via(event.participant, engine), "posted",
+              participant=event.participant, engine=engine)
         d.failures = 0  # A30: a call that works resets the count
         if d.empties[runner]:
             d.empties = _replace(d.empties, runner, 0)  # A31: a post resets the count
@@ -585,7 +616,9 @@ def _on_call_ended(d: _Draft, event: CallEnded) -> None:
     if not live:
         return
     if kind == "login":
-        d.log(now, logs.not_logged_in(engine.provider, event.participant))  # A32
+        d.log(now, logs.not_logged_in(engine.provider, event.participant),  # A32
+              "not-logged-in", participant=event.participant, engine=engine,
+              provider=engine.provider)
         d.set_status(now, "paused")
         return
     if kind in ("exit", "timeout", "empty"):

@@ -7,12 +7,27 @@
   `PersistenceMachine`, which checks the persistence reducer, the B8 planner and the turn gate
   against a model of B6-B8.
 
-Both import hypothesis (a test dependency); nothing else in `autodev_core` does. Subclass a
+- `autodev_core.testing.orchestrator`: `OrchestratorMachine`, which drives YOUR orchestrator's
+  loop (its effect handler and store) through random runs on a `World` of stand-ins, and
+  `cli_outputs`, realistic CLI outputs per provider and kind from the project's notice corpus
+  (docs/testing-your-orchestrator.md).
+
+All of them import hypothesis (a test dependency); nothing else in `autodev_core` does. Subclass a
 machine and set its class attributes to test your own configuration.
 """
 
 from __future__ import annotations
 
+from .orchestrator import (
+    OUTPUT_KINDS,
+    RESET_FORMS,
+    CliOutput,
+    Orchestrator,
+    OrchestratorMachine,
+    World,
+    cli_outputs,
+    notice_outputs,
+)
 from .persistence import (
     PersistenceMachine,
     PersistenceModel,
@@ -41,12 +56,19 @@ from .scheduler import (
 
 __all__ = [
     "OUTCOME_WEIGHTS",
+    "OUTPUT_KINDS",
+    "RESET_FORMS",
     "ZONES",
+    "CliOutput",
+    "Orchestrator",
+    "OrchestratorMachine",
     "PersistenceMachine",
     "PersistenceModel",
     "SchedulerMachine",
+    "World",
     "accepted_events",
     "back_at",
+    "cli_outputs",
     "durations",
     "engines",
     "expected_wait",
@@ -54,6 +76,7 @@ __all__ = [
     "instants",
     "is_learned",
     "markers",
+    "notice_outputs",
     "participants",
     "persistence_events",
     "persistence_states",

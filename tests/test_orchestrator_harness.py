@@ -1,0 +1,79 @@
+"""The harness for the user's own orchestrator (issue 12 item 5, SPEC 0.4): realistic CLI
+outputs built from the notice corpus, and a machine that takes the user's loop and catches a
+loop that loses its last write at a stop."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import given
+from hypothesis import strategies as st
+
+from autodev_core import classify_output
+from autodev_core.testing import OUTPUT_KINDS, cli_outputs, notice_outputs
+from autodev_core.testing.notices import NOTICE_CASES
+
+ROOT = Path(__file__).resolve().parent.parent
+NOW = datetime(2026, 12, 1, 9, tzinfo=UTC)
+
+
+def _corpus() -> list[dict[str, Any]]:
+    cases: list[dict[str, Any]] = []
+    for path in sorted((ROOT / "tests" / "fixtures" / "notices").glob("*.yaml")):
+        cases += yaml.safe_load(path.read_text(encoding="utf-8"))
+    return cases
+
+
+def test_the_shipped_notices_are_the_corpus_cases() -> None:
+    """Every limit, network and login case of tests/fixtures/notices is shipped, word for word."""
+    corpus = {
+        c["name"]: (c["provider"], c["expect"], c.get("stdout") or "", c.get("stderr") or "",
+                    c.get("exit"))
+        for c in _corpus() if c["expect"] in ("limit", "network", "login")
+    }
+    shipped = {c[0]: (c[1], c[2], c[4], c[5], c[6]) for c in NOTICE_CASES}
+    assert shipped == corpus
+    for case in NOTICE_CASES:
+        if case[2] == "limit":
+            assert case[3] in ("epoch", "relative", "clock", "date", "none")
+
+
+@pytest.mark.parametrize("provider", ["claude", "codex", "agy"])
+@given(data=st.data())
+def test_cli_outputs_are_read_as_the_kind_they_stand_for(provider: str, data: Any) -> None:
+    output = data.draw(cli_outputs(provider))
+    seen = classify_output(provider, stdout=output.stdout, stderr=output.stderr,
+                           exit_code=output.exit_code, now=NOW, local_tz=UTC)
+    if output.kind in ("limit", "network", "login"):
+        assert seen.kind == output.kind, (output, seen)
+    elif output.kind == "long-text":
+        assert len(output.stdout.strip()) > 300 and output.post  # A5: a post, never a notice
+        assert seen.kind != "limit"
+    elif output.kind == "post":
+        assert output.post
+    else:
+        assert output.post is None
+
+
+def test_every_kind_and_reset_form_can_be_drawn() -> None:
+    assert set(OUTPUT_KINDS) >= {"post", "limit", "network", "login", "long-text"}
+    for form in ("epoch", "relative", "clock", "date", "none"):
+        notice_outputs("claude", "limit", form)  # claude's corpus has every form
+    with pytest.raises(ValueError, match="no login notice of codex"):
+        notice_outputs("codex", "login")
+
+
+def test_the_guide_catches_the_lost_last_write_and_passes_the_fixed_loop() -> None:
+    """docs/testing-your-orchestrator.md, run: the buggy loop fails, the fixed one passes."""
+    page = (ROOT / "docs" / "testing-your-orchestrator.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", page, flags=re.DOTALL)
+    assert len(blocks) == 3
+    namespace: dict[str, Any] = {"__name__": "docs_guide"}
+    for block in blocks:
+        exec(compile(block, "docs/testing-your-orchestrator.md", "exec"), namespace)
+    assert namespace["FixedLoopMachine"].make is namespace["FixedLoop"]
