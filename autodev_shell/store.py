@@ -9,27 +9,37 @@ inputs of B19. The database runs in WAL mode with `synchronous=FULL`, and each r
 This module decides nothing. It writes what it is given, reads back what is there, and turns
 every SQLite failure into a `StoreError` whose message is one sentence naming the file. Whether
 a write counts as confirmed is the core's call (`autodev_core.persistence`, B4-B9).
+
+This module makes and opens the file (the schema, its checks, the run's identity); the rest of
+`RunStore` is in its parts: `store_sql` (the connection, transactions, `StoreError`),
+`store_revisions` (commit, snapshot, marker), `store_thread` (posts, turn inputs) and
+`store_controls` (the control queue, the heartbeat, the call's process group). Every name is
+still imported from here.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import re
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager, suppress
-from datetime import UTC, datetime
+from collections.abc import Iterable
+from datetime import datetime
 from pathlib import Path
-from typing import Any, Final, Literal
-
-import attrs
-
-from autodev_core.errors import AutodevError
-from autodev_core.persistence import CommitMarker
-from autodev_core.turn_input import InputRecord
+from typing import Final
 
 from .private import open_private
+from .store_controls import CONTROL_COMMANDS, CallProcess, Control, Heartbeat, StoreControls
+from .store_revisions import CommitResult, Marker, Snapshot, StoreRevisions
+from .store_sql import (
+    StoreError,
+    StoreErrorKind,
+    _describe,
+    _rollback,
+    _text,
+    _utcnow,
+    clean_text,
+)
+from .store_thread import NewPost, Post, StoreThread
 
 #: Version of the layout below; a store written by a newer layout is refused, not guessed at.
 SCHEMA_VERSION: Final = 1
@@ -38,8 +48,6 @@ CANONICAL_TIER: Final = "sqlite"
 #: How long a writer waits for another connection's write lock (a CLI enqueuing a control
 #: while the daemon commits) before the write fails, in milliseconds.
 BUSY_TIMEOUT_MS: Final = 5_000
-#: Commands another process may queue for the daemon (C6: `autodev stop|pause|resume|say`).
-CONTROL_COMMANDS: Final = frozenset({"stop", "pause", "resume", "say"})
 #: The first 16 bytes of every SQLite 3 database file.
 _SQLITE_HEADER: Final = b"SQLite format 3\x00"
 
@@ -104,166 +112,14 @@ CREATE TABLE turn_inputs (
 );
 """
 
-StoreErrorKind = Literal["missing", "not-a-store", "corrupt", "write-failed", "read-failed"]
 
-
-class StoreError(AutodevError):
-    """The run store could not be opened, read or written.
-
-    `kind` says which: "missing" (no file), "not-a-store" (a file, but not an autodev store),
-    "corrupt" (not a database, malformed, truncated, or integrity check failed),
-    "write-failed" (a commit did not happen; nothing of it was written), "read-failed".
-    """
-
-    def __init__(self, message: str, *, path: str | os.PathLike[str], kind: StoreErrorKind,
-                 detail: str = "") -> None:
-        self.path = str(path)
-        self.kind: StoreErrorKind = kind
-        self.detail = detail
-        super().__init__(message)
-
-
-def _aware(value: datetime) -> datetime:
-    if not isinstance(value, datetime) or value.tzinfo is None or value.utcoffset() is None:
-        raise ValueError(f"the store keeps aware datetimes only, not {value!r}")
-    return value
-
-
-def _check_aware(value: datetime) -> None:
-    _aware(value)
-
-
-def _text(value: datetime) -> str:
-    return _aware(value).isoformat()
-
-
-def _time(value: str) -> datetime:
-    return datetime.fromisoformat(value)
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def clean_text(value: str) -> str:
-    """`value` as SQLite can keep it: any text a CLI printed is stored, NUL bytes included,
-    but a lone surrogate (a JSON `\\ud800` escape in a CLI's event, an undecodable byte in a
-    command-line argument) cannot be UTF-8, so it becomes U+FFFD instead of failing the write."""
-    return _SURROGATE.sub("\ufffd", value)
-
-
-def _utcnow() -> datetime:
-    # The shell may read the clock; every method still takes `now` so tests pin it.
-    return datetime.now(UTC)
-
-
-@attrs.frozen
-class NewPost:
-    """A post to commit. `key` makes the write idempotent: a replayed commit carrying the same
-    key (say turn id + attempt) never adds the post twice. Empty → "r<revision>.<index>"."""
-
-    participant: str = attrs.field(converter=clean_text)
-    engine: str = attrs.field(converter=clean_text)
-    text: str = attrs.field(converter=clean_text)
-    at: datetime = attrs.field(validator=lambda _i, _a, v: _check_aware(v))
-    key: str = attrs.field(default="", converter=clean_text)
-
-
-@attrs.frozen
-class Post:
-    """A post as stored: its place in the thread (`seq`) and the revision that committed it."""
-
-    seq: int
-    revision: int
-    key: str
-    participant: str
-    engine: str
-    text: str
-    at: datetime
-
-
-@attrs.frozen
-class Marker:
-    """The commit marker (C3): which run, which revision, which tier, when."""
-
-    run_id: str
-    revision: int
-    tier: str
-    at: datetime
-
-    def as_core(self) -> CommitMarker:
-        """The marker as the core's B8 planner reads it. A marker exists only inside a
-        committed transaction, so it is accepted by construction."""
-        return CommitMarker(run_id=self.run_id, revision=self.revision, tier=self.tier)
-
-
-@attrs.frozen
-class Snapshot:
-    """Everything the canonical store holds for a run, read in one transaction (B15's source).
-
-    `revision` 0 means nothing was ever committed.
-    """
-
-    run_id: str
-    integrity_id: str
-    aliases: tuple[str, ...]
-    revision: int
-    scheduler_state_json: str
-    persistence_state_json: str
-    marker: Marker | None
-    posts: tuple[Post, ...]
-
-
-@attrs.frozen
-class CommitResult:
-    """What one commit did: `added` posts are new, `duplicates` were already there (a
-    replay). `replayed` is true when `revision` was not above the stored one, so the state
-    and marker were left as they were."""
-
-    revision: int
-    added: int
-    duplicates: int
-    replayed: bool
-
-
-@attrs.frozen
-class Control:
-    """A command queued by another process for the daemon (`autodev stop`, …)."""
-
-    id: int
-    command: str
-    arg: str
-    queued_at: datetime
-
-
-@attrs.frozen
-class CallProcess:
-    """The process group of the call in flight, as recorded when it started."""
-
-    pid: int
-    pgid: int
-    ticks: int | None  # the leader's start time, /proc/<pid>/stat field 22
-    started_at: datetime
-
-
-#: Made on first use, so stores made before it keep opening.
-_CALL_PROCESS_TABLE: Final = (
-    "CREATE TABLE IF NOT EXISTS call_process (id INTEGER PRIMARY KEY CHECK (id = 1), "
-    "pid INTEGER NOT NULL, pgid INTEGER NOT NULL, ticks INTEGER, started_at TEXT NOT NULL)"
-)
-
-
-@attrs.frozen
-class Heartbeat:
-    at: datetime
-    pid: int
-
-
-def _describe(exc: BaseException) -> str:
-    return str(exc) or type(exc).__name__
-
-
-class RunStore:
+class RunStore(StoreRevisions, StoreThread, StoreControls):
     """One run's SQLite database. Open with `RunStore.open`; close when done (or use `with`).
+
+    This class opens the file and keeps the run's identity; its other jobs are its parts, each
+    in its own module over the one connection (`store_sql.StoreConnection`): the revisions
+    (`store_revisions`), the thread and turn inputs (`store_thread`), and the controls,
+    heartbeat and call process (`store_controls`).
 
     `factory` is handed to `sqlite3.connect`: tests pass a `sqlite3.Connection` subclass whose
     `execute` fails on demand, to inject disk errors as root (who can write read-only files).
@@ -336,183 +192,6 @@ class RunStore:
     def __exit__(self, *_exc: object) -> None:
         self.close()
 
-    # --- transactions ----------------------------------------------------------------------
-
-    @contextmanager
-    def _transaction(self, what: str, *, write: bool = True) -> Iterator[sqlite3.Connection]:
-        conn = self._conn
-        if conn.in_transaction:  # A failed ROLLBACK earlier left one open; start clean.
-            _rollback(conn)
-        try:
-            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-        except sqlite3.Error as exc:
-            raise self._error(what, exc, write=write) from exc
-        try:
-            yield conn
-            conn.execute("COMMIT")
-        except sqlite3.Error as exc:
-            _rollback(conn)
-            raise self._error(what, exc, write=write) from exc
-        except BaseException:
-            _rollback(conn)
-            raise
-
-    def _error(self, what: str, exc: sqlite3.Error, *, write: bool) -> StoreError:
-        corrupt = isinstance(exc, sqlite3.DatabaseError) and _looks_corrupt(exc)
-        kind: StoreErrorKind = "corrupt" if corrupt else ("write-failed" if write else
-                                                           "read-failed")
-        return StoreError(
-            f"Could not {what} in the run store {self.path} ({_describe(exc)}).",
-            path=self.path, kind=kind, detail=_describe(exc),
-        )
-
-    # --- the revision commit (C3) -----------------------------------------------------------
-
-    def commit(
-        self,
-        revision: int,
-        posts: Sequence[NewPost],
-        scheduler_state_json: str,
-        *,
-        persistence_state_json: str,
-        now: datetime,
-        run_id: str | None = None,
-        taken_controls: Sequence[int] = (),
-        turn_inputs: Sequence[InputRecord] = (),
-    ) -> CommitResult:
-        """Commit one revision in one transaction: its posts, the run state and the marker.
-        `taken_controls` are the ids of queued controls this revision carries out (a `say`'s
-        post, a pause…): they are marked taken in the same transaction, so a control is never
-        taken without its effect, nor its effect written without taking it.
-
-        Posts are keyed, so replaying a commit never duplicates one. A revision not above the
-        stored one is a replay: its missing posts are added, state and marker stay. The
-        marker carries `run_id` (the run the write was queued for; default: the store's run).
-        Raises `StoreError` when nothing was written.
-        """
-        if isinstance(revision, bool) or not isinstance(revision, int) or revision <= 0:
-            raise ValueError(f"a committed revision is a positive int, not {revision!r}")
-        for name, value in (("scheduler_state_json", scheduler_state_json),
-                            ("persistence_state_json", persistence_state_json)):
-            if not isinstance(value, str):
-                raise TypeError(f"{name} is JSON text from the core's converter, not {value!r}")
-        stamp = _text(now)
-        marker_run = (self.run_id if run_id is None else run_id).strip()
-        added = 0
-        with self._transaction(f"commit revision {revision}") as conn:
-            stored = _scalar(conn, "SELECT revision FROM run_state WHERE id = 1")
-            replayed = revision <= int(stored)
-            for index, post in enumerate(posts):
-                key = post.key or f"r{revision}.{index}"
-                cursor = conn.execute(
-                    "INSERT INTO posts (post_key, revision, at, participant, engine, text) "
-                    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (post_key) DO NOTHING",
-                    (key, revision, _text(post.at), post.participant, post.engine, post.text),
-                )
-                added += max(cursor.rowcount, 0)
-            for control in taken_controls:
-                conn.execute(
-                    "UPDATE controls SET taken_at = ? WHERE id = ? AND taken_at IS NULL",
-                    (stamp, int(control)),
-                )
-            for record in turn_inputs:  # saved when the store could not take them (B19)
-                _save_turn_input(conn, record, stamp)
-            if not replayed:
-                conn.execute(
-                    "UPDATE run_state SET revision = ?, scheduler_json = ?, persistence_json = ?,"
-                    " updated_at = ? WHERE id = 1",
-                    (revision, scheduler_state_json, persistence_state_json, stamp),
-                )
-                conn.execute(
-                    "INSERT INTO commit_marker (id, run_id, revision, tier, at) "
-                    "VALUES (1, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
-                    "run_id = excluded.run_id, revision = excluded.revision, "
-                    "tier = excluded.tier, at = excluded.at",
-                    (marker_run, revision, self.tier, stamp),
-                )
-        return CommitResult(revision, added, len(posts) - added, replayed)
-
-    def import_snapshot(self, snapshot: Snapshot, *, now: datetime) -> None:
-        """Fill this store, which must be empty, from `snapshot` in one transaction: the
-        restore path of a checkpoint (B14). Posts keep their seq and revision."""
-        with self._transaction("import a snapshot") as conn:
-            stored = int(_scalar(conn, "SELECT revision FROM run_state WHERE id = 1"))
-            count = int(_scalar(conn, "SELECT count(*) FROM posts"))
-            if stored or count:
-                raise StoreError(
-                    f"The run store {self.path} is not empty (revision {stored}, {count} posts),"
-                    " so a snapshot cannot be imported into it.",
-                    path=self.path, kind="write-failed", detail="not empty",
-                )
-            conn.execute("UPDATE run SET run_id = ?, integrity_id = ? WHERE id = 1",
-                         (snapshot.run_id, snapshot.integrity_id))
-            self._run_id = snapshot.run_id
-            conn.executemany("INSERT OR IGNORE INTO aliases (alias, added_at) VALUES (?, ?)",
-                             [(a, _text(now)) for a in snapshot.aliases])
-            conn.executemany(
-                "INSERT INTO posts (seq, post_key, revision, at, participant, engine, text) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [(p.seq, p.key, p.revision, _text(p.at), p.participant, p.engine, p.text)
-                 for p in snapshot.posts],
-            )
-            conn.execute(
-                "UPDATE run_state SET revision = ?, scheduler_json = ?, persistence_json = ?, "
-                "updated_at = ? WHERE id = 1",
-                (snapshot.revision, snapshot.scheduler_state_json,
-                 snapshot.persistence_state_json, _text(now)),
-            )
-            if snapshot.marker is not None:
-                m = snapshot.marker
-                conn.execute(
-                    "INSERT INTO commit_marker (id, run_id, revision, tier, at) "
-                    "VALUES (1, ?, ?, ?, ?)", (m.run_id, m.revision, m.tier, _text(m.at)),
-                )
-
-    # --- reading ---------------------------------------------------------------------------
-
-    @property
-    def run_id(self) -> str:
-        """The run this store belongs to (its owner identity, B1)."""
-        return self._run_id
-
-    @property
-    def revision(self) -> int:
-        """The last committed revision (0 before the first commit)."""
-        return int(self._read_one("read the revision",
-                                  "SELECT revision FROM run_state WHERE id = 1"))
-
-    def _read_one(self, what: str, sql: str) -> Any:
-        try:
-            return _scalar(self._conn, sql)
-        except sqlite3.Error as exc:
-            raise self._error(what, exc, write=False) from exc
-
-    def snapshot(self) -> Snapshot:
-        """The whole canonical state, read in one transaction (the checkpoint's only source)."""
-        with self._transaction("read a snapshot", write=False) as conn:
-            run = conn.execute(
-                "SELECT run_id, integrity_id FROM run WHERE id = 1").fetchone()
-            aliases = tuple(r[0] for r in conn.execute("SELECT alias FROM aliases ORDER BY alias"))
-            state = conn.execute(
-                "SELECT revision, scheduler_json, persistence_json FROM run_state WHERE id = 1"
-            ).fetchone()
-            marker = _marker(conn)
-            posts = _posts(conn, 0)
-        return Snapshot(
-            run_id=run[0], integrity_id=run[1], aliases=aliases, revision=int(state[0]),
-            scheduler_state_json=state[1], persistence_state_json=state[2], marker=marker,
-            posts=posts,
-        )
-
-    def thread(self, *, after_seq: int = 0) -> tuple[Post, ...]:
-        """The posts in thread order (those after `after_seq`, to read incrementally)."""
-        with self._transaction("read the thread", write=False) as conn:
-            return _posts(conn, after_seq)
-
-    def marker(self) -> Marker | None:
-        with self._transaction("read the commit marker", write=False) as conn:
-            return _marker(conn)
-
     def integrity_check(self) -> tuple[str, ...]:
         """`PRAGMA integrity_check` as rows of text: `("ok",)` when the file is sound."""
         try:
@@ -539,155 +218,6 @@ class RunStore:
         with self._transaction("add an alias") as conn:
             conn.execute("INSERT OR IGNORE INTO aliases (alias, added_at) VALUES (?, ?)",
                          (name, _text(now or _utcnow())))
-
-    # --- heartbeat (C2) ---------------------------------------------------------------------
-
-    def heartbeat(self, now: datetime, *, pid: int | None = None) -> None:
-        """Record that the daemon (`pid`, default this process) is alive at `now`."""
-        with self._transaction("write the heartbeat") as conn:
-            conn.execute(
-                "INSERT INTO heartbeat (id, at, pid) VALUES (1, ?, ?) ON CONFLICT (id) "
-                "DO UPDATE SET at = excluded.at, pid = excluded.pid",
-                (_text(now), os.getpid() if pid is None else pid),
-            )
-
-    def last_heartbeat(self) -> Heartbeat | None:
-        with self._transaction("read the heartbeat", write=False) as conn:
-            row = conn.execute("SELECT at, pid FROM heartbeat WHERE id = 1").fetchone()
-        return None if row is None else Heartbeat(_time(row[0]), int(row[1]))
-
-    # --- the call's process group (issue 9.7) ----------------------------------------------
-
-    def record_call_process(self, pid: int, pgid: int, ticks: int | None, *,
-                            now: datetime) -> None:
-        """Record the process group of the call now starting (its leader's pid and start
-        time), so that a daemon started after a kill -9 can find it and end it."""
-        with self._transaction("record the call's process") as conn:
-            conn.execute(_CALL_PROCESS_TABLE)
-            conn.execute(
-                "INSERT INTO call_process (id, pid, pgid, ticks, started_at) VALUES "
-                "(1, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET pid = excluded.pid, "
-                "pgid = excluded.pgid, ticks = excluded.ticks, started_at = excluded.started_at",
-                (pid, pgid, ticks, _text(now)),
-            )
-
-    def clear_call_process(self) -> None:
-        """The recorded call has ended (or was ended): forget it."""
-        with self._transaction("clear the call's process") as conn:
-            conn.execute(_CALL_PROCESS_TABLE)
-            conn.execute("DELETE FROM call_process")
-
-    def call_process(self) -> CallProcess | None:
-        """The call process recorded and not cleared (a daemon died during its call), if any."""
-        try:
-            with self._transaction("read the call's process", write=False) as conn:
-                row = conn.execute(
-                    "SELECT pid, pgid, ticks, started_at FROM call_process WHERE id = 1"
-                ).fetchone()
-        except StoreError as exc:
-            if "no such table" in exc.detail:
-                return None  # a store no call was ever recorded in
-            raise
-        if row is None:
-            return None
-        ticks = None if row[2] is None else int(row[2])
-        return CallProcess(int(row[0]), int(row[1]), ticks, _time(row[3]))
-
-    # --- controls (C6) ----------------------------------------------------------------------
-
-    def enqueue_control(self, command: str, arg: str = "", *,
-                        now: datetime | None = None) -> int:
-        """Queue `command` for the daemon (from any process); returns its id."""
-        if command not in CONTROL_COMMANDS:
-            raise ValueError(
-                f"unknown control command {command!r}; one of {', '.join(sorted(CONTROL_COMMANDS))}"
-            )
-        with self._transaction(f"queue the {command} command") as conn:
-            cursor = conn.execute(
-                "INSERT INTO controls (command, arg, queued_at) VALUES (?, ?, ?)",
-                (command, clean_text(arg), _text(now or _utcnow())),
-            )
-            return int(cursor.lastrowid or 0)
-
-    def pending_controls(self, *, after: int = 0) -> tuple[Control, ...]:
-        """The queued commands not yet taken whose id is above `after`, oldest first. Reading
-        takes nothing: the daemon marks each taken in the commit that carries it out."""
-        with self._transaction("read the queued commands", write=False) as conn:
-            rows = conn.execute(
-                "SELECT id, command, arg, queued_at FROM controls WHERE taken_at IS NULL "
-                "AND id > ? ORDER BY id", (after,),
-            ).fetchall()
-        return tuple(Control(int(r[0]), r[1], r[2], _time(r[3])) for r in rows)
-
-    def take_controls(self, *, now: datetime | None = None) -> tuple[Control, ...]:
-        """The queued commands not yet taken, oldest first, marked taken in the same
-        transaction so each is handed out once."""
-        with self._transaction("take the queued commands") as conn:
-            rows = conn.execute(
-                "SELECT id, command, arg, queued_at FROM controls WHERE taken_at IS NULL "
-                "ORDER BY id"
-            ).fetchall()
-            if rows:
-                conn.execute(
-                    "UPDATE controls SET taken_at = ? WHERE taken_at IS NULL AND id <= ?",
-                    (_text(now or _utcnow()), rows[-1][0]),
-                )
-        return tuple(Control(int(r[0]), r[1], r[2], _time(r[3])) for r in rows)
-
-    # --- turn inputs (B19) ------------------------------------------------------------------
-
-    def save_turn_input(self, record: InputRecord, *, now: datetime) -> None:
-        """Persist the context assembled for a turn, bound to its parent input's text (B19).
-
-        `record` comes from the core's `bind_input_context`; it replaces any earlier record of
-        the same parent input.
-        """
-        if not record.parent_input_id:
-            raise ValueError("a turn input record needs its parent input's id")
-        with self._transaction("save a turn input") as conn:
-            _save_turn_input(conn, record, _text(now))
-
-    def load_turn_input(self, parent_input_id: str) -> InputRecord | None:
-        """The record persisted for `parent_input_id`, verbatim, or None. Whether it is reused
-        is the core's decision (`plan_turn_input`), never the store's."""
-        with self._transaction("load a turn input", write=False) as conn:
-            row = conn.execute(
-                "SELECT parent_input_id, bound_text, context FROM turn_inputs "
-                "WHERE parent_input_id = ?", (parent_input_id,),
-            ).fetchone()
-        return None if row is None else InputRecord(row[0], row[1], row[2])
-
-
-# --- helpers --------------------------------------------------------------------------------
-
-
-def _save_turn_input(conn: sqlite3.Connection, record: InputRecord, stamp: str) -> None:
-    conn.execute(
-        "INSERT INTO turn_inputs (parent_input_id, bound_text, context, saved_at) "
-        "VALUES (?, ?, ?, ?) ON CONFLICT (parent_input_id) DO UPDATE SET "
-        "bound_text = excluded.bound_text, context = excluded.context, "
-        "saved_at = excluded.saved_at",
-        (clean_text(record.parent_input_id), clean_text(record.bound_text),
-         clean_text(record.context), stamp),
-    )
-
-
-def _scalar(conn: sqlite3.Connection, sql: str) -> Any:
-    row = conn.execute(sql).fetchone()
-    if row is None:
-        raise sqlite3.DatabaseError(f"expected a row from: {sql}")
-    return row[0]
-
-
-def _rollback(conn: sqlite3.Connection) -> None:
-    # SQLite may have rolled back already, leaving nothing to roll back.
-    with suppress(sqlite3.Error):
-        conn.execute("ROLLBACK")
-
-
-def _looks_corrupt(exc: sqlite3.Error) -> bool:
-    text = str(exc).lower()
-    return "malformed" in text or "not a database" in text or "corrupt" in text
 
 
 def _check_header(path: Path) -> None:
@@ -837,15 +367,22 @@ def _check_schema(conn: sqlite3.Connection, path: Path) -> None:
         )
 
 
-def _marker(conn: sqlite3.Connection) -> Marker | None:
-    row = conn.execute("SELECT run_id, revision, tier, at FROM commit_marker WHERE id = 1"
-                       ).fetchone()
-    return None if row is None else Marker(row[0], int(row[1]), row[2], _time(row[3]))
-
-
-def _posts(conn: sqlite3.Connection, after_seq: int) -> tuple[Post, ...]:
-    rows = conn.execute(
-        "SELECT seq, revision, post_key, participant, engine, text, at FROM posts "
-        "WHERE seq > ? ORDER BY seq", (after_seq,),
-    )
-    return tuple(Post(int(r[0]), int(r[1]), r[2], r[3], r[4], r[5], _time(r[6])) for r in rows)
+__all__ = [
+    "BUSY_TIMEOUT_MS",
+    "CANONICAL_TIER",
+    "CONTROL_COMMANDS",
+    "PAGE_SIZE",
+    "SCHEMA_VERSION",
+    "CallProcess",
+    "CommitResult",
+    "Control",
+    "Heartbeat",
+    "Marker",
+    "NewPost",
+    "Post",
+    "RunStore",
+    "Snapshot",
+    "StoreError",
+    "StoreErrorKind",
+    "clean_text",
+]

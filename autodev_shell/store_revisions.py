@@ -1,0 +1,206 @@
+"""Revisions in the run store: the commit of one revision, the run state, the commit marker,
+and the whole store as a snapshot (SPEC C3, B8, B14, B15).
+
+A part of `RunStore` (autodev_shell/store.py). Each revision is one `BEGIN IMMEDIATE … COMMIT`
+transaction: its posts, the run state, the marker (and the controls it carries out) land
+together or not at all.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from datetime import datetime
+
+import attrs
+
+from autodev_core.persistence import CommitMarker
+from autodev_core.turn_input import InputRecord
+
+from .store_sql import StoreConnection, StoreError, _scalar, _text, _time
+from .store_thread import NewPost, Post, _posts, _save_turn_input
+
+
+@attrs.frozen
+class Marker:
+    """The commit marker (C3): which run, which revision, which tier, when."""
+
+    run_id: str
+    revision: int
+    tier: str
+    at: datetime
+
+    def as_core(self) -> CommitMarker:
+        """The marker as the core's B8 planner reads it. A marker exists only inside a
+        committed transaction, so it is accepted by construction."""
+        return CommitMarker(run_id=self.run_id, revision=self.revision, tier=self.tier)
+
+
+@attrs.frozen
+class Snapshot:
+    """Everything the canonical store holds for a run, read in one transaction (B15's source).
+
+    `revision` 0 means nothing was ever committed.
+    """
+
+    run_id: str
+    integrity_id: str
+    aliases: tuple[str, ...]
+    revision: int
+    scheduler_state_json: str
+    persistence_state_json: str
+    marker: Marker | None
+    posts: tuple[Post, ...]
+
+
+@attrs.frozen
+class CommitResult:
+    """What one commit did: `added` posts are new, `duplicates` were already there (a
+    replay). `replayed` is true when `revision` was not above the stored one, so the state
+    and marker were left as they were."""
+
+    revision: int
+    added: int
+    duplicates: int
+    replayed: bool
+
+
+class StoreRevisions(StoreConnection):
+    """The revisions of one run's store: commit, snapshot, marker, revision."""
+
+    # --- the revision commit (C3) -----------------------------------------------------------
+
+    def commit(
+        self,
+        revision: int,
+        posts: Sequence[NewPost],
+        scheduler_state_json: str,
+        *,
+        persistence_state_json: str,
+        now: datetime,
+        run_id: str | None = None,
+        taken_controls: Sequence[int] = (),
+        turn_inputs: Sequence[InputRecord] = (),
+    ) -> CommitResult:
+        """Commit one revision in one transaction: its posts, the run state and the marker.
+        `taken_controls` are the ids of queued controls this revision carries out (a `say`'s
+        post, a pause…): they are marked taken in the same transaction, so a control is never
+        taken without its effect, nor its effect written without taking it.
+
+        Posts are keyed, so replaying a commit never duplicates one. A revision not above the
+        stored one is a replay: its missing posts are added, state and marker stay. The
+        marker carries `run_id` (the run the write was queued for; default: the store's run).
+        Raises `StoreError` when nothing was written.
+        """
+        if isinstance(revision, bool) or not isinstance(revision, int) or revision <= 0:
+            raise ValueError(f"a committed revision is a positive int, not {revision!r}")
+        for name, value in (("scheduler_state_json", scheduler_state_json),
+                            ("persistence_state_json", persistence_state_json)):
+            if not isinstance(value, str):
+                raise TypeError(f"{name} is JSON text from the core's converter, not {value!r}")
+        stamp = _text(now)
+        marker_run = (self.run_id if run_id is None else run_id).strip()
+        added = 0
+        with self._transaction(f"commit revision {revision}") as conn:
+            stored = _scalar(conn, "SELECT revision FROM run_state WHERE id = 1")
+            replayed = revision <= int(stored)
+            for index, post in enumerate(posts):
+                key = post.key or f"r{revision}.{index}"
+                cursor = conn.execute(
+                    "INSERT INTO posts (post_key, revision, at, participant, engine, text) "
+                    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (post_key) DO NOTHING",
+                    (key, revision, _text(post.at), post.participant, post.engine, post.text),
+                )
+                added += max(cursor.rowcount, 0)
+            for control in taken_controls:
+                conn.execute(
+                    "UPDATE controls SET taken_at = ? WHERE id = ? AND taken_at IS NULL",
+                    (stamp, int(control)),
+                )
+            for record in turn_inputs:  # saved when the store could not take them (B19)
+                _save_turn_input(conn, record, stamp)
+            if not replayed:
+                conn.execute(
+                    "UPDATE run_state SET revision = ?, scheduler_json = ?, persistence_json = ?,"
+                    " updated_at = ? WHERE id = 1",
+                    (revision, scheduler_state_json, persistence_state_json, stamp),
+                )
+                conn.execute(
+                    "INSERT INTO commit_marker (id, run_id, revision, tier, at) "
+                    "VALUES (1, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
+                    "run_id = excluded.run_id, revision = excluded.revision, "
+                    "tier = excluded.tier, at = excluded.at",
+                    (marker_run, revision, self.tier, stamp),
+                )
+        return CommitResult(revision, added, len(posts) - added, replayed)
+
+    def import_snapshot(self, snapshot: Snapshot, *, now: datetime) -> None:
+        """Fill this store, which must be empty, from `snapshot` in one transaction: the
+        restore path of a checkpoint (B14). Posts keep their seq and revision."""
+        with self._transaction("import a snapshot") as conn:
+            stored = int(_scalar(conn, "SELECT revision FROM run_state WHERE id = 1"))
+            count = int(_scalar(conn, "SELECT count(*) FROM posts"))
+            if stored or count:
+                raise StoreError(
+                    f"The run store {self.path} is not empty (revision {stored}, {count} posts),"
+                    " so a snapshot cannot be imported into it.",
+                    path=self.path, kind="write-failed", detail="not empty",
+                )
+            conn.execute("UPDATE run SET run_id = ?, integrity_id = ? WHERE id = 1",
+                         (snapshot.run_id, snapshot.integrity_id))
+            self._run_id = snapshot.run_id
+            conn.executemany("INSERT OR IGNORE INTO aliases (alias, added_at) VALUES (?, ?)",
+                             [(a, _text(now)) for a in snapshot.aliases])
+            conn.executemany(
+                "INSERT INTO posts (seq, post_key, revision, at, participant, engine, text) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(p.seq, p.key, p.revision, _text(p.at), p.participant, p.engine, p.text)
+                 for p in snapshot.posts],
+            )
+            conn.execute(
+                "UPDATE run_state SET revision = ?, scheduler_json = ?, persistence_json = ?, "
+                "updated_at = ? WHERE id = 1",
+                (snapshot.revision, snapshot.scheduler_state_json,
+                 snapshot.persistence_state_json, _text(now)),
+            )
+            if snapshot.marker is not None:
+                m = snapshot.marker
+                conn.execute(
+                    "INSERT INTO commit_marker (id, run_id, revision, tier, at) "
+                    "VALUES (1, ?, ?, ?, ?)", (m.run_id, m.revision, m.tier, _text(m.at)),
+                )
+
+    # --- reading ---------------------------------------------------------------------------
+
+    @property
+    def revision(self) -> int:
+        """The last committed revision (0 before the first commit)."""
+        return int(self._read_one("read the revision",
+                                  "SELECT revision FROM run_state WHERE id = 1"))
+
+    def snapshot(self) -> Snapshot:
+        """The whole canonical state, read in one transaction (the checkpoint's only source)."""
+        with self._transaction("read a snapshot", write=False) as conn:
+            run = conn.execute(
+                "SELECT run_id, integrity_id FROM run WHERE id = 1").fetchone()
+            aliases = tuple(r[0] for r in conn.execute("SELECT alias FROM aliases ORDER BY alias"))
+            state = conn.execute(
+                "SELECT revision, scheduler_json, persistence_json FROM run_state WHERE id = 1"
+            ).fetchone()
+            marker = _marker(conn)
+            posts = _posts(conn, 0)
+        return Snapshot(
+            run_id=run[0], integrity_id=run[1], aliases=aliases, revision=int(state[0]),
+            scheduler_state_json=state[1], persistence_state_json=state[2], marker=marker,
+            posts=posts,
+        )
+
+    def marker(self) -> Marker | None:
+        with self._transaction("read the commit marker", write=False) as conn:
+            return _marker(conn)
+
+
+def _marker(conn: sqlite3.Connection) -> Marker | None:
+    row = conn.execute("SELECT run_id, revision, tier, at FROM commit_marker WHERE id = 1"
+                       ).fetchone()
+    return None if row is None else Marker(row[0], int(row[1]), row[2], _time(row[3]))
