@@ -22,6 +22,7 @@ import sqlite3
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -321,6 +322,35 @@ def sharing(quick: bool, summary: list[str], details: list[str]) -> None:
         "turn, against CLI calls that take seconds to minutes.\n")
 
 
+def peers(quick: bool, summary: list[str], details: list[str]) -> None:
+    """Issue 13's peer: LiteLLM's routing decision, in the same run as `step` (context)."""
+    import bench_peers
+
+    with warnings.catch_warnings():  # LiteLLM's own deprecation and pydantic warnings
+        warnings.simplefilter("ignore")
+        result = bench_peers.measure(3 if quick else 9)
+    if result is None:
+        message = (f"not run: LiteLLM is not installed "
+                   f"(pip install 'litellm=={bench_peers.LITELLM_SERIES}.*')")
+        print(message, file=sys.stderr)
+        summary.append(f"| 8. peer: LiteLLM routing decision | {message} | — | — | — | — |")
+        return
+    summary.append(
+        f"| 8. peer: LiteLLM {result['version']} `Router.get_available_deployment`, the same "
+        f"team as 8 groups × 3 deployments, a third cooling down | {result['litellm_us']:.0f} "
+        f"µs/decision | one `step`: {result['step_us']:.1f} µs | **{result['ratio']:.1f}** "
+        "steps | (context) | — |")
+    details.append(
+        "### 8. Peer: LiteLLM's router\n\n"
+        "`bench/bench_peers.py`: LiteLLM's synchronous routing decision for one request, on a "
+        "router holding the benchmark-1 team (each participant a model group of its 3 chain "
+        "entries, a third of the deployments in cooldown after a 429, the request cycling over "
+        f"the groups), against `step` over the recorded trace; {result['rounds']} interleaved "
+        "rounds, median of per-round ratios, CPU time. Nothing is sent: the deployments point at "
+        "a closed loopback port. One LiteLLM decision costs about "
+        f"{result['ratio']:.0f} steps. (Its import alone takes seconds of CPU.)\n")
+
+
 NOTES = """\
 ## Reading the numbers
 
@@ -334,10 +364,10 @@ NOTES = """\
   keyword scans, regex characters, modules loaded).
 - The run that wrote this page was made on a loaded machine (about eight engineers' test
   suites on 2 CPUs): the ratios hold, the absolute times are inflated.
-- Peers not measured here: LiteLLM's router (not installed in the bench extra; its retry and
-  fallback path runs inside an async network client, with no offline call that is one
-  scheduling decision) and resume scripts (a process start per attempt, milliseconds, not
-  timed here). tenacity stands for the hand-rolled loop's retry decision, and is measured.
+- Peers: tenacity stands for the hand-rolled loop's retry decision (row 1). LiteLLM's router
+  choosing a deployment with some cooling down after a 429 (row 8) is measured when LiteLLM is
+  installed (`pip install 'litellm==1.110.*'`; not in any extra). Resume scripts are not
+  timed: they start a process per attempt, milliseconds.
 - The detection baseline is one bare `str.find` of the notice's 14-character phrase over the
   whole text: the least any reader of the text must do. Detection must find some twenty
   keywords case-insensitively (and, for `classify_output`, about seventy); each pass of
@@ -416,6 +446,7 @@ def main(argv: list[str] | None = None) -> int:
     benches: list[tuple[str, Callable[[bool, list[str], list[str]], None]]] = [
         ("decision", decision), ("simulation", simulation), ("detection", detection),
         ("commit", commit), ("memory", memory), ("cold", cold), ("sharing", sharing),
+        ("peers", peers),
     ]
     for name, bench in benches:
         print(f"running {name} ...", file=sys.stderr, flush=True)
