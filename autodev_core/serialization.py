@@ -152,8 +152,57 @@ def to_json(value: Any, *, as_type: Any = None) -> str:
     return json.dumps(raw, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
+#: The field types a flat record may hold, as its annotations spell them (the core's modules
+#: use `from __future__ import annotations`, so attrs keeps them as text).
+_PLAIN_TYPES: dict[Any, type] = {"bool": bool, "int": int, "str": str, bool: bool, int: int,
+                                 str: str}
+#: Per class: each field's type and the fields without a default, or None when not flat.
+_FLAT: dict[Any, tuple[dict[str, type], frozenset[str]] | None] = {}
+_NOT_FLAT: Any = object()
+
+
+def _flat_fields(cls: Any) -> tuple[dict[str, type], frozenset[str]] | None:
+    """For an attrs class whose every field is a bool, an int or a str (`PersistenceState`):
+    each field's type and the fields that have no default. None for any other class."""
+    if cls in _FLAT:
+        return _FLAT[cls]
+    found: tuple[dict[str, type], frozenset[str]] | None = None
+    fields = getattr(cls, "__attrs_attrs__", None)
+    if isinstance(fields, tuple):
+        from attrs import NOTHING
+
+        types = {f.name: _PLAIN_TYPES.get(f.type) for f in fields}
+        if all(f.init and f.alias == f.name for f in fields) and all(types.values()):
+            found = ({name: kind for name, kind in types.items() if kind is not None},
+                     frozenset(f.name for f in fields if f.default is NOTHING))
+    _FLAT[cls] = found
+    return found
+
+
+def _structure_flat(data: Any, cls: Any) -> Any:
+    """`cls(**data)` when `data` holds exactly what the converter would pass on unchanged: only
+    known fields, every required one, each of its field's exact type. Then the converter's
+    result is the same value, without loading cattrs or generating code (a short command such
+    as `autodev status` reads its persistence state this way, issue 13). Anything else, or a
+    value the class refuses, is left to the converter, which decides and words the error."""
+    flat = _flat_fields(cls)
+    if flat is None or not isinstance(data, dict):
+        return _NOT_FLAT
+    types, required = flat
+    if not required <= data.keys():
+        return _NOT_FLAT
+    if any(type(value) is not types.get(key) for key, value in data.items()):
+        return _NOT_FLAT
+    try:
+        return cls(**data)
+    except Exception:
+        return _NOT_FLAT
+
+
 def from_json(text: str | bytes, cls: Any) -> Any:
-    return _converter("json").structure(json.loads(text), cls)
+    data = json.loads(text)
+    value = _structure_flat(data, cls)
+    return _converter("json").structure(data, cls) if value is _NOT_FLAT else value
 
 
 def to_yaml(value: Any, *, as_type: Any = None) -> str:

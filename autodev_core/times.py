@@ -4,11 +4,13 @@ enters as an argument, with its offset, so nothing is ever read in an implied zo
 Instants are normalised to UTC where they come in (`utc`, SPEC A6): every duration the core adds
 is then elapsed time, so a wait of two hours across a clock change is two real hours, whatever
 zone the caller's `now` carries. A zone is used only to read clock-time notices and to write
-`<time>`."""
+`<time>` (`clock`). `clock` and `format_left` (C7's time left) are here so that `autodev
+status` writes times without loading the scheduler or the sleeper (issue 13)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import math
+from datetime import UTC, datetime, tzinfo
 from typing import Any
 
 import attrs
@@ -42,3 +44,22 @@ def aware_or_none(instance: object, attribute: attrs.Attribute[Any], value: obje
     """attrs validator: `value` is None or an aware datetime."""
     if value is not None:
         aware(instance, attribute, value)
+
+
+def clock(at: datetime, line_at: datetime, zone: tzinfo) -> str:
+    """`<time>` of SPEC A: `HH:MM` on the line's local day, else `YYYY-MM-DD HH:MM`."""
+    local = at.astimezone(zone)
+    if local.date() == line_at.astimezone(zone).date():
+        return f"{local.hour:02d}:{local.minute:02d}"
+    return f"{local.year:04d}-{local.month:02d}-{local.day:02d} {local.hour:02d}:{local.minute:02d}"
+
+
+def format_left(seconds: float) -> str:
+    """`1h12m`, `5m`, `40s`: time left, minutes rounded up so `0m` never shows while waiting."""
+    if seconds < 60:
+        return f"{max(0, math.ceil(seconds))}s"
+    minutes = math.ceil(seconds / 60)
+    hours, minutes = divmod(minutes, 60)
+    if hours == 0:
+        return f"{minutes}m"
+    return f"{hours}h{minutes:02d}m"

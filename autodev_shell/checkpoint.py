@@ -40,6 +40,8 @@ from autodev_core.replicas import (
 )
 from autodev_core.serialization import from_json, to_json
 
+from .on_disk import SHADOW_SUFFIX as SHADOW_SUFFIX
+from .on_disk import shadow_path as shadow_path
 from .runlock import RunLock
 from .store import NewPost, RunStore, Snapshot, StoreError
 
@@ -47,7 +49,6 @@ CHECKPOINT_SUFFIX: Final = ".checkpoint.json"
 #: Beside the database while a restore replaces it: the restore lock of B11 (a restore that
 #: died half-way leaves it, and no daemon writes the run until a restore finishes).
 RESTORING_SUFFIX: Final = ".restoring"
-SHADOW_SUFFIX: Final = ".shadow.json"
 #: Name of the moved-aside database when a restore replaces it (it is never deleted).
 REPLACED_SUFFIX: Final = ".replaced-"
 CHECKPOINT_FORMAT: Final = "autodev-checkpoint"
@@ -80,11 +81,6 @@ def restoring_path(db_path: str | os.PathLike[str]) -> Path:
 def restore_in_progress(db_path: str | os.PathLike[str]) -> bool:
     """True while a restore replaces the store, or after one died half-way (B11)."""
     return restoring_path(db_path).exists()
-
-
-def shadow_path(db_path: str | os.PathLike[str]) -> Path:
-    db = Path(db_path)
-    return db.with_name(db.name + SHADOW_SUFFIX)
 
 
 # --- atomic files -------------------------------------------------------------------------------

@@ -11,10 +11,7 @@ import argparse
 import json
 import math
 import os
-import signal
-import socket
 import sys
-import threading
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, tzinfo
 from pathlib import Path
@@ -32,6 +29,7 @@ if TYPE_CHECKING:
     from .runner import RunSummary, StreamLog
     from .sharing import LimitSharing, ShareSettings
     from .store import RunStore, StoreError
+    from .stored_status import StoredStatus
     from .team import Team
 
 #: Where a run lives when `--run` is not given: beside the team, in the current directory.
@@ -107,6 +105,8 @@ def start_run(
 
     `share`: a redis:// URL to share limits on (issue 14), overriding the team's `share:`
     setting; only the accounts named under `accounts:` are shared (docs/sharing.md)."""
+    import socket
+
     from autodev_core.identity import resolve_active_identity
 
     from .adapters import installed_providers
@@ -226,6 +226,9 @@ class Terminated(BaseException):
 
 def _raise_on_sigterm() -> Callable[[], None]:
     """Make SIGTERM raise `Terminated` in the daemon (main thread only); returns the undo."""
+    import signal
+    import threading
+
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
 
@@ -289,7 +292,7 @@ def cmd_control(args: argparse.Namespace) -> int:
 
 
 def _ago(then: datetime, now: datetime) -> str:
-    from .sleeper import format_left
+    from autodev_core.times import format_left
 
     seconds = max((now - then).total_seconds(), 0.0)
     return "just now" if seconds < 1 else f"{format_left(seconds)} ago"
@@ -299,21 +302,41 @@ def status_facts(store: RunStore, now: datetime) -> dict[str, Any]:
     """What `autodev status` knows (C6), as plain values with stable keys (`status --json`):
     the run's status, whether its daemon is alive (its lock, not the heartbeat alone), limits,
     outages, the failure streak, calls, persistence, posts and the heartbeat."""
-    from autodev_core.scheduler.state import SchedulerState
-    from autodev_core.serialization import from_json
+    return _status(store, now)[0]
 
+
+def _stored_status(text: str) -> StoredStatus | None:
+    """The fields status shows of the stored scheduler state: read from its JSON, without the
+    scheduler or cattrs (issue 13); restored in full only when that reading fails, so that the
+    restore decides what an older or damaged state shows. None when nothing is stored yet;
+    raises when the state cannot be restored."""
+    from .stored_status import read_stored_status
+
+    if not text or text == "{}":
+        return None
+    try:
+        return read_stored_status(text)
+    except ValueError:
+        from autodev_core.scheduler.state import SchedulerState
+        from autodev_core.serialization import from_json
+
+        from .stored_status import status_of
+
+        return status_of(from_json(text, SchedulerState))
+
+
+def _status(store: RunStore, now: datetime) -> tuple[dict[str, Any], tzinfo]:
+    """`status_facts`, and the zone status writes its times in (UTC when it has none)."""
     from .runlock import daemon_holding
-    from .sharing import sharing_facts
+    from .sharing_status import sharing_facts
 
     snapshot = store.snapshot()
-    state: SchedulerState | None = None
+    state: StoredStatus | None = None
     readable = True
-    text = snapshot.scheduler_state_json
-    if text and text != "{}":
-        try:
-            state = from_json(text, SchedulerState)
-        except Exception:
-            readable = False
+    try:
+        state = _stored_status(snapshot.scheduler_state_json)
+    except Exception:
+        readable = False
     beat = store.last_heartbeat()
     stand_in = _lock_time(store)
     if beat is not None and stand_in is not None and stand_in <= beat.at + timedelta(seconds=2):
@@ -346,46 +369,38 @@ def status_facts(store: RunStore, now: datetime) -> dict[str, Any]:
         "posts": len(snapshot.posts),
         "sharing": sharing_facts(Path(store.path).parent / SHARING_FILE),
     }
+    zone: tzinfo = UTC
     if state is not None:
-        facts["wait_until"] = state.wait_until.isoformat() if state.wait_until else None
-        facts["due"] = state.config.team[state.due].id
+        from zoneinfo import ZoneInfo
+
+        zone = ZoneInfo(state.timezone)
+        facts["wait_until"] = state.wait_until
+        facts["due"] = state.due
         facts["limits"] = [
-            {"engine": str(r.engine), "until": r.until.isoformat(), "reported_by": r.source or None}
+            {"engine": r.engine, "until": r.until, "reported_by": r.source or None}
             for r in state.limits
         ]
         facts["outages"] = [
-            {"provider": o.provider, "attempts": o.attempts, "retry_at": o.retry_at.isoformat()}
+            {"provider": o.provider, "attempts": o.attempts, "retry_at": o.retry_at}
             for o in state.outages
         ]
         facts["failure_streak"] = state.failures
         facts["calls"] = state.iterations
-    return facts
+    return facts, zone
 
 
 def status_lines(store: RunStore, now: datetime) -> list[str]:
     """What `autodev status` prints (C6): status, daemon, limits, outages, streak, persistence."""
-    facts = status_facts(store, now)
-    return format_status(facts, now, _zone_of(store))
-
-
-def _zone_of(store: RunStore) -> tzinfo:
-    from autodev_core.scheduler.state import SchedulerState
-    from autodev_core.serialization import from_json
-
-    text = store.snapshot().scheduler_state_json
-    try:
-        state: SchedulerState = from_json(text, SchedulerState)
-    except Exception:
-        return UTC
-    return state.config.zone
+    facts, zone = _status(store, now)
+    return format_status(facts, now, zone)
 
 
 def format_status(facts: dict[str, Any], now: datetime, zone: tzinfo) -> list[str]:
     """The lines of `autodev status`, from `status_facts`."""
-    from autodev_core.scheduler.logs import clock as clock_text
+    from autodev_core.times import clock as clock_text
+    from autodev_core.times import format_left
 
-    from .sharing import sharing_line
-    from .sleeper import format_left
+    from .sharing_status import sharing_line
 
     def at(text: str) -> str:
         return clock_text(datetime.fromisoformat(text), now, zone)
@@ -465,14 +480,17 @@ def persistence_text(store: RunStore) -> str:
     marker, under B3 equivalence, and the shadow copy's revisions)."""
     from autodev_core.persistence import describe_persistence
 
-    from .checkpoint import ReplicaFileError
-    from .durability import read_on_disk
+    from .on_disk import read_on_disk
 
     try:
         disk = read_on_disk(store, store_identity(store))
-    except ReplicaFileError as exc:
-        return f"{exc} (the store alone: revision {store.revision})"
-    except Exception:  # an unreadable committed state: the daemon rewrites it on its next step
+    except Exception as exc:
+        # Only a shadow copy on disk loads the checkpoint module: its errors are known then.
+        from .checkpoint import ReplicaFileError
+
+        if isinstance(exc, ReplicaFileError):
+            return f"{exc} (the store alone: revision {store.revision})"
+        # An unreadable committed state: the daemon rewrites it on its next step.
         return "the committed persistence state is unreadable"
     text = describe_persistence(disk.state)
     if disk.pending:

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any, Final, TextIO
 
 from autodev_core.scheduler import SchedulerState
-from autodev_core.scheduler.logs import clock as clock_text
 from autodev_core.serialization import from_json
+from autodev_core.times import clock as clock_text
 
 from .clock import VirtualClock, local_zone
 from .commands import LOG_FILE, run_db, start_run, status_lines, zone_name

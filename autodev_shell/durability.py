@@ -44,7 +44,6 @@ from autodev_core.persistence import (
     TierRoles,
     TurnGate,
     reduce_persistence,
-    settle_stale_pending,
     turn_gate,
 )
 from autodev_core.replicas import (
@@ -56,7 +55,7 @@ from autodev_core.replicas import (
     combine_sync_results,
     plan_replica_sync,
 )
-from autodev_core.serialization import from_json, to_json
+from autodev_core.serialization import to_json
 from autodev_core.turn_input import InputRecord
 
 from .checkpoint import (
@@ -67,18 +66,15 @@ from .checkpoint import (
     checkpoint_path,
     compact_shadow,
     read_checkpoint,
-    read_shadow,
     remove_shadow,
     restore_in_progress,
-    shadow_path,
     sweep_temp_files,
     write_checkpoint,
     write_shadow,
 )
+from .on_disk import SHADOW_TIER, read_on_disk, shadow_path
 from .store import NewPost, RunStore, Snapshot, StoreError
 
-#: The recovery-only tier the shadow copy reports as (B5 default table).
-SHADOW_TIER: Final = "shadow"
 #: Replica names as the core's sync plan and audit see them (B13).
 CHECKPOINT_REPLICA: Final = "checkpoint"
 SEARCH_REPLICA: Final = "search"
@@ -116,51 +112,6 @@ class PersistResult:
     checkpoint: CheckpointWrite | None = None
     sync: SyncResult | None = None
     shadow_dropped: tuple[str, ...] = ()
-
-
-@attrs.frozen
-class OnDisk:
-    """What a store and its shadow copy hold for a run, read without writing anything: the
-    persistence state as committed (its stale flag settled by the core, B8), the shadow's
-    revisions of this run that the store does not hold yet (oldest first), the shadow's
-    revisions of other runs (kept, never applied, B9), and the highest revision known
-    anywhere (store, marker, shadow)."""
-
-    state: PersistenceState
-    pending: tuple[PendingRevision, ...]
-    foreign: tuple[PendingRevision, ...]
-    store_revision: int
-    highest_revision: int
-    dropped: tuple[str, ...] = ()
-
-
-def read_on_disk(store: RunStore, identity: RunIdentity, *, shadow_file: Path | None = None,
-                 tiers: TierRoles = DEFAULT_TIERS) -> OnDisk:
-    """The facts `Durability.open` and `autodev status` both start from (B8, B9, C3).
-    An unreadable shadow file raises `ReplicaFileError` naming it."""
-    snapshot = store.snapshot()
-    # The state was committed queued, before its own Accepted (B6): the marker committed
-    # beside it lets the core's B8 planner clear that stale flag for this run.
-    marker = snapshot.marker.as_core() if snapshot.marker is not None else None
-    state = settle_stale_pending(
-        _load_state(snapshot.persistence_state_json), identity, marker=marker, tiers=tiers,
-    ).state
-    shadow = read_shadow(shadow_file or shadow_path(store.path))
-    entries = shadow.pending if shadow is not None else ()
-    own = tuple(p for p in entries if recovery_still_active(p.run_id, identity))
-    pending = tuple(p for p in own if p.revision > snapshot.revision)
-    foreign = tuple(p for p in entries if not recovery_still_active(p.run_id, identity))
-    highest = max([snapshot.revision, marker.revision if marker else 0,
-                   *(p.revision for p in entries)])
-    if pending:
-        state = reduce_persistence(
-            state,
-            Queued(pending[-1].revision, pending[-1].run_id,
-                   reason="restored from the shadow copy", recoverable_tier=SHADOW_TIER),
-            tiers=tiers,
-        )
-    return OnDisk(state, pending, foreign, snapshot.revision, highest,
-                  shadow.dropped if shadow is not None else ())
 
 
 class Durability:
@@ -542,9 +493,3 @@ class Durability:
         gate = self.gate(identity)
         return PersistResult(outcome, revision, committed, self.pending, self._state, gate,
                              error, shadow_error, checkpoint, sync, shadow_dropped)
-
-
-def _load_state(text: str) -> PersistenceState:
-    """The persistence state committed with the last revision; a fresh store holds `{}`."""
-    state: PersistenceState = from_json(text or "{}", PersistenceState)
-    return state

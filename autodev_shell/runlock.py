@@ -9,9 +9,7 @@ holder writes its pid into the file only so that a refused second daemon can say
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import os
-import tempfile
 from contextlib import suppress
 from pathlib import Path
 from typing import Final
@@ -36,12 +34,16 @@ def path_lock_dir() -> Path:
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     if runtime and Path(runtime).is_dir():
         return Path(runtime) / "autodev"
+    import tempfile  # here, not at import: `autodev status` never takes a lock (issue 13)
+
     return Path(tempfile.gettempdir()) / f"autodev-{os.getuid()}"
 
 
 def path_lock(db_path: str | os.PathLike[str]) -> Path:
     """The run-path lock of the run stored at `db_path`: keyed by the database's resolved
     path, so the same run folder has the same lock whatever became of the folder itself."""
+    import hashlib
+
     key = hashlib.sha256(str(Path(db_path).resolve()).encode("utf-8", "surrogateescape"))
     return path_lock_dir() / f"run-{key.hexdigest()[:40]}.lock"
 

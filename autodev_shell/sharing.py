@@ -39,6 +39,8 @@ import attrs
 from autodev_core.engine import PROVIDERS, Engine
 from autodev_core.errors import ConfigError
 
+from .sharing_status import sharing_facts, sharing_line, status_lines
+
 if TYPE_CHECKING:  # the scheduler is loaded only by a run that shares (cold start, issue 13)
     from autodev_core.scheduler import EngineLimit, LimitObserved
 
@@ -558,32 +560,6 @@ class LimitSharing:
             self._client.close()
         except self._errors():
             pass
-
-
-def sharing_facts(status_file: Path) -> dict[str, Any] | None:
-    """What the daemon wrote about its sharing (no password), or None when it shares nothing."""
-    try:
-        data = json.loads(status_file.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def sharing_line(facts: Mapping[str, Any] | None) -> str:
-    """`autodev status`'s sharing line, from `sharing_facts`."""
-    if facts is None:
-        return "sharing: off"
-    accounts = ", ".join(f"{p} as {a}" for p, a in sorted(facts.get("accounts", {}).items()))
-    state = "on" if facts.get("state") == "on" else "lost (the run carries on with its own limits)"
-    return (
-        f"sharing: {state} — {facts.get('url')} (prefix {facts.get('prefix')}, "
-        f"this run is {facts.get('name')!r}; accounts: {accounts})"
-    )
-
-
-def status_lines(status_file: Path) -> list[str]:
-    """`autodev status`: whether the run shares its limits, and where (no password)."""
-    return [sharing_line(sharing_facts(status_file))]
 
 
 __all__ = [

@@ -20,14 +20,14 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from datetime import datetime, tzinfo
 from typing import Literal
 
 import attrs
 
-from autodev_core.scheduler.logs import clock as clock_text
+from autodev_core.times import clock as clock_text
+from autodev_core.times import format_left as format_left
 
 from .clock import Clock, Interrupt, is_set
 
@@ -103,17 +103,6 @@ def sleep_until(
         left = (target - now).total_seconds()
         slices += 1
         clock.wait(min(slice_seconds, left), any_interrupt)
-
-
-def format_left(seconds: float) -> str:
-    """`1h12m`, `5m`, `40s`: time left, minutes rounded up so `0m` never shows while waiting."""
-    if seconds < 60:
-        return f"{max(0, math.ceil(seconds))}s"
-    minutes = math.ceil(seconds / 60)
-    hours, minutes = divmod(minutes, 60)
-    if hours == 0:
-        return f"{minutes}m"
-    return f"{hours}h{minutes:02d}m"
 
 
 def countdown_text(waiting_for: str, back_at: datetime, now: datetime, zone: tzinfo) -> str:

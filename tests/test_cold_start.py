@@ -6,7 +6,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
+import attrs
 import pytest
 
 # Heavy or unneeded at import: YAML and cattrs (read on first use), the test harness, the
@@ -41,3 +44,88 @@ def test_every_public_name_still_imports_from_the_core() -> None:
             "assert callable(step) and callable(simulate) and callable(detect_limit)\n"
             "assert set(dir(autodev_core)) >= set(names)")
     assert "autodev_core.scheduler" in _loaded(code)
+
+
+# --- short commands on a run (C6): they read what they show, and load nothing else ------------
+
+#: What `autodev status` has no use for: the scheduler and cattrs (it reads the few stored fields
+#: it shows from their JSON), the write path and the replica planner (durability, checkpoint,
+#: replicas: only a shadow copy on disk is read through the checkpoint module), the sharing
+#: client, the sleeper, the loop and the CLIs' adapters, YAML.
+NEVER_FOR_STATUS = ("autodev_core.scheduler", "cattrs", "yaml", "autodev_core.replicas",
+                    "autodev_shell.durability", "autodev_shell.checkpoint",
+                    "autodev_shell.sharing", "autodev_shell.sleeper", "autodev_shell.runner",
+                    "autodev_shell.adapters", "socket")
+
+
+def _stored_run(directory: Path) -> Path:
+    """A run whose store holds a scheduler state with limits, an outage and a wait."""
+    from autodev_core.engine import Engine
+    from autodev_core.participant import Participant
+    from autodev_core.persistence import PersistenceState
+    from autodev_core.scheduler import (
+        EngineLimit,
+        Outage,
+        SchedulerConfig,
+        initial_state,
+    )
+    from autodev_core.serialization import to_json
+    from autodev_shell.store import NewPost, RunStore
+
+    at = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+    config = SchedulerConfig(team=(Participant(id="ana", provider="claude"),
+                                   Participant(id="rui", provider="codex")),
+                             timezone="Europe/Lisbon")
+    state = attrs.evolve(
+        initial_state(config), status="rate_limited", due=1, iterations=7,
+        limits=(EngineLimit(Engine("claude"), at + timedelta(hours=2), source="laptop/other"),),
+        outages=(Outage("codex", at + timedelta(minutes=4), attempts=2),),
+        wait_until=at + timedelta(minutes=4),
+    )
+    run = directory / "run"
+    run.mkdir()
+    store = RunStore.open(run / "run.db", create=True, run_id="cold", now=at)
+    try:
+        store.commit(1, (NewPost("ana", "claude", "hello", at, key="turn-1/0"),), to_json(state),
+                     persistence_state_json=to_json(PersistenceState()), now=at)
+    finally:
+        store.close()
+    return run
+
+
+@pytest.fixture(scope="module")
+def stored_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _stored_run(tmp_path_factory.mktemp("cold"))
+
+
+def _command(args: list[str]) -> str:
+    return ("import contextlib, io\nfrom autodev_shell.cli import main\n"
+            f"with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+            f"    assert main({args!r}) == 0\n"
+            "assert out.getvalue()")
+
+
+@pytest.mark.parametrize("json_flag", ([], ["--json"]), ids=("text", "json"))
+def test_C6_status_loads_neither_the_scheduler_nor_cattrs(stored_run: Path,
+                                                          json_flag: list[str]) -> None:
+    loaded = _loaded(_command(["status", "--run", str(stored_run), *json_flag]))
+    assert "autodev_shell.stored_status" in loaded  # it did read the stored state
+    assert sorted(m for m in NEVER_FOR_STATUS if m in loaded) == []
+
+
+@pytest.mark.parametrize("command", (["say", "hello"], ["pause"], ["resume"], ["stop"]))
+def test_C6_operator_commands_load_only_the_store(stored_run: Path, command: list[str]) -> None:
+    loaded = _loaded(_command([*command, "--run", str(stored_run)]))
+    assert "autodev_shell.store" in loaded
+    assert sorted(m for m in (*NEVER_FOR_STATUS, "zoneinfo") if m in loaded) == []
+
+
+def test_B4_the_persistence_state_is_read_without_cattrs() -> None:
+    """A flat record (bools, ints, text) is read as the converter would read it, without it."""
+    loaded = _loaded(
+        "from autodev_core.persistence import PersistenceState\n"
+        "from autodev_core.serialization import from_json, to_json\n"
+        "state = PersistenceState(pending_persist=True, queued_revision=4, queued_run_id='r')\n"
+        "assert from_json(" + repr('{"pending_persist": true, "queued_revision": 4, '
+                                   '"queued_run_id": "r"}') + ", PersistenceState) == state")
+    assert "cattrs" not in loaded

@@ -7,19 +7,11 @@ the line, else `YYYY-MM-DD HH:MM`.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, tzinfo
+from datetime import timedelta
 
 from ..engine import Engine
+from ..times import clock as clock  # `<time>`, there for `autodev status` (issue 13)
 from .policy import EMPTY_TURNS_PAUSE, GIVE_UP_AFTER
-
-
-def clock(at: datetime, line_at: datetime, zone: tzinfo) -> str:
-    """`<time>` of SPEC A: `HH:MM` on the line's local day, else `YYYY-MM-DD HH:MM`."""
-    local = at.astimezone(zone)
-    if local.date() == line_at.astimezone(zone).date():
-        return f"{local.hour:02d}:{local.minute:02d}"
-    return f"{local.year:04d}-{local.month:02d}-{local.day:02d} {local.hour:02d}:{local.minute:02d}"
-
 
 # -- learned (A39: these come first at one instant) -------------------------------------------
 

@@ -1,0 +1,130 @@
+"""What `autodev status` shows of a stored scheduler state, read from its JSON (C6, issue 13).
+
+Restoring the whole state (`from_json(text, SchedulerState)`) loads the scheduler and cattrs,
+generates structuring code and rebuilds every participant, the policy and the zone: several
+times a bare interpreter's start, for the eight fields status prints. `read_stored_status` reads
+those fields straight from the JSON the serializer writes, checked as the restore checks them.
+A state it cannot read so (a key missing, a value of another type: an older or hand-edited
+file) raises `ValueError`, and the caller restores the whole state instead (`status_of`), which
+decides. tests/test_cold_start.py checks that the two agree on the states the scheduler writes.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
+
+if TYPE_CHECKING:
+    from autodev_core.scheduler.state import SchedulerState
+
+#: The statuses a state can hold (A42), as `autodev_core.scheduler.effects.STATUSES` states
+#: them: restated here so that status does not load the scheduler to check one word;
+#: tests/test_stored_status.py holds the two equal.
+STATUSES: Final = ("running", "rate_limited", "unreachable", "backing_off", "paused", "stopped")
+
+
+class StoredLimit(NamedTuple):
+    engine: str
+    until: str
+    source: str
+
+
+class StoredOutage(NamedTuple):
+    provider: str
+    attempts: int
+    retry_at: str
+
+
+class StoredStatus(NamedTuple):
+    """The fields of a scheduler state that `autodev status` shows; instants as ISO 8601 text
+    with their offset, as `status --json` prints them."""
+
+    status: str
+    timezone: str
+    due: str
+    wait_until: str | None
+    limits: tuple[StoredLimit, ...]
+    outages: tuple[StoredOutage, ...]
+    failures: int
+    iterations: int
+
+
+def status_of(state: SchedulerState) -> StoredStatus:
+    """The same fields, from a restored state."""
+    return StoredStatus(
+        status=state.status,
+        timezone=state.config.timezone,
+        due=state.config.team[state.due].id,
+        wait_until=state.wait_until.isoformat() if state.wait_until is not None else None,
+        limits=tuple(StoredLimit(str(r.engine), r.until.isoformat(), r.source)
+                     for r in state.limits),
+        outages=tuple(StoredOutage(o.provider, o.attempts, o.retry_at.isoformat())
+                      for o in state.outages),
+        failures=state.failures,
+        iterations=state.iterations,
+    )
+
+
+def read_stored_status(text: str) -> StoredStatus:
+    """The fields of `status_of`, read from the JSON text of a stored `SchedulerState`;
+    `ValueError` when the text is not what the serializer writes."""
+    import json
+
+    try:
+        data = json.loads(text)
+        return _read(data)
+    except (KeyError, TypeError, IndexError, AttributeError, ValueError) as exc:
+        raise ValueError(f"not a stored scheduler state as status reads it: {exc!r}") from None
+
+
+def _read(data: dict[str, Any]) -> StoredStatus:
+    from zoneinfo import ZoneInfo
+
+    from autodev_core.engine import PROVIDERS, Engine
+
+    config = data["config"]
+    team = _of(config["team"], list)
+    due = _of(data["due"], int)
+    if not 0 <= due < len(team):
+        raise ValueError(f"due index {due} outside a team of {len(team)}")
+    timezone = _of(config["timezone"], str)
+    ZoneInfo(timezone)  # the restore refuses an unknown zone; status writes its times in it
+    outages = []
+    for o in _of(data["outages"], list):
+        provider = _of(o["provider"], str)
+        if provider not in PROVIDERS:
+            raise ValueError(f"unknown provider {provider!r}")
+        outages.append(StoredOutage(provider, _of(o["attempts"], int), _instant(o["retry_at"])))
+    status = _of(data["status"], str)
+    if status not in STATUSES:
+        raise ValueError(f"unknown status {status!r}")
+    wait = data["wait_until"]
+    return StoredStatus(
+        status=status,
+        timezone=timezone,
+        due=_of(_of(team[due], dict)["id"], str),
+        wait_until=None if wait is None else _instant(wait),
+        limits=tuple(
+            StoredLimit(str(Engine.parse(_of(r["engine"], str))), _instant(r["until"]),
+                        _of(r["source"], str))
+            for r in _of(data["limits"], list)
+        ),
+        outages=tuple(outages),
+        failures=_of(data["failures"], int),
+        iterations=_of(data["iterations"], int),
+    )
+
+
+def _of(value: Any, kind: type) -> Any:
+    """`value`, when it is exactly of `kind` as JSON reads it (a bool is not an int here)."""
+    if type(value) is not kind:
+        raise TypeError(f"expected {kind.__name__}, found {value!r}")
+    return value
+
+
+def _instant(value: Any) -> str:
+    """An aware ISO 8601 instant, written back as the restored datetime writes itself."""
+    parsed = datetime.fromisoformat(_of(value, str))
+    if parsed.utcoffset() is None:
+        raise ValueError(f"date-time {value!r} has no UTC offset")
+    return parsed.isoformat()

@@ -1,0 +1,171 @@
+"""`autodev status` reads the few fields it shows straight from the stored JSON (C6, issue 13):
+the scheduler state's status, zone, due participant, wait, limits, outages, failure streak and
+calls, and the flat persistence state. These properties hold the fast readers to the full
+cattrs restore on every state the scheduler and the serializer produce."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
+
+import attrs
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import invariant
+
+from autodev_core.engine import PROVIDERS
+from autodev_core.persistence import PersistenceState
+from autodev_core.scheduler.effects import STATUSES
+from autodev_core.scheduler.state import EngineLimit, Outage, SchedulerState, initial_state
+from autodev_core.serialization import from_json, json_converter, to_json
+from autodev_core.testing import SchedulerMachine, scheduler_configs
+from autodev_core.testing.persistence import persistence_states
+from autodev_core.testing.scheduler import engines
+from autodev_shell import stored_status
+from autodev_shell.stored_status import read_stored_status, status_of
+
+
+def _restored(text: str) -> Any:
+    """What the full restore makes of `text` (the converter, as the daemon restores it)."""
+    return status_of(json_converter.structure(json.loads(text), SchedulerState))
+
+
+def offsets() -> st.SearchStrategy[timezone]:
+    return st.integers(min_value=-12 * 4, max_value=14 * 4).map(
+        lambda quarters: timezone(timedelta(minutes=15 * quarters)))
+
+
+def instants() -> st.SearchStrategy[datetime]:
+    """Aware instants, in UTC or another offset (the reader keeps the offset it finds)."""
+    return st.builds(
+        lambda naive, zone: naive.replace(tzinfo=zone),
+        st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2100, 1, 1)),
+        st.one_of(st.just(UTC), offsets()),
+    )
+
+
+@st.composite
+def scheduler_states(draw: st.DrawFn, *, min_limits: int = 0) -> SchedulerState:
+    """Any state the scheduler can hold as far as status is concerned: random teams and zones,
+    limits (some reported by other runs), outages, waits, streaks and counts."""
+    config = draw(scheduler_configs(max_team=4))
+    limits = draw(st.lists(st.builds(
+        EngineLimit, engine=engines(), until=instants(), read=st.booleans(),
+        seen=st.none() | instants(), source=st.sampled_from(("", "", "laptop/run-2", "ci"))),
+        min_size=min_limits, max_size=4))
+    outages = draw(st.lists(st.builds(
+        Outage, provider=st.sampled_from(PROVIDERS), retry_at=instants(),
+        attempts=st.integers(min_value=1, max_value=50)), max_size=3))
+    return attrs.evolve(
+        initial_state(config),
+        status=draw(st.sampled_from(STATUSES)),
+        due=draw(st.integers(min_value=0, max_value=len(config.team) - 1)),
+        limits=tuple(limits),
+        outages=tuple(outages),
+        wait_until=draw(st.none() | instants()),
+        failures=draw(st.integers(min_value=0, max_value=40)),
+        iterations=draw(st.integers(min_value=0, max_value=10**6)),
+    )
+
+
+def test_A42_the_reader_knows_the_statuses_the_scheduler_knows() -> None:
+    assert stored_status.STATUSES == STATUSES
+
+
+@given(scheduler_states())
+def test_C6_status_reads_what_the_full_restore_reads(state: SchedulerState) -> None:
+    text = to_json(state)
+    assert read_stored_status(text) == _restored(text)
+
+
+@given(scheduler_states(), st.data())
+def test_C6_a_state_the_reader_does_not_expect_is_refused_not_misread(
+    state: SchedulerState, data: st.DataObject
+) -> None:
+    """A key missing or a value of another type (an older or damaged state): the reader says
+    so (the command then restores the state in full), it never shows a wrong value."""
+    raw = json.loads(to_json(state))
+    key = data.draw(st.sampled_from(
+        ("status", "due", "wait_until", "limits", "outages", "failures", "iterations", "config")))
+    if data.draw(st.booleans()):
+        del raw[key]
+    else:
+        raw[key] = data.draw(st.sampled_from(("", "12", 1.5, True, {}, [None])))
+    text = json.dumps(raw)
+    try:
+        read = read_stored_status(text)
+    except ValueError:
+        return
+    assert read == _restored(text)  # the replacement happened to be well-formed
+
+
+@given(scheduler_states(min_limits=1))
+def test_C6_a_state_stored_before_shared_limits_is_restored_in_full(
+    state: SchedulerState,
+) -> None:
+    """Limits stored before issue 14 have no `source`: the reader refuses them, and status
+    falls back to the full restore, which fills in the default (this run's own limit)."""
+    from autodev_shell.commands import _stored_status
+
+    raw = json.loads(to_json(state))
+    for limit in raw["limits"]:
+        del limit["source"]
+    old = json.dumps(raw)
+    with pytest.raises(ValueError):
+        read_stored_status(old)
+    own = attrs.evolve(state, limits=tuple(attrs.evolve(r, source="") for r in state.limits))
+    assert _stored_status(old) == status_of(own)
+
+
+class StatusAgreesOnEveryStateAStepMakes(SchedulerMachine):
+    """After every step of a random run (limits, outages, shared limits, waits, pauses): what
+    status reads of the stored state is what the restore reads."""
+
+    @invariant()
+    def status_reads_what_the_restore_reads(self) -> None:
+        if self.state is not None:
+            text = to_json(self.state)
+            assert read_stored_status(text) == _restored(text)
+
+
+TestStatusAgreesOnEveryStateAStepMakes = StatusAgreesOnEveryStateAStepMakes.TestCase
+if os.environ.get("HYPOTHESIS_PROFILE") != "thorough":  # CI: a few runs, well under a minute
+    TestStatusAgreesOnEveryStateAStepMakes.settings = settings(
+        TestStatusAgreesOnEveryStateAStepMakes.settings, max_examples=15, stateful_step_count=30
+    )
+
+
+# --- the persistence state: a flat record, read without cattrs -------------------------------
+
+
+@given(persistence_states)
+def test_B4_a_flat_record_reads_as_the_converter_reads_it(state: PersistenceState) -> None:
+    text = to_json(state)
+    assert from_json(text, PersistenceState) == json_converter.structure(
+        json.loads(text), PersistenceState) == state
+
+
+_FIELDS = [f.name for f in attrs.fields(PersistenceState)]
+_VALUES = st.one_of(st.booleans(), st.integers(-3, 3), st.text(max_size=4), st.none(),
+                    st.floats(allow_nan=False, max_value=3, min_value=-3), st.just([]))
+
+
+@given(st.dictionaries(st.sampled_from([*_FIELDS, "extra"]), _VALUES))
+def test_B4_any_record_reads_as_the_converter_reads_it_or_fails_as_it_fails(
+    raw: dict[str, Any]
+) -> None:
+    """Wrong types, unknown keys, missing keys: the fast path leaves them to the converter, so
+    the result (or the refusal) is the converter's own."""
+    text = json.dumps(raw)
+    try:
+        expected: Any = json_converter.structure(json.loads(text), PersistenceState)
+    except Exception as exc:  # whatever the converter raises, from_json raises
+        expected = type(exc)
+    try:
+        got: Any = from_json(text, PersistenceState)
+    except Exception as exc:
+        got = type(exc)
+    assert got == expected
