@@ -11,14 +11,16 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 import attrs
 
-from autodev_core.persistence import CommitMarker
-from autodev_core.turn_input import InputRecord
-
 from .store_sql import StoreConnection, StoreError, _scalar, _text, _time
 from .store_thread import NewPost, Post, _posts, _save_turn_input
+
+if TYPE_CHECKING:  # loaded where used: `autodev pause` reads no state (issue 13)
+    from autodev_core.persistence import CommitMarker
+    from autodev_core.turn_input import InputRecord
 
 
 @attrs.frozen
@@ -33,6 +35,8 @@ class Marker:
     def as_core(self) -> CommitMarker:
         """The marker as the core's B8 planner reads it. A marker exists only inside a
         committed transaction, so it is accepted by construction."""
+        from autodev_core.persistence import CommitMarker
+
         return CommitMarker(run_id=self.run_id, revision=self.revision, tier=self.tier)
 
 

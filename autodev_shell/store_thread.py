@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import sqlite3
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 import attrs
 
-from autodev_core.turn_input import InputRecord
-
 from .store_sql import StoreConnection, _check_aware, _text, _time, clean_text
+
+if TYPE_CHECKING:  # loaded where used: `autodev status` reads no turn input (issue 13)
+    from autodev_core.turn_input import InputRecord
 
 
 @attrs.frozen
@@ -71,7 +73,11 @@ class StoreThread(StoreConnection):
                 "SELECT parent_input_id, bound_text, context FROM turn_inputs "
                 "WHERE parent_input_id = ?", (parent_input_id,),
             ).fetchone()
-        return None if row is None else InputRecord(row[0], row[1], row[2])
+        if row is None:
+            return None
+        from autodev_core.turn_input import InputRecord
+
+        return InputRecord(row[0], row[1], row[2])
 
 
 def _save_turn_input(conn: sqlite3.Connection, record: InputRecord, stamp: str) -> None:

@@ -51,11 +51,11 @@ def test_every_public_name_still_imports_from_the_core() -> None:
 #: What `autodev status` has no use for: the scheduler and cattrs (it reads the few stored fields
 #: it shows from their JSON), the write path and the replica planner (durability, checkpoint,
 #: replicas: only a shadow copy on disk is read through the checkpoint module), the sharing
-#: client, the sleeper, the loop and the CLIs' adapters, YAML.
+#: client, the sleeper, the loop and the CLIs' adapters, YAML, the turn inputs (B19).
 NEVER_FOR_STATUS = ("autodev_core.scheduler", "cattrs", "yaml", "autodev_core.replicas",
                     "autodev_shell.durability", "autodev_shell.checkpoint",
                     "autodev_shell.sharing", "autodev_shell.sleeper", "autodev_shell.runner",
-                    "autodev_shell.adapters", "socket")
+                    "autodev_shell.adapters", "autodev_core.turn_input", "socket")
 
 
 def _stored_run(directory: Path) -> Path:
@@ -117,7 +117,10 @@ def test_C6_status_loads_neither_the_scheduler_nor_cattrs(stored_run: Path,
 def test_C6_operator_commands_load_only_the_store(stored_run: Path, command: list[str]) -> None:
     loaded = _loaded(_command([*command, "--run", str(stored_run)]))
     assert "autodev_shell.store" in loaded
-    assert sorted(m for m in (*NEVER_FOR_STATUS, "zoneinfo") if m in loaded) == []
+    # They queue a command: no state is read, so neither the persistence planner nor a zone.
+    unused = (*NEVER_FOR_STATUS, "autodev_core.persistence", "autodev_shell.on_disk",
+              "autodev_shell.stored_status", "zoneinfo")
+    assert sorted(m for m in unused if m in loaded) == []
 
 
 def test_B4_the_persistence_state_is_read_without_cattrs() -> None:
