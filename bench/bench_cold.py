@@ -4,7 +4,8 @@ Each command runs in a fresh interpreter, interleaved round by round (the order 
 with a bare `python -c pass`; the figure is the median over rounds of the per-round ratio of
 the children's CPU time (user + system, from `getrusage`), which a shared machine disturbs
 less than the wall clock. Targets: `autodev --help` and `autodev status` at most 3x
-`python -c pass`, and `import autodev_core` at most 100 ms.
+`python -c pass`, and `import autodev_core` at most 100 ms. `autodev pause` (an operator command)
+and `import attrs` (loaded by every command that opens a run store) are shown beside them.
 
     python bench/bench_cold.py [--rounds N]
 """
@@ -53,10 +54,13 @@ def make_run(directory: Path) -> Path:
     return run
 
 
-def _cpu(command: list[str]) -> float:
+def _cpu(command: list[str], *, write_bytecode: bool = False) -> float:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    if not write_bytecode:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False,
-                   env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+                   env=env)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
@@ -70,10 +74,17 @@ def measure(rounds: int) -> dict[str, dict[str, float]]:
             "python -c pass": [sys.executable, "-c", "pass"],
             "autodev --help": [*autodev, "--help"],
             "autodev status": [*autodev, "status", "--run", str(run)],
+            # An operator command: queues a control, reads no state.
+            "autodev pause": [*autodev, "pause", "--run", str(run)],
             "import autodev_core": [sys.executable, "-c", "import autodev_core"],
+            # What attrs alone costs: every command that opens a run store loads it.
+            "import attrs": [sys.executable, "-c", "import attrs"],
         }
-        for command in subjects.values():  # warm the file cache and the bytecode
-            _cpu(command)
+        # Warm the file cache and write the bytecode an installed package has (with
+        # PYTHONDONTWRITEBYTECODE set, as on this project's machines, a module edited since its
+        # last compile would otherwise be compiled again in every round).
+        for command in subjects.values():
+            _cpu(command, write_bytecode=True)
         times: dict[str, list[float]] = {name: [] for name in subjects}
         names = list(subjects)
         for index in range(rounds):
