@@ -330,11 +330,11 @@ def _status(store: RunStore, now: datetime) -> tuple[dict[str, Any], tzinfo]:
     from .runlock import daemon_holding
     from .sharing_status import sharing_facts
 
-    snapshot = store.snapshot()
+    committed = store.committed_state()
     state: StoredStatus | None = None
     readable = True
     try:
-        state = _stored_status(snapshot.scheduler_state_json)
+        state = _stored_status(committed.scheduler_state_json)
     except Exception:
         readable = False
     beat = store.last_heartbeat()
@@ -343,7 +343,7 @@ def _status(store: RunStore, now: datetime) -> tuple[dict[str, Any], tzinfo]:
         stand_in = None  # only a lock touched after the heartbeat stands in for it
     held, lock_pid = daemon_holding(store.path)
     facts: dict[str, Any] = {
-        "run_id": snapshot.run_id,
+        "run_id": store.run_id,
         "store": str(store.path),
         "status": state.status if state is not None else "not started",
         "scheduler_state": "unreadable" if not readable else ("ok" if state else "none"),
@@ -364,9 +364,9 @@ def _status(store: RunStore, now: datetime) -> tuple[dict[str, Any], tzinfo]:
         "calls": None,
         "persistence": {
             "summary": persistence_text(store),
-            "revision": snapshot.revision,
+            "revision": committed.revision,
         },
-        "posts": len(snapshot.posts),
+        "posts": store.post_count(),
         "sharing": sharing_facts(Path(store.path).parent / SHARING_FILE),
     }
     zone: tzinfo = UTC

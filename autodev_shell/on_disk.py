@@ -60,19 +60,19 @@ def read_on_disk(store: RunStore, identity: RunIdentity, *, shadow_file: Path | 
                  tiers: TierRoles = DEFAULT_TIERS) -> OnDisk:
     """The facts `Durability.open` and `autodev status` both start from (B8, B9, C3).
     An unreadable shadow file raises `ReplicaFileError` naming it."""
-    snapshot = store.snapshot()
+    committed = store.committed_state()  # not the thread: its posts play no part here
     # The state was committed queued, before its own Accepted (B6): the marker committed
     # beside it lets the core's B8 planner clear that stale flag for this run.
-    marker = snapshot.marker.as_core() if snapshot.marker is not None else None
+    marker = committed.marker.as_core() if committed.marker is not None else None
     state = settle_stale_pending(
-        load_state(snapshot.persistence_state_json), identity, marker=marker, tiers=tiers,
+        load_state(committed.persistence_state_json), identity, marker=marker, tiers=tiers,
     ).state
     shadow = _read_shadow(shadow_file or shadow_path(store.path))
     entries = shadow.pending if shadow is not None else ()
     own = tuple(p for p in entries if recovery_still_active(p.run_id, identity))
-    pending = tuple(p for p in own if p.revision > snapshot.revision)
+    pending = tuple(p for p in own if p.revision > committed.revision)
     foreign = tuple(p for p in entries if not recovery_still_active(p.run_id, identity))
-    highest = max([snapshot.revision, marker.revision if marker else 0,
+    highest = max([committed.revision, marker.revision if marker else 0,
                    *(p.revision for p in entries)])
     if pending:
         state = reduce_persistence(
@@ -81,7 +81,7 @@ def read_on_disk(store: RunStore, identity: RunIdentity, *, shadow_file: Path | 
                    reason="restored from the shadow copy", recoverable_tier=SHADOW_TIER),
             tiers=tiers,
         )
-    return OnDisk(state, pending, foreign, snapshot.revision, highest,
+    return OnDisk(state, pending, foreign, committed.revision, highest,
                   shadow.dropped if shadow is not None else ())
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import attrs
 
@@ -188,20 +188,41 @@ class StoreRevisions(StoreConnection):
             run = conn.execute(
                 "SELECT run_id, integrity_id FROM run WHERE id = 1").fetchone()
             aliases = tuple(r[0] for r in conn.execute("SELECT alias FROM aliases ORDER BY alias"))
-            state = conn.execute(
-                "SELECT revision, scheduler_json, persistence_json FROM run_state WHERE id = 1"
-            ).fetchone()
-            marker = _marker(conn)
+            state = _run_state(conn)
             posts = _posts(conn, 0)
         return Snapshot(
-            run_id=run[0], integrity_id=run[1], aliases=aliases, revision=int(state[0]),
-            scheduler_state_json=state[1], persistence_state_json=state[2], marker=marker,
+            run_id=run[0], integrity_id=run[1], aliases=aliases, revision=state.revision,
+            scheduler_state_json=state.scheduler_state_json,
+            persistence_state_json=state.persistence_state_json, marker=state.marker,
             posts=posts,
         )
+
+    def committed_state(self) -> CommittedState:
+        """The run state and marker as last committed, read in one transaction without the
+        thread: what `autodev status` and `read_on_disk` start from (issue 13: a status of a
+        long run read every post's text twice to count them)."""
+        with self._transaction("read the run state", write=False) as conn:
+            return _run_state(conn)
 
     def marker(self) -> Marker | None:
         with self._transaction("read the commit marker", write=False) as conn:
             return _marker(conn)
+
+
+class CommittedState(NamedTuple):
+    """The run state of the last revision and the marker committed with it."""
+
+    revision: int
+    scheduler_state_json: str
+    persistence_state_json: str
+    marker: Marker | None
+
+
+def _run_state(conn: sqlite3.Connection) -> CommittedState:
+    state = conn.execute(
+        "SELECT revision, scheduler_json, persistence_json FROM run_state WHERE id = 1"
+    ).fetchone()
+    return CommittedState(int(state[0]), state[1], state[2], _marker(conn))
 
 
 def _marker(conn: sqlite3.Connection) -> Marker | None:

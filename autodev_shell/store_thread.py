@@ -52,6 +52,10 @@ class StoreThread(StoreConnection):
         with self._transaction("read the thread", write=False) as conn:
             return _posts(conn, after_seq)
 
+    def post_count(self) -> int:
+        """How many posts the thread holds, without reading them (`autodev status`)."""
+        return int(self._read_one("count the posts", "SELECT COUNT(*) FROM posts"))
+
     # --- turn inputs (B19) ------------------------------------------------------------------
 
     def save_turn_input(self, record: InputRecord, *, now: datetime) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -17,9 +18,16 @@ from hypothesis import strategies as st
 from hypothesis.stateful import invariant
 
 from autodev_core.engine import PROVIDERS
+from autodev_core.participant import Participant
 from autodev_core.persistence import PersistenceState
 from autodev_core.scheduler.effects import STATUSES
-from autodev_core.scheduler.state import EngineLimit, Outage, SchedulerState, initial_state
+from autodev_core.scheduler.state import (
+    EngineLimit,
+    Outage,
+    SchedulerConfig,
+    SchedulerState,
+    initial_state,
+)
 from autodev_core.serialization import from_json, json_converter, to_json
 from autodev_core.testing import SchedulerMachine, scheduler_configs
 from autodev_core.testing.persistence import persistence_states
@@ -169,3 +177,34 @@ def test_B4_any_record_reads_as_the_converter_reads_it_or_fails_as_it_fails(
     except Exception as exc:
         got = type(exc)
     assert got == expected
+
+
+def test_C6_status_counts_the_posts_without_reading_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long run's thread is most of its store: status and the persistence line it shares
+    with the daemon's start (`read_on_disk`) read the run state, never a post's text."""
+    from autodev_shell import store_revisions, store_thread
+    from autodev_shell.commands import status_facts, status_lines
+    from autodev_shell.store import NewPost, RunStore
+
+    at = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+    state = initial_state(SchedulerConfig(team=(Participant(id="ana", provider="claude"),)))
+    store = RunStore.open(tmp_path / "run.db", create=True, run_id="long", now=at)
+    try:
+        for revision in (1, 2):
+            posts = tuple(NewPost("ana", "claude", f"post {revision}.{i}", at,
+                                  key=f"t{revision}/{i}") for i in range(3))
+            store.commit(revision, posts, to_json(state),
+                         persistence_state_json=to_json(PersistenceState()), now=at)
+
+        def no_thread(*_args: object) -> object:
+            raise AssertionError("status read the thread")
+
+        monkeypatch.setattr(store_thread, "_posts", no_thread)
+        monkeypatch.setattr(store_revisions, "_posts", no_thread)
+        facts = status_facts(store, at)
+        assert facts["posts"] == 6 and facts["persistence"]["revision"] == 2
+        assert "posts: 6" in status_lines(store, at)
+    finally:
+        store.close()
