@@ -396,12 +396,13 @@ NOTES = """\
   from 0.06 to 4 ms within minutes on these VMs: SQLite's own CPU per commit is about 0.1 ms,
   so the ratio is near 1 when fsync is slow and grows when fsync is fast.
 - **6, cold start.** `autodev status` no longer loads the scheduler, cattrs, the write path or
-  the sharing client: it reads the fields it shows from the stored JSON, and went from about 7×
-  to about 4.4× `python -c pass`. What is left is mostly attrs: opening a run store loads it
+  the sharing client, nor any post: it reads the fields it shows from the stored JSON and counts
+  the posts, and went from about 7.4× to about 4× `python -c pass` (from 10.8× to 3.9× on a
+  run of 5,000 posts). What is left is mostly attrs: opening a run store loads it
   (the store's records and the persistence planner are attrs classes), and `import attrs`
   alone costs about 1.2-1.4× a bare interpreter (row `import attrs` below), the CLI's own
   modules and parser about 0.9×, sqlite3, the store's and the planner's classes and the zone
-  the rest. An operator command (`autodev pause`: the store alone) is about 3.6×. Meeting 3×
+  the rest. An operator command (`autodev pause`: the store alone) is about 3.2×. Meeting 3×
   needs a status that imports no attrs at all: the store opened and read without its attrs
   records, and the persistence line described without building the planner's classes when
   nothing is pending.
