@@ -401,7 +401,7 @@ NOTES = """\
   run of 5,000 posts). What is left is mostly attrs: opening a run store loads it
   (the store's records and the persistence planner are attrs classes), and `import attrs`
   alone costs about 1.2-1.4× a bare interpreter (row `import attrs` below), the CLI's own
-  modules and parser about 0.9×, sqlite3, the store's and the planner's classes and the zone
+  modules and parser about 0.8×, sqlite3, the store's and the planner's classes and the zone
   the rest. An operator command (`autodev pause`: the store alone) is about 3.2×. Meeting 3×
   needs a status that imports no attrs at all: the store opened and read without its attrs
   records, and the persistence line described without building the planner's classes when
