@@ -30,7 +30,7 @@ from datetime import datetime, tzinfo
 import attrs
 
 from ._bounded import Meter, keyword_hits, match, search, window
-from ._resets import from_duration, read_duration, read_when
+from ._resets import Resolver, after_seconds, parse_when, read_duration
 
 # How far around a keyword the phrase and its reset are looked for (characters).
 _BEFORE = 80
@@ -134,10 +134,9 @@ def _line_around(text: str, start: int, end: int) -> str:
     return line[key.end() if key else 0 :][:MAX_NOTICE_TEXT]
 
 
-def _read_reset(
-    win: str, start: int, now: datetime, local_tz: tzinfo, meter: Meter | None
-) -> tuple[datetime | None, int]:
-    """The first reset written after `start` in `win` (and where it ends), else (None, start)."""
+def _readers(win: str, start: int, meter: Meter | None) -> Iterator[tuple[Resolver, int]]:
+    """The resets written after `start` in `win`, in order, each with where it ends; the first
+    that gives a reset at an instant is the notice's (`_read_reset`)."""
     pos = start
     reach = min(len(win), start + _RESET_REACH)
     paragraph = win.find("\n\n", start, reach)  # a reset belongs to its own paragraph
@@ -155,14 +154,22 @@ def _read_reset(
                 read_duration(rest, meter)
             )
             if written is not None:
-                reset = from_duration(written[0], now)
-                if reset is not None:
-                    return reset, cue_end + written[1]
+                yield after_seconds(written[0]), cue_end + written[1]
         else:
-            read = read_when(win[cue_end:], now, local_tz, meter)
+            read = parse_when(win[cue_end:], meter)
             if read is not None and read[0] is not None:
-                return read[0], cue_end + read[1]
+                yield read[0], cue_end + read[1]
         pos = max(cue_end, pos + 1)
+
+
+def _read_reset(
+    win: str, start: int, now: datetime, local_tz: tzinfo, meter: Meter | None
+) -> tuple[datetime | None, int]:
+    """The first reset written after `start` in `win` (and where it ends), else (None, start)."""
+    for resolve, end in _readers(win, start, meter):
+        reset = resolve(now, local_tz)
+        if reset is not None:
+            return reset, end
     return None, start
 
 
@@ -185,6 +192,34 @@ class Candidate:
             text=_line_around(self.win, self.start, max(self.end, reset_end)), reset_at=reset
         )
 
+    def prepared(self) -> PreparedCandidate:
+        """The same notice with its resets parsed now, to be resolved at many instants."""
+        win, start = self.win, self.start
+        return PreparedCandidate(
+            readers=tuple(
+                (resolve, _line_around(win, start, max(self.end, end)))
+                for resolve, end in _readers(win, start, None)
+            ),
+            text=_line_around(win, start, self.end),
+        )
+
+
+@attrs.frozen
+class PreparedCandidate:
+    """A `Candidate` whose resets are parsed: each with the notice's text when it is the one
+    read. `found` gives what `Candidate.found` gives, at any instant, with no regex."""
+
+    readers: tuple[tuple[Resolver, str], ...]
+    #: The notice's text when no reset is readable at the instant.
+    text: str
+
+    def found(self, now: datetime, local_tz: tzinfo, meter: Meter | None = None) -> Found:
+        for resolve, text in self.readers:
+            reset = resolve(now, local_tz)
+            if reset is not None:
+                return Found(text=text, reset_at=reset)
+        return Found(text=self.text, reset_at=None)
+
 
 def candidates(text: str, provider: str, meter: Meter | None = None) -> Iterator[Candidate]:
     """The notices in `text`, in order, each distinct window once (no reset read yet)."""
@@ -205,7 +240,10 @@ def candidates(text: str, provider: str, meter: Meter | None = None) -> Iterator
 
 
 def pick(
-    found: Iterable[Candidate], now: datetime, local_tz: tzinfo, meter: Meter | None = None
+    found: Iterable[Candidate | PreparedCandidate],
+    now: datetime,
+    local_tz: tzinfo,
+    meter: Meter | None = None,
 ) -> Found | None:
     """The first notice with a readable reset at `now`, else the first notice."""
     first: Found | None = None

@@ -12,13 +12,20 @@ than `now` gives no reset (None) rather than a wrong one. Wall-clock times are b
 zone (zoneinfo), never by adding hours, so a DST change between now and the reset is right;
 a duration is elapsed time, added in UTC ("in 2 hours" at 00:01 on the night the clocks fall
 back is the second 01:01, A6).
+
+Reading is in two steps: `parse_when` reads the text (the regexes) into a `Resolver`, and the
+resolver works out the reset at an instant (only arithmetic and the zone's rules). A caller
+that reads the same notice at many instants (`simulate`) parses it once.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import UTC, date, datetime, time, timedelta, timezone, tzinfo
 from zoneinfo import ZoneInfo
+
+import attrs
 
 from ._bounded import Meter, match
 
@@ -26,6 +33,9 @@ from ._bounded import Meter, match
 MAX_RESET_AHEAD = timedelta(days=400)
 # Epoch values at or above this are milliseconds (claude's `resetsAt` is seconds; be lenient).
 _EPOCH_MS_FROM = 100_000_000_000
+
+#: A reset as written, worked out at an instant: `(now, local_tz) -> reset or None` (A6, A38).
+Resolver = Callable[[datetime, tzinfo], "datetime | None"]
 
 _UNIT_SECONDS = {"d": 86_400, "h": 3_600, "m": 60, "s": 1}
 
@@ -156,6 +166,11 @@ def from_duration(seconds: float, now: datetime) -> datetime | None:
         return None
 
 
+def after_seconds(seconds: float) -> Resolver:
+    """The reset `seconds` after the instant it is read at (A6: elapsed time)."""
+    return lambda now, _local_tz: from_duration(seconds, now)
+
+
 def read_duration(text: str, meter: Meter | None) -> tuple[float, int] | None:
     """Seconds written at the start of `text` (`3 hours 2 minutes`, `2h31m33s`) and its end."""
     words = match(_DURATION_WORDS, text, meter)
@@ -182,50 +197,52 @@ def read_duration(text: str, meter: Meter | None) -> tuple[float, int] | None:
     return total, pos
 
 
-def read_epoch(text: str, now: datetime, meter: Meter | None) -> tuple[datetime | None, int] | None:
+def _parse_epoch(text: str, meter: Meter | None) -> tuple[Resolver, int] | None:
     found = match(_EPOCH, text, meter)
     if not found:
         return None
-    return from_epoch(int(found.group("epoch")), now), found.end()
+    value = int(found.group("epoch"))
+    return (lambda now, _local_tz: from_epoch(value, now)), found.end()
 
 
-def read_iso(text: str, now: datetime, local_tz: tzinfo, meter: Meter | None) -> (
-    tuple[datetime | None, int] | None
-):
+def _parse_iso(text: str, meter: Meter | None) -> tuple[Resolver | None, int] | None:
     found = match(_ISO, text, meter)
     if not found:
         return None
     off = found.group("off") or ""
+    zone: tzinfo | None = None  # none written: the machine's zone, known when resolved
     try:
-        zone: tzinfo = local_tz
         if off in ("Z", "UTC"):
             zone = UTC
         elif off:
             digits = off[1:].replace(":", "")
             minutes = int(digits[:2]) * 60 + int(digits[2:])
             zone = _fixed(-minutes if off[0] == "-" else minutes)
-        when = datetime(
+        # Whether the fields make a date does not depend on the zone: checked once, here.
+        wall = datetime(
             int(found.group("y")), int(found.group("mo")), int(found.group("d")),
             int(found.group("h")), int(found.group("mi")), int(found.group("s") or 0),
-            tzinfo=zone,
         )
     except ValueError:
         return None, found.end()
-    return _later(when, now), found.end()
+
+    def resolve(now: datetime, local_tz: tzinfo) -> datetime | None:
+        return _later(wall.replace(tzinfo=zone if zone is not None else local_tz), now)
+
+    return resolve, found.end()
 
 
 def _fixed(minutes: int) -> tzinfo:
     return timezone(timedelta(minutes=minutes))
 
 
-def read_datetime(
-    text: str, now: datetime, local_tz: tzinfo, meter: Meter | None
-) -> tuple[datetime | None, int] | None:
+def _parse_datetime(text: str, meter: Meter | None) -> tuple[Resolver | None, int] | None:
     """A clock time, a date with or without a year, optionally zoned; None if none is written.
 
-    Returns (reset or None when unusable, end offset) when something date-like was read.
+    Returns (how to resolve it, or None when it never gives a reset; end offset) when something
+    date-like was read.
     """
-    iso = read_iso(text, now, local_tz, meter)
+    iso = _parse_iso(text, meter)
     if iso is not None:
         return iso
     found = match(_DATETIME, text, meter)
@@ -242,37 +259,61 @@ def read_datetime(
         hour = hour % 12 + (12 if ampm.lower().startswith("p") else 0)
     if hour > 23 or minute > 59:
         return None
-    zone = zone_named(found.group("zone") or found.group("utc")) or local_tz
+    zone = zone_named(found.group("zone") or found.group("utc"))
+    day = _written_day(found)
     clock = time(hour, minute)
-    end = found.end()
-    try:
-        return _next_at(found, clock, zone, now), end
-    except OverflowError:  # the reset would fall past either end of the calendar: none
-        return None, end
+
+    def resolve(now: datetime, local_tz: tzinfo) -> datetime | None:
+        try:
+            return _next_at(day, clock, zone if zone is not None else local_tz, now)
+        except OverflowError:  # the reset would fall past either end of the calendar: none
+            return None
+
+    return resolve, found.end()
 
 
-def _next_at(found: re.Match[str], clock: time, zone: tzinfo, now: datetime) -> datetime | None:
-    """The next instant at `clock` on the date `found` names (or today/tomorrow/a weekday)."""
+@attrs.frozen
+class _Day:
+    """The day a clock time names: a date (`month`, `day`, `year` or its next occurrence), or
+    today/tomorrow, possibly a weekday (`weekday` 0 = Monday)."""
+
+    month: int | None = None
+    day: int = 0
+    year: int | None = None
+    tomorrow: bool = False
+    weekday: int | None = None
+
+
+def _written_day(found: re.Match[str]) -> _Day:
+    if found.group("mon"):
+        year = found.group("year")
+        return _Day(month=_MONTHS[found.group("mon").lower()[:3]], day=int(found.group("day")),
+                    year=int(year) if year else None)
+    if found.group("dmon"):
+        year = found.group("dyear")
+        return _Day(month=_MONTHS_DAY_FIRST[found.group("dmon").lower()[:3]],
+                    day=int(found.group("dday")), year=int(year) if year else None)
+    wday = found.group("wday")
+    return _Day(tomorrow=bool(found.group("tomorrow")),
+                weekday=_WEEKDAYS[wday.lower()[:3]] if wday else None)
+
+
+def _next_at(written: _Day, clock: time, zone: tzinfo, now: datetime) -> datetime | None:
+    """The next instant at `clock` on the `written` day (or today/tomorrow/a weekday)."""
     local_now = now.astimezone(zone)
-    if found.group("mon") or found.group("dmon"):
-        if found.group("mon"):
-            month = _MONTHS[found.group("mon").lower()[:3]]
-            day, year = int(found.group("day")), found.group("year")
-        else:
-            month = _MONTHS_DAY_FIRST[found.group("dmon").lower()[:3]]
-            day, year = int(found.group("dday")), found.group("dyear")
-        if year:
-            return _at(date_or_none(int(year), month, day), clock, zone, now)
+    if written.month is not None:
+        month, day = written.month, written.day
+        if written.year is not None:
+            return _at(date_or_none(written.year, month, day), clock, zone, now)
         for candidate in range(local_now.year, local_now.year + 9):  # next occurrence (Feb 29)
             reset = _at(date_or_none(candidate, month, day), clock, zone, now)
             if reset is not None:
                 return reset
         return None
-    start = local_now.date() + (timedelta(days=1) if found.group("tomorrow") else timedelta())
-    wday = found.group("wday")
+    start = local_now.date() + (timedelta(days=1) if written.tomorrow else timedelta())
     for offset in range(0, 9):
         day_ = start + timedelta(days=offset)
-        if wday and day_.weekday() != _WEEKDAYS[wday.lower()[:3]]:
+        if written.weekday is not None and day_.weekday() != written.weekday:
             continue
         reset = _at(day_, clock, zone, now)
         if reset is not None:
@@ -293,12 +334,11 @@ def _at(day: date | None, clock: time, zone: tzinfo, now: datetime) -> datetime 
     return _later(datetime.combine(day, clock, tzinfo=zone), now)
 
 
-def read_when(
-    text: str, now: datetime, local_tz: tzinfo, meter: Meter | None
-) -> tuple[datetime | None, int] | None:
+def parse_when(text: str, meter: Meter | None) -> tuple[Resolver | None, int] | None:
     """The reset written at the start of `text` (just after `resets`, `try again`, ...).
 
-    Returns (reset or None, end offset) when a reset expression was found, else None.
+    Returns (how to resolve it at an instant, or None when it never gives a reset; end offset)
+    when a reset expression was found, else None.
     """
     prep = match(_PREPOSITION, text, meter)
     word = prep.group("word").lower() if prep and prep.group("word") else ""
@@ -307,18 +347,18 @@ def read_when(
     if word in ("in", "after", "within"):
         duration = read_duration(rest, meter)
         if duration is not None:
-            return from_duration(duration[0], now), offset + duration[1]
+            return after_seconds(duration[0]), offset + duration[1]
         if word != "after":  # "after 3:30 PM" is a time; "in"/"within" only take durations
             return None
-    epoch = read_epoch(rest, now, meter)
+    epoch = _parse_epoch(rest, meter)
     if epoch is not None:
         return epoch[0], offset + epoch[1]
-    when = read_datetime(rest, now, local_tz, meter)
+    when = _parse_datetime(rest, meter)
     if when is not None:
         return when[0], offset + when[1]
     duration = read_duration(rest, meter) if not word else None
     if duration is not None and rest[:1].isdigit() and _compact_duration(rest):
-        return from_duration(duration[0], now), offset + duration[1]
+        return after_seconds(duration[0]), offset + duration[1]
     return None
 
 

@@ -29,7 +29,15 @@ import attrs
 
 from ._bounded import Meter
 from ._failures import _LOGIN, _NETWORK, scan_login, scan_network
-from ._notices import _AGY_KEYWORDS, _KEYWORDS, Candidate, Found, candidates, pick
+from ._notices import (
+    _AGY_KEYWORDS,
+    _KEYWORDS,
+    Candidate,
+    Found,
+    PreparedCandidate,
+    candidates,
+    pick,
+)
 from ._resets import from_epoch
 from ._streams import (
     MODEL_TEXT_MAX_CHARS,
@@ -109,7 +117,7 @@ class _PreparedLimit:
     structured: tuple[tuple[str, float | None], ...]
     # Each piece's notices: confirmed as they are asked for (`detect_limit` stops at the first
     # with a reset), or all of them once `resolved` (to be read at many instants).
-    pieces: tuple[Iterable[Candidate], ...]
+    pieces: tuple[Iterable[Candidate | PreparedCandidate], ...]
 
     @classmethod
     def of(cls, provider: str, output: Output, meter: Meter | None) -> _PreparedLimit:
@@ -153,8 +161,12 @@ class _PreparedLimit:
         return LimitNotice(provider=provider, reset_at=None, text=chosen.text)
 
     def resolved(self) -> _PreparedLimit:
-        """The same, with every piece's notices confirmed now (to be read at many instants)."""
-        return attrs.evolve(self, pieces=tuple(tuple(piece) for piece in self.pieces))
+        """The same, with every piece's notices confirmed and their resets parsed now (to be
+        read at many instants: only the resets' arithmetic is left to do at each)."""
+        return attrs.evolve(self, pieces=tuple(
+            tuple(c.prepared() if isinstance(c, Candidate) else c for c in piece)
+            for piece in self.pieces
+        ))
 
 
 def _login(provider: str, output: Output, meter: Meter | None) -> str | None:
