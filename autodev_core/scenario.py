@@ -55,8 +55,25 @@ FIRST_YEAR, LAST_YEAR = 2, 9998
 
 
 def _non_negative(_instance: object, _attribute: object, value: timedelta) -> None:
+    if not isinstance(value, timedelta):
+        raise TypeError(f"a call's duration must be a timedelta, not {value!r}")
     if value < timedelta(0):
         raise ValueError(f"a call's duration cannot be negative ({value.total_seconds()} s)")
+
+
+def _typed(kind: type, *, none: bool = False) -> Any:
+    """attrs validator: exactly `kind` (a bool is no exit code), or None when `none`."""
+
+    def check(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        if value is None and none:
+            return
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise TypeError(
+                f"a call answer's {attribute.name!r} must be "
+                f"{kind.__name__}{' or None' if none else ''}, not {value!r}"
+            )
+
+    return check
 
 
 @attrs.frozen
@@ -68,11 +85,11 @@ class CallAnswer:
     the outcome happens `duration` after the call starts.
     """
 
-    post: str | None = None
-    stdout: str = ""
-    stderr: str = ""
-    exit: int = 0
-    timeout: bool = False
+    post: str | None = attrs.field(default=None, validator=_typed(str, none=True))
+    stdout: str = attrs.field(default="", validator=_typed(str))
+    stderr: str = attrs.field(default="", validator=_typed(str))
+    exit: int = attrs.field(default=0, validator=_typed(int))
+    timeout: bool = attrs.field(default=False, validator=_typed(bool))
     duration: timedelta = attrs.field(default=DEFAULT_CALL_DURATION, validator=_non_negative)
 
     @property

@@ -16,11 +16,12 @@ from typing import Final
 
 import attrs
 
+from .classification import Classification, LimitNotice
 from .detection import PreparedClassification, prepare_classification
 from .engine import Engine
 from .errors import ConfigError
 from .scenario import OK_ANSWER, CallAnswer, Scenario
-from .scheduler.effects import Effect, Log, Sleep, StartCall
+from .scheduler.effects import Log, Sleep, StartCall
 from .scheduler.events import (
     CallEnded,
     Event,
@@ -110,54 +111,120 @@ def scheduler_config(scenario: Scenario, *, source: str = "<string>") -> Schedul
         raise ConfigError(f"team: {exc}", source=source) from None
 
 
+class _Reply:
+    """One distinct scripted answer on one engine, read once (SPEC D): what its output means
+    (resolved at each call's end when it depends on the instant) and, per participant, the
+    event it ended a call with."""
+
+    __slots__ = ("ended", "fixed", "prepared")
+
+    def __init__(self, prepared: PreparedClassification) -> None:
+        self.prepared = prepared
+        #: The classification when it is the same at every instant (no limit in the output).
+        self.fixed: Classification | None = getattr(prepared, "fixed", None)
+        self.ended: dict[str, tuple[CallEnded, str]] = {}
+
+
+class _Lane:
+    """One engine's scripted answers, how many were used, and what each distinct one means."""
+
+    __slots__ = ("answers", "replies", "used")
+
+    def __init__(self, answers: tuple[CallAnswer, ...]) -> None:
+        self.answers = answers
+        self.used = 0
+        self.replies: dict[tuple[str, str, int | None, bool, bool], _Reply] = {}
+
+
+def _retimed(event: CallEnded, now: datetime, limit: LimitNotice | None) -> CallEnded:
+    """`event` ending at `now` with `limit` (when it is a limit), without checking again what
+    was checked when `event` was built: `now` is a validated call's start plus a duration (an
+    aware UTC instant), and `limit` was validated when detection built it. Every field of
+    `CallEnded` is set here (tests/test_simulation_reads_once.py compares with `call_ended`)."""
+    retimed: CallEnded = _new(CallEnded)
+    _set(retimed, "now", now)
+    _set(retimed, "participant", event.participant)
+    _set(retimed, "engine", event.engine)
+    _set(retimed, "kind", event.kind)
+    _set(retimed, "posted", event.posted)
+    _set(retimed, "limit", limit if event.limit is not None else None)
+    _set(retimed, "exit_code", event.exit_code)
+    return retimed
+
+
+_new: Final = object.__new__
+_set: Final = object.__setattr__
+
+
 class _Machine:
     """The simulated CLIs: per-engine answer lists consumed in order (SPEC D)."""
 
     def __init__(self, scenario: Scenario) -> None:
-        self.scenario = scenario
         self.zone = scenario.zone
         # SPEC D: per engine exactly (A9), then `default`, then `{post: ok}` — as
         # `Scenario.answer` says, looked up once here rather than at every call.
-        self.lists: dict[Engine, tuple[CallAnswer, ...]] = {
-            Engine.parse(key): answers for key, answers in scenario.calls
-        }
+        self.lanes: dict[tuple[str, str | None], _Lane] = {}
+        for key, answers in scenario.calls:
+            engine = Engine.parse(key)
+            self.lanes[engine.provider, engine.model] = _Lane(answers)
         self.fallback = scenario.default if scenario.default is not None else OK_ANSWER
-        self.used: dict[Engine, int] = {}
         self.calls = 0
         self._read: dict[tuple[str, str, str, int | None], PreparedClassification] = {}
 
     def answer(self, effect: StartCall) -> tuple[datetime, CallEnded]:
         engine = effect.engine
-        index = self.used.get(engine, 0)
-        self.used[engine] = index + 1
+        lane = self.lanes.get((engine.provider, engine.model))
+        if lane is None:
+            lane = self.lanes[engine.provider, engine.model] = _Lane(())
+        index = lane.used
+        lane.used = index + 1
         self.calls += 1
-        answers = self.lists.get(engine, ())
+        answers = lane.answers
         answer = answers[index] if index < len(answers) else self.fallback
-        end = effect.at.astimezone(UTC) + answer.duration  # A6: elapsed time
+        start = effect.at
+        if start.tzinfo is not UTC:
+            start = start.astimezone(UTC)
+        end = start + answer.duration  # A6: elapsed time
         # SPEC D: a call that timed out was killed by the shell and has no exit code, as a real
         # one has none; its output is classified as such (endless reconnects are an outage, A37).
-        exit_code = None if answer.timeout else answer.exit
+        timed_out = answer.timeout
+        exit_code = None if timed_out else answer.exit
+        posted = answer.posted
+        key = (answer.stdout, answer.stderr, exit_code, posted, timed_out)
+        reply = lane.replies.get(key)
+        if reply is None:
+            reply = lane.replies[key] = _Reply(self._prepared(engine.provider, answer, exit_code))
         # Each distinct answer is read once; only what depends on the instant (a limit's reset)
         # is worked out at each call's end, as `classify_output` would.
-        key = (engine.provider, answer.stdout, answer.stderr, exit_code)
-        prepared = self._read.get(key)
-        if prepared is None:
-            prepared = prepare_classification(
-                engine.provider, stdout=answer.stdout, stderr=answer.stderr,
-                exit_code=exit_code,
-            )
-            self._read[key] = prepared
-        classification = prepared.at(end, self.zone)
+        classification = reply.fixed or reply.prepared.at(end, self.zone)
+        # The same answer ends the same participant's call on this engine the same way (its kind
+        # follows the classification's kind, the post and the exit, not the instant): the event
+        # is built and checked once, then only its instant and a limit's notice change.
+        known = reply.ended.get(effect.participant)
+        if known is not None and known[1] == classification.kind:
+            return end, _retimed(known[0], end, classification.limit)
         event = call_ended(
             end,
             effect.participant,
             engine,
             classification,
-            posted=answer.posted,
+            posted=posted,
             exit_code=exit_code,
-            timed_out=answer.timeout,
+            timed_out=timed_out,
         )
+        reply.ended[effect.participant] = (event, classification.kind)
         return end, event
+
+    def _prepared(
+        self, provider: str, answer: CallAnswer, exit_code: int | None
+    ) -> PreparedClassification:
+        key = (provider, answer.stdout, answer.stderr, exit_code)
+        prepared = self._read.get(key)
+        if prepared is None:
+            prepared = self._read[key] = prepare_classification(
+                provider, stdout=answer.stdout, stderr=answer.stderr, exit_code=exit_code
+            )
+        return prepared
 
 
 def simulate(
@@ -189,8 +256,8 @@ def _simulate(scenario: Scenario, source: str, max_events: int) -> SimulationRes
     until = (
         scenario.until.astimezone(UTC) if scenario.until is not None else start + DEFAULT_HORIZON
     )
-    messages = tuple(m.astimezone(UTC) for m in scenario.messages if m >= start)
-    next_message = 0
+    messages = [m.astimezone(UTC) for m in scenario.messages if m >= start]
+    messages.reverse()  # the next one last, popped when it arrives
     # Issue 14: another run's reports, in time order; one at t is learned before anything else
     # that happens at t (A39: what was learned comes first).
     peers = sorted(
@@ -201,47 +268,37 @@ def _simulate(scenario: Scenario, source: str, max_events: int) -> SimulationRes
         ),
         key=lambda pair: pair[0],
     )
-    next_peer = 0
-    lines: list[SimulatedLine] = []
-    call: tuple[datetime, CallEnded] | None = None
+    peers.reverse()  # the next one last, popped when it is learned
+    logs: list[Log] = []
+    call_at: datetime | None = None
+    call: CallEnded | None = None
     wake_at: datetime | None = None
     events = 0
     now = start
     same_instant = 0
-
-    def carry_out(effects: tuple[Effect, ...]) -> None:
-        nonlocal call, wake_at
+    event: Event = RunStarted(now=start)
+    while True:
+        state, effects = step(state, event)
+        events += 1
         for effect in effects:
-            kind = type(effect)
-            if kind is Log:
-                assert isinstance(effect, Log)
-                lines.append(SimulatedLine(at=effect.at, message=effect.message))
-            elif kind is StartCall:
-                assert isinstance(effect, StartCall)
-                call = machine.answer(effect)
-            elif kind is Sleep:
-                assert isinstance(effect, Sleep)
+            if isinstance(effect, Log):
+                logs.append(effect)
+            elif isinstance(effect, StartCall):
+                call_at, call = machine.answer(effect)
+            elif isinstance(effect, Sleep):
                 wake_at = effect.until
-
-    state, effects = step(state, RunStarted(now=start))
-    events += 1
-    carry_out(effects)
-    while state.status not in ("paused", "stopped"):
-        # The next thing to happen: the call's end, the sleep's end, or a user message.
-        event: Event
-        candidates: list[datetime] = []
-        if call is not None:
-            candidates.append(call[0])
-        if wake_at is not None and state.wait_until is not None:
-            candidates.append(wake_at)
-        if next_message < len(messages):
-            candidates.append(messages[next_message])
-        if next_peer < len(peers):
-            candidates.append(peers[next_peer][0])
-        if not candidates:
+        if state.status in ("paused", "stopped"):
             break
-        at = min(candidates)
-        if at > until:
+        # The next thing to happen: the call's end, the sleep's end, a user message or another
+        # run's report; at one instant a report first, then the call, the wake, a message.
+        at = call_at
+        if wake_at is not None and state.wait_until is not None and (at is None or wake_at < at):
+            at = wake_at
+        if messages and (at is None or messages[-1] < at):
+            at = messages[-1]
+        if peers and (at is None or peers[-1][0] <= at):
+            at = peers[-1][0]
+        if at is None or at > until:
             break
         if events >= max_events:
             raise ConfigError(
@@ -250,9 +307,8 @@ def _simulate(scenario: Scenario, source: str, max_events: int) -> SimulationRes
                 "or give the calls a longer duration",
                 source=source,
             )
-        if next_peer < len(peers) and peers[next_peer][0] == at:
-            report = peers[next_peer][1]
-            next_peer += 1
+        if peers and peers[-1][0] == at:
+            report = peers.pop()[1]
             reset = report.reset
             event = LimitObserved(
                 now=at,
@@ -264,15 +320,15 @@ def _simulate(scenario: Scenario, source: str, max_events: int) -> SimulationRes
                 seen=at,
                 source=report.source,
             )
-        elif call is not None and call[0] == at:
-            event = call[1]
-            call = None
+        elif call is not None and call_at == at:
+            event = call
+            call_at = call = None
         elif wake_at is not None and state.wait_until is not None and wake_at == at:
             event = Woke(now=at)
             wake_at = None
         else:
             event = MessageArrived(now=at)
-            next_message += 1
+            messages.pop()
         if at == now:
             same_instant += 1
             if same_instant > MAX_EVENTS_AT_ONE_INSTANT:
@@ -284,13 +340,11 @@ def _simulate(scenario: Scenario, source: str, max_events: int) -> SimulationRes
         else:
             now = at
             same_instant = 0
-        state, effects = step(state, event)
-        events += 1
-        carry_out(effects)
     over = state.status in ("paused", "stopped")
     ended_at = now if over else until
     return SimulationResult(
-        lines=tuple(lines), state=state, events=events, calls=machine.calls, ended_at=ended_at,
+        lines=tuple(SimulatedLine(at=log.at, message=log.message) for log in logs),
+        state=state, events=events, calls=machine.calls, ended_at=ended_at,
         horizon_reached=not over and scenario.until is None,
     )
 

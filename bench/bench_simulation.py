@@ -7,6 +7,10 @@ post after 1-15 minutes. Each round times one whole `simulate` and, beside it, a
 loop (`for _ in range(n): total += 1`), so the baseline-relative figure — events/s divided by
 loop iterations/s — cancels the machine's noise. Target: >= 50,000 events/s on one core.
 
+Each round also runs `simulate` with `step` replaced by a replay of what it returned in a first
+run: that is the simulation's own cost (the scripted answers, their classification, the
+events, the loop) without `step`'s, reported in µs per event and as `step`'s share of the time.
+
     python bench/bench_simulation.py [--rounds N] [--days D] [--profile]
 """
 
@@ -24,9 +28,13 @@ from typing import Any
 
 from bench_decision import cpu_time, median_ratio, timed_rounds
 
+import autodev_core.simulation as simulation
 from autodev_core.engine import Engine
 from autodev_core.participant import Participant
 from autodev_core.scenario import CallAnswer, Scenario
+from autodev_core.scheduler.effects import Effect
+from autodev_core.scheduler.events import Event
+from autodev_core.scheduler.state import SchedulerState
 from autodev_core.simulation import simulate
 
 #: The issue's target, on one core.
@@ -94,6 +102,44 @@ def simulation_rate(scenario: Scenario, facts: dict[str, Any]) -> Callable[[], f
     return run
 
 
+def step_outcomes(scenario: Scenario) -> list[tuple[SchedulerState, tuple[Effect, ...]]]:
+    """What `step` returned, in order, over one simulation of `scenario`."""
+    outcomes: list[tuple[SchedulerState, tuple[Effect, ...]]] = []
+    real = simulation.step
+
+    def recording(state: SchedulerState, event: Event) -> Any:
+        outcome = real(state, event)
+        outcomes.append(outcome)
+        return outcome
+
+    simulation.step = recording
+    try:
+        simulate(scenario)
+    finally:
+        simulation.step = real
+    return outcomes
+
+
+def without_step_rate(
+    scenario: Scenario, outcomes: list[tuple[SchedulerState, tuple[Effect, ...]]]
+) -> Callable[[], float]:
+    """Seconds per event of `simulate` with `step` replaced by a replay of its outcomes."""
+
+    def run() -> float:
+        replay = iter(outcomes)
+        real = simulation.step
+        simulation.step = lambda _state, _event: next(replay)
+        try:
+            began = cpu_time()
+            simulate(scenario)
+            took = cpu_time() - began
+        finally:
+            simulation.step = real
+        return took / len(outcomes)
+
+    return run
+
+
 def loop_rate(iterations: int = LOOP_ITERATIONS) -> Callable[[], float]:
     """Seconds per iteration of the most trivial Python loop there is: the machine's pace."""
 
@@ -110,12 +156,19 @@ def loop_rate(iterations: int = LOOP_ITERATIONS) -> Callable[[], float]:
 def measure(rounds: int, days: int = DAYS) -> dict[str, Any]:
     scenario = storm_scenario(days)
     facts: dict[str, Any] = {}
-    sim_s, loop_s = timed_rounds([simulation_rate(scenario, facts), loop_rate()], rounds)
+    outcomes = step_outcomes(scenario)
+    sim_s, rest_s, loop_s = timed_rounds(
+        [simulation_rate(scenario, facts), without_step_rate(scenario, outcomes), loop_rate()],
+        rounds,
+    )
     return {
         "events_per_s": 1 / statistics.median(sim_s),
         "loop_per_s": 1 / statistics.median(loop_s),
         # events/s divided by loop iterations/s, per round, then the median.
         "relative": median_ratio(loop_s, sim_s),
+        # simulate without step's cost, and step's share of the whole (per round, the median).
+        "rest_us": statistics.median(rest_s) * 1e6,
+        "step_share": 1 - median_ratio(rest_s, sim_s),
         "rounds": rounds,
         "days": days,
         **facts,
@@ -142,7 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     m = measure(args.rounds, args.days)
     print(f"{m['days']} simulated days: {m['events']} events, {m['calls']} calls, {m['limits']} "
           f"limits; {m['events_per_s']:,.0f} events/s (target >= {TARGET_EVENTS_PER_S:,}); "
-          f"trivial loop {m['loop_per_s']:,.0f} it/s; relative {m['relative']:.5f}")
+          f"trivial loop {m['loop_per_s']:,.0f} it/s; relative {m['relative']:.5f}; "
+          f"step {m['step_share']:.0%} of the time, the rest {m['rest_us']:.1f} µs/event")
     if args.profile:
         print(profile(args.days))
     return 0 if m["events_per_s"] >= TARGET_EVENTS_PER_S else 1

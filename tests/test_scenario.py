@@ -116,6 +116,19 @@ def test_D_call_answer_defaults() -> None:
     assert CallAnswer(post="done").posted
 
 
+@pytest.mark.parametrize(
+    "fields",
+    [{"exit": True}, {"exit": "1"}, {"exit": 1.0}, {"exit": None}, {"stdout": None},
+     {"stderr": b"quota"}, {"post": 3}, {"timeout": 1}, {"timeout": "yes"},
+     {"duration": 60}],
+)
+def test_D_a_call_answer_of_the_wrong_type_cannot_exist(fields: dict[str, object]) -> None:
+    # SPEC D's answer: `post` text or none, `stdout`/`stderr` text, `exit` an integer (true is
+    # not an exit code), `timeout` true or false, `duration` a length of time.
+    with pytest.raises(TypeError, match=next(iter(fields))):
+        CallAnswer(**fields)  # type: ignore[arg-type]
+
+
 def test_D_answers_per_engine_then_default_then_ok() -> None:
     scenario = parse_scenario(SPEC_EXAMPLE)
     assert scenario.answer("codex", 0).exit == 1
