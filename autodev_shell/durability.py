@@ -15,6 +15,12 @@
    commit marker and the shadow copy, if any.
 
 The module decides nothing: every "may", "clear" and "refuse" above is a core function.
+
+Two of its jobs have their own modules: where a daemon resumes from (`read_on_disk`, in
+autodev_shell/on_disk.py, also what `autodev status` reads) and the shadow file's bookkeeping
+between writes (`ShadowFile`, in autodev_shell/shadow_file.py). Here remain the commit of what
+is pending, the gates asked before writing and before a turn (B9-B11), and the replica sync
+that follows a commit (B14-B16).
 """
 
 from __future__ import annotations
@@ -40,7 +46,6 @@ from autodev_core.persistence import (
     Accepted,
     PersistenceState,
     Queued,
-    RecoveryCopy,
     TierRoles,
     TurnGate,
     reduce_persistence,
@@ -64,15 +69,13 @@ from .checkpoint import (
     PendingRevision,
     ReplicaFileError,
     checkpoint_path,
-    compact_shadow,
     read_checkpoint,
-    remove_shadow,
     restore_in_progress,
     sweep_temp_files,
     write_checkpoint,
-    write_shadow,
 )
 from .on_disk import SHADOW_TIER, read_on_disk, shadow_path
+from .shadow_file import ShadowFile
 from .store import NewPost, RunStore, Snapshot, StoreError
 
 #: Replica names as the core's sync plan and audit see them (B13).
@@ -119,7 +122,8 @@ class Durability:
     the persistence state the core reduces, and the revisions not yet committed.
 
     Build it with `Durability.open` after taking the run lock (C4): it sweeps the temp files
-    a killed predecessor left, which is safe only while no other writer is alive.
+    a killed predecessor left, which is safe only while no other writer is alive. The shadow
+    file is `self.shadow` (autodev_shell/shadow_file.py).
     """
 
     def __init__(
@@ -141,23 +145,16 @@ class Durability:
     ) -> None:
         self.store = store
         self.checkpoint_file = checkpoint_file
-        self.shadow_file = shadow_file
         self.tiers = tiers
         self._state = state
         self._pending: list[PendingRevision] = list(pending)
-        self._shadow_revision = 0
         self._checkpoint_revision = checkpoint_revision
         self._search = search
         self._search_revision = search_revision
-        #: Shadow revisions of other runs: kept in the file, never applied here (B9).
-        self._foreign: tuple[PendingRevision, ...] = tuple(foreign)
-        self.shadow_max_bytes = shadow_max_bytes
+        self.shadow = ShadowFile(shadow_file, max_bytes=shadow_max_bytes, foreign=foreign,
+                                 dropped=shadow_dropped)
         self._highest = max([highest_revision, *(p.revision for p in self._pending)])
         self._committed = store.revision
-        self._dropped: tuple[str, ...] = tuple(shadow_dropped)
-        #: True when the byte cap dropped a revision of the active run from the shadow copy:
-        #: the copy no longer holds everything pending, so it lets no turn start (B9).
-        self._shadow_incomplete = False
         #: Turn inputs (B19) the store could not take when saved; committed with the next write.
         self._turn_inputs: list[InputRecord] = []
         #: B10: "shadow-restored" while revisions taken up from the shadow copy wait for the
@@ -199,7 +196,7 @@ class Durability:
             **({} if shadow_max_bytes is None else {"shadow_max_bytes": shadow_max_bytes}),
         )
         if disk.pending:
-            durability._shadow_revision = disk.pending[-1].revision
+            durability.shadow.revision = disk.pending[-1].revision
         return durability
 
     # --- what the loop reads ---------------------------------------------------------------
@@ -207,6 +204,14 @@ class Durability:
     @property
     def state(self) -> PersistenceState:
         return self._state
+
+    @property
+    def shadow_file(self) -> Path:
+        return self.shadow.file
+
+    @property
+    def shadow_max_bytes(self) -> int:
+        return self.shadow.max_bytes
 
     @property
     def pending(self) -> tuple[int, ...]:
@@ -241,7 +246,7 @@ class Durability:
     @property
     def kept_for_other_runs(self) -> tuple[int, ...]:
         """Shadow revisions of other runs, kept in the file and never applied here (B9)."""
-        return tuple(p.revision for p in self._foreign)
+        return tuple(p.revision for p in self.shadow.foreign)
 
     def gate(self, identity: RunIdentity) -> TurnGate:
         """The core's turn gate (B9), given the marker and the shadow copy as facts. The state
@@ -252,9 +257,7 @@ class Durability:
             marker = stored.as_core() if stored is not None else None
         except StoreError:
             marker = None  # An unreadable marker proves nothing; the gate decides without it.
-        recovery = None
-        if self._shadow_revision > 0 and self._pending and not self._shadow_incomplete:
-            recovery = RecoveryCopy(self._pending[-1].run_id, self._shadow_revision, SHADOW_TIER)
+        recovery = self.shadow.recovery(self._pending)
         result = turn_gate(self._state, identity, recovery=recovery, marker=marker,
                            tiers=self.tiers)
         self._state = result.state
@@ -376,20 +379,7 @@ class Durability:
         if not self._pending:
             self._accept(committed, all_done=True)
             self.load_state = "loaded"
-            self._shadow_revision = 0
-            self._shadow_incomplete = False
-            shadow_error = ""
-            try:
-                if self._foreign:  # Other runs' revisions stay in the file (B9), bounded.
-                    kept, self._dropped = compact_shadow(
-                        self._foreign, active_run=identity.run_id, written_at=now,
-                        max_bytes=self.shadow_max_bytes, error="kept for another run",
-                        dropped=self._dropped)
-                    write_shadow(self.shadow_file, kept)
-                else:
-                    remove_shadow(self.shadow_file)
-            except OSError as exc:  # A stale shadow is harmless: Durability.open skips it.
-                shadow_error = str(exc)
+            shadow_error = self.shadow.clear(active_run=identity.run_id, now=now)
             checkpoint, sync = self._sync_replicas(now)
             return self._result("committed", revision, tuple(committed), identity,
                                 shadow_error=shadow_error, checkpoint=checkpoint, sync=sync)
@@ -415,31 +405,18 @@ class Durability:
     def _shadow(self, revision: int, committed: tuple[int, ...], identity: RunIdentity,
                 now: datetime, error: str) -> PersistResult:
         newest = self._pending[-1]
-        entries = (*self._foreign, *self._pending)
-        copy, dropped = compact_shadow(
-            entries, active_run=newest.run_id, written_at=now,
-            max_bytes=self.shadow_max_bytes, error=error, dropped=self._dropped,
-        )
-        held = {(p.run_id, p.revision) for p in copy.pending}
-        newly_dropped = dropped[len(self._dropped):]
         try:
-            write_shadow(self.shadow_file, copy)
+            newly_dropped = self.shadow.write(self._pending, now=now, error=error)
         except OSError as exc:
-            self._shadow_revision = 0
             self._state = reduce_persistence(
                 self._state, Queued(newest.revision, newest.run_id, reason=error),
                 tiers=self.tiers)
             return self._result("unsaved", revision, committed, identity, error=error,
                                 shadow_error=str(exc))
-        self._dropped = dropped
-        self._foreign = tuple(p for p in self._foreign if (p.run_id, p.revision) in held)
-        # The copy counts as a recovery copy only while it holds every pending revision (B9).
-        self._shadow_incomplete = any((p.run_id, p.revision) not in held for p in self._pending)
-        self._shadow_revision = newest.revision
         self._state = reduce_persistence(
             self._state,
             Queued(newest.revision, newest.run_id, reason=error,
-                   recoverable_tier=None if self._shadow_incomplete else SHADOW_TIER),
+                   recoverable_tier=None if self.shadow.incomplete else SHADOW_TIER),
             tiers=self.tiers,
         )
         return self._result("shadowed", revision, committed, identity, error=error,
