@@ -13,25 +13,26 @@ The loop is the whole of the shell's "control flow", and it decides nothing:
 After every step the new scheduler state (and the post, when the call posted) is committed as one
 revision through `Durability` (C3, B4-B9). Controls from other processes (`autodev stop`,
 `pause`, `resume`, `say`) arrive through the store's control table and become events.
+
+This module is the loop itself: the steps, the effect handlers, the controls turned into events
+between steps, and the turn's prompt (B18-B20). Its other jobs are parts the `Runner` holds,
+each in its own module: `commits.Commits` (each revision, the turn gate's wait, the heartbeat,
+the store-file check), `calls.CliCalls` (running a CLI and recording its process group),
+`controls.Controls` (reading the control table) and `logsink.StreamLog` (the log lines).
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
 import sys
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import suppress
-from datetime import datetime, tzinfo
+from datetime import datetime
 from pathlib import Path
-from typing import Final, Protocol, TextIO
+from typing import Final, TextIO
 
 import attrs
 
 from autodev_core.engine import Engine
-from autodev_core.errors import AutodevError
 from autodev_core.identity import RunIdentity
 from autodev_core.participant import Participant
 from autodev_core.persistence import describe_persistence
@@ -55,27 +56,21 @@ from autodev_core.scheduler import (
     restore_state,
     step,
 )
-from autodev_core.serialization import from_json, to_json
+from autodev_core.serialization import from_json
 from autodev_core.thread_window import thread_window
 from autodev_core.turn_input import InputRecord, TurnStart, bind_input_context, plan_turn_input
 
-from .adapters import (
-    DEFAULT_TEMPLATES,
-    CallResult,
-    CommandTemplate,
-    argv_for,
-    call_participant,
-    prompt_on_stdin,
-)
+from .adapters import DEFAULT_TEMPLATES, CallResult, CommandTemplate
+from .calls import CliCalls
 from .clock import Clock
-from .durability import Durability, PersistResult
+from .commits import GATE_RETRY_SECONDS, Commits, RunFolderGone, revision_span
+from .controls import Controls
+from .durability import Durability
 from .lanes import Lanes
-from .private import open_private
-from .processes import end_group, start_ticks
-from .runlock import lock_path
+from .logsink import LOG_FIELDS, LogSink, StreamLog
 from .sharing import LimitSharing
 from .sleeper import COUNTDOWN_MIN_SECONDS, DEFAULT_SLICE_SECONDS, countdown_text, sleep_until
-from .store import Control, NewPost, RunStore, StoreError
+from .store import Control, NewPost, RunStore
 
 #: The thread's last posts shown to a participant in a fresh turn's prompt.
 PROMPT_THREAD_POSTS: Final = 20
@@ -87,24 +82,8 @@ PROMPT_THREAD_BYTES: Final = 64 * 1024
 #: One post's most in the window: a longer post is cut (its start kept) with a marker, so one
 #: huge post never pushes every other post out.
 PROMPT_POST_BYTES: Final = 16 * 1024
-#: Real seconds between attempts to write a revision the turn gate is waiting for (B9).
-GATE_RETRY_SECONDS: Final = 1.0
 #: The participant name user messages are posted under.
 USER: Final = "user"
-
-
-class RunFolderGone(AutodevError):
-    """The run's database (or its write-ahead log) was removed or replaced under the daemon:
-    whatever it wrote now would be lost, so it stops writing and exits."""
-
-
-def _file_id(path: Path) -> tuple[int, int] | None:
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return info.st_dev, info.st_ino
-
 
 #: The events a control (`autodev stop`, `pause`, `resume`, `say`) becomes, by control name.
 _CONTROL_NAMES: Final[dict[type, str]] = {
@@ -112,122 +91,8 @@ _CONTROL_NAMES: Final[dict[type, str]] = {
     MessageArrived: "say",
 }
 
-
-class LogSink(Protocol):
-    """Where log lines go: the core's lines (`line`, or `entry` with their structured fields),
-    status changes (`status`), controls taken (`control`) and the shell's own notes (`note`)."""
-
-    def line(self, at: datetime, message: str) -> None: ...
-
-    def entry(self, log: Log) -> None: ...
-
-    def status(self, at: datetime, status: str) -> None: ...
-
-    def control(self, at: datetime, command: str) -> None: ...
-
-    def note(self, at: datetime, message: str) -> None: ...
-
-
-#: The structured fields of a `Log` written in `--json` lines (docs/cli.md), in this order.
-LOG_FIELDS: Final = (
-    "participant", "engine", "provider", "target", "colleague", "until", "count", "failure",
-)
-
-
-class StreamLog:
-    """Log lines to a stream (stderr) and a log file; JSON lines with `json_lines` (C7)."""
-
-    def __init__(
-        self,
-        zone: tzinfo,
-        *,
-        stream: TextIO | None = None,
-        file: Path | None = None,
-        json_lines: bool = False,
-    ) -> None:
-        self.zone = zone
-        self.stream = stream
-        self.json_lines = json_lines
-        self._file = (
-            os.fdopen(open_private(file, os.O_WRONLY | os.O_APPEND), "a", encoding="utf-8")
-            if file is not None
-            else None
-        )
-        self.lines: list[tuple[datetime, str]] = []
-        #: The last write to the log file failed (a full disk, say).
-        self.file_failed = False
-
-    def _stamp(self, at: datetime) -> str:
-        return at.astimezone(self.zone).strftime("%Y-%m-%dT%H:%M:%S")
-
-    def _write(
-        self, at: datetime, message: str, kind: str, fields: Mapping[str, object] | None = None
-    ) -> None:
-        text = f"{self._stamp(at)} {message}"
-        if self.json_lines:
-            record: dict[str, object] = {
-                "at": at.isoformat(), "local": self._stamp(at), "kind": kind, "message": message,
-            }
-            if fields:
-                record.update(fields)
-            text = json.dumps(record, ensure_ascii=False)
-        elif kind in ("status", "control"):
-            return  # the human log holds the SPEC's lines; these are for programs (C7)
-        if self.stream is not None:
-            self.stream.write(text + "\n")
-            self.stream.flush()
-        if self._file is not None:
-            try:
-                self._file.write(text + "\n")
-                self._file.flush()
-            except OSError as exc:  # a full disk never stops the daemon; stderr still has it
-                if not self.file_failed and self.stream is not None:
-                    self.stream.write(f"{self._stamp(at)} the log file cannot be written "
-                                      f"({exc}); lines go to stderr only until it can\n")
-                    self.stream.flush()
-                self.file_failed = True
-            else:
-                self.file_failed = False
-
-    def line(self, at: datetime, message: str) -> None:
-        self.lines.append((at, message))
-        self._write(at, message, "log")
-
-    def entry(self, log: Log) -> None:
-        """A core line with its structured fields (issue 12: `event` is the `Log.kind`)."""
-        self.lines.append((log.at, log.message))
-        fields: dict[str, object] = {"event": log.kind}
-        for name in LOG_FIELDS:
-            value = getattr(log, name)
-            if value is None:
-                continue
-            if isinstance(value, datetime):
-                fields[name] = value.isoformat()
-            elif isinstance(value, (int, str)):
-                fields[name] = value
-            else:
-                fields[name] = str(value)  # an Engine, as `provider[:model]` (A9)
-        self._write(log.at, log.message, "log", fields)
-
-    def status(self, at: datetime, status: str) -> None:
-        self._write(at, f"status: {status}", "status", {"status": status})
-
-    def control(self, at: datetime, command: str) -> None:
-        self._write(at, f"{command} requested", "control", {"control": command})
-
-    def note(self, at: datetime, message: str) -> None:
-        self._write(at, message, "note")
-
-    def close(self) -> None:
-        if self._file is not None:
-            with suppress(OSError):  # lines the disk never took are on stderr already
-                self._file.close()
-            self._file = None
-
-
 #: Runs one call for the loop: (effect, participant, prompt) -> the adapter's result.
 CallPerformer = Callable[[StartCall, Participant, str], CallResult]
-
 
 @attrs.frozen
 class RunSummary:
@@ -252,7 +117,6 @@ def restored_state(config: SchedulerConfig, saved_json: str) -> SchedulerState:
             saved = None
     return restore_state(config, saved)
 
-
 @attrs.frozen
 class _Todo:
     """An event for the loop to apply, with what its revision carries: posts (a call's, a
@@ -264,54 +128,11 @@ class _Todo:
     taken: tuple[int, ...] = ()
 
 
-class Controls:
-    """Commands queued by other processes (the store's control table). Reading one takes
-    nothing: each is marked taken in the commit that carries it out, so a kill -9 at any moment
-    loses none (an untaken control is read again by the next daemon)."""
-
-    def __init__(self, store: RunStore, clock: Clock) -> None:
-        self.store = store
-        self.clock = clock
-        self.queue: deque[Control] = deque()
-        self._seen = 0
-
-    def poll(self) -> None:
-        try:
-            controls = self.store.pending_controls(after=self._seen)
-        except StoreError:
-            return  # a store that cannot be read now is read again at the next poll
-        for control in controls:
-            self._seen = max(self._seen, control.id)
-            self.queue.append(control)
-
-    def has(self, *commands: str) -> bool:
-        self.poll()
-        return any(control.command in commands for control in self.queue)
-
-    def take_all(self, command: str) -> list[Control]:
-        """Remove and return every queued `command`, leaving the others in order."""
-        self.poll()
-        taken = [item for item in self.queue if item.command == command]
-        if taken:
-            self.queue = deque(item for item in self.queue if item.command != command)
-        return taken
-
-    def take_first(self, *commands: str) -> Control | None:
-        """Remove and return the oldest queued control among `commands`, if any."""
-        self.poll()
-        for item in self.queue:
-            if item.command in commands:
-                self.queue.remove(item)
-                return item
-        return None
-
-    def take(self) -> Control | None:
-        self.poll()
-        return self.queue.popleft() if self.queue else None
-
-
 class Runner:
-    """One run's daemon: the scheduler state, the store, and the effect handlers (B21)."""
+    """One run's daemon: the scheduler state, the store, and the effect handlers (B21).
+
+    Its parts (see module doc): `commits`, `cli` and `controls`.
+    """
 
     def __init__(
         self,
@@ -336,33 +157,29 @@ class Runner:
         self.durability = durability
         self.identity = identity
         self.clock = clock
-        self.log = log
-        self.templates = templates
-        self.env = env
         self.slice_seconds = slice_seconds
         self.countdown = countdown
-        self.lanes = lanes
         # Issue 14: limits shared with other runs on the same accounts (docs/sharing.md); the
         # team's engines are read at each turn start.
         self.sharing = sharing
         self._engines: tuple[Engine, ...] = tuple(
             dict.fromkeys(engine for lane in config.lanes for engine in lane)
         )
-        #: Where an argv prompt too long for one argument is written for its call (private).
-        self.prompt_dir = prompt_dir
-        self.perform_call = perform_call or self._call_cli
         self.controls = Controls(store, clock)
+        self.commits = Commits(store=store, durability=durability, identity=identity,
+                               clock=clock, log=log, controls=self.controls)
+        # `prompt_dir`: where an argv prompt too long for one argument is written (private).
+        self.cli = CliCalls(store=store, clock=clock, log=log, zone=config.zone,
+                            templates=templates, env=env, lanes=lanes, prompt_dir=prompt_dir,
+                            cancel=self._during_call)
+        self._log = log
+        self.perform_call = perform_call or self.cli.call
         self.members = {p.id: p for p in config.team}
         self.state = restored_state(config, store.snapshot().scheduler_state_json)
-        # C3: the counter goes on from the highest revision known anywhere (store, marker,
-        # shadow copy), so a restart after a shadowed write never reuses a pending revision.
-        self.revision = max(store.revision, durability.highest_revision)
         self.events = 0
         self.calls = 0
         self.posts: list[tuple[str, str]] = []
         self.statuses: list[str] = []
-        self._untaken: set[int] = set()  # controls carried out, not yet marked taken
-        self._beat_failed = False
         self._events: deque[_Todo] = deque()
         self._parent: tuple[str, str] = ("", "")  # the input the current turn answers (B19)
         # B21: one handler per effect type the core can emit; a test checks none is missing.
@@ -373,9 +190,29 @@ class Runner:
             StatusChanged: self._on_status,  # type: ignore[dict-item]
         }
         self._stop_at: datetime | None = None
-        self._db_file = _file_id(store.path)
-        self._wal_path = Path(f"{store.path}-wal")
-        self._wal_file = _file_id(self._wal_path)
+
+    @property
+    def log(self) -> LogSink:
+        """Where the loop and its parts write their lines; setting it sets it for all."""
+        return self._log
+
+    @log.setter
+    def log(self, sink: LogSink) -> None:
+        self._log = sink
+        self.commits.log = self.cli.log = sink
+
+    @property
+    def revision(self) -> int:
+        """The loop's revision counter: the last revision it committed or tried to (C3)."""
+        return self.commits.revision
+
+    def check_store_file(self) -> None:
+        """See `Commits.check_store_file` (raises `RunFolderGone`)."""
+        self.commits.check_store_file()
+
+    def end_previous_call(self) -> None:
+        """See `CliCalls.end_previous_call`: end a call a killed daemon left running."""
+        self.cli.end_previous_call()
 
     # --- the loop --------------------------------------------------------------------------
 
@@ -389,8 +226,8 @@ class Runner:
             taken_up = self.durability.retry(identity=self.identity, now=self.clock.now())
             done = ("committed to the store" if taken_up.outcome == "committed"
                     else f"not committed yet: {taken_up.error or taken_up.gate.detail}")
-            self.log.note(self.clock.now(),
-                          f"took up revisions {_span(shadowed)} from the shadow copy; {done}")
+            self.log.note(self.clock.now(), f"took up revisions {revision_span(shadowed)} "
+                          f"from the shadow copy; {done}")
         events.extend(self._shared(self.clock.now()))  # learned before the run starts (A39)
         self.end_previous_call()
         if self.state.status == "paused":
@@ -437,7 +274,8 @@ class Runner:
         for post in todo.posts:
             if post.participant != USER:
                 self.posts.append((post.participant, post.engine))
-        self._commit(todo.posts, reason=type(event).__name__, taken=todo.taken)
+        self.commits.commit(self.state, todo.posts, reason=type(event).__name__,
+                            taken=todo.taken)
         self._publish(before, event.now)
         for effect in effects:
             events.extend(self.handlers[type(effect)](effect))
@@ -446,6 +284,8 @@ class Runner:
         says = self.controls.take_all("say")
         if says:
             events.append(self._say(says, self.clock.now()))
+
+    # --- controls between and during steps: stop, pause, resume, say (C6) -------------
 
     def _say(self, says: Sequence[Control], now: datetime) -> _Todo:
         """User messages as one `MessageArrived`, committed with their posts. Each post is keyed
@@ -456,27 +296,6 @@ class Runner:
             if c.arg.strip()
         )
         return _Todo(MessageArrived(now=now), posts, tuple(c.id for c in says))
-
-    # --- shared limits (issue 14) ---------------------------------------------------------
-
-    def _shared(self, now: datetime) -> list[_Todo]:
-        """What other runs on the same accounts learned since this run last asked: one round
-        trip for the team's engines (a turn starts next), plus pub/sub news. Empty when this
-        run does not share, or Redis cannot be reached (the run carries on with its own)."""
-        if self.sharing is None:
-            return []
-        last = self.state.last_event_at
-        at = now if last is None or now >= last else last
-        return [_Todo(observed) for observed in self.sharing.sync(self._engines, at)]
-
-    def _publish(self, before: SchedulerState, now: datetime) -> None:
-        """Offer the limits this step recorded from this run's own calls (never outages)."""
-        if self.sharing is None or self.state.limits == before.limits:
-            return
-        old = set(before.limits)
-        learned = [r for r in self.state.limits if not r.source and r not in old]
-        if learned:
-            self.sharing.publish(learned, now)
 
     def _post_messages_now(self) -> None:
         """Post queued user messages at once, in the middle of a call or a wait that a message
@@ -506,7 +325,7 @@ class Runner:
         kind = kinds.get(control.command)
         if kind is None:
             self.log.note(now, f"unknown control {control.command!r} ignored")
-            self._untaken.add(control.id)
+            self.commits.untaken.add(control.id)
             return
         events.append(_Todo(kind(now=now), taken=(control.id,)))
 
@@ -517,7 +336,7 @@ class Runner:
                 return
             now = self.clock.now()
             self.check_store_file()
-            self._beat(now)
+            self.commits.beat(now)
             # Wait a slice (controls are polled all the while), never past the end of the run.
             seconds = self.slice_seconds
             if self._stop_at is not None:
@@ -525,92 +344,23 @@ class Runner:
             self.clock.wait(seconds, lambda: self.controls.has("stop", "resume", "say", "pause"))
             self._drain_controls(events)
 
-    def _beat(self, now: datetime) -> None:
-        """The heartbeat (C2). A store that cannot take it (a full disk) never stops the
-        daemon: the lock file's time stands in for it (a metadata write needs no free space),
-        and the log says so once, and again when the store takes it back."""
-        try:
-            self.store.heartbeat(now)
-        except StoreError as exc:
-            with suppress(OSError):
-                os.utime(lock_path(self.store.path))
-            if not self._beat_failed:
-                self.log.note(now, f"heartbeat not written ({exc}); the lock file's time stands "
-                                   "in for it until the store takes writes again")
-            self._beat_failed = True
-        else:
-            if self._beat_failed:
-                self.log.note(now, "heartbeat written to the store again")
-            self._beat_failed = False
+    def _cut_short(self) -> list[_Todo]:
+        """A stop or pause cut the call short (or came before it started): that control, then
+        `CallCancelled`, so the core knows the call has no outcome and its turn is still owed
+        (A33) — a resume or a new start begins it again."""
+        control = self.controls.take_first("stop", "pause")
+        now = self.clock.now()
+        if control is None:  # pragma: no cover - a cut-short call always has its control
+            return []
+        kind = StopRequested if control.command == "stop" else PauseRequested
+        return [_Todo(kind(now=now), taken=(control.id,)), _Todo(CallCancelled(now=now))]
 
-    def check_store_file(self) -> None:
-        """The store this daemon writes is still the file at its path, and so is its WAL (same
-        device and inode as when it started): checked every slice and before every write.
-        Raises `RunFolderGone` otherwise."""
-        problem = ""
-        if _file_id(self.store.path) != self._db_file:
-            problem = f"{self.store.path} was removed or replaced"
-        else:
-            wal = _file_id(self._wal_path)
-            if self._wal_file is None:
-                self._wal_file = wal  # the first write makes it
-            elif wal != self._wal_file:
-                problem = f"{self._wal_path} was removed or replaced"
-        if problem:
-            raise RunFolderGone(
-                f"The run store {problem} while the daemon was running; it stops writing now "
-                "(nothing more can be saved there). Restore the run folder, or start a new run."
-            )
-
-    def _clock_factor(self) -> float:
-        return float(getattr(self.clock, "factor", 1.0))
-
-    # --- persistence (C3, B4-B9) -----------------------------------------------------------
-
-    def _commit(
-        self, posts: Sequence[NewPost], *, reason: str, taken: Sequence[int] = ()
-    ) -> PersistResult:
+    def _during_call(self) -> bool:
+        """Asked several times a second while a call runs: post user messages at once, and
+        say whether a stop or pause cuts the call short."""
         self.check_store_file()
-        self.revision += 1
-        self._untaken.update(taken)
-        result = self.durability.persist_revision(
-            self.revision,
-            posts,
-            to_json(self.state),
-            identity=self.identity,
-            now=self.clock.now(),
-            reason=reason,
-            taken_controls=tuple(sorted(self._untaken)),
-        )
-        if result.outcome == "committed":
-            self._untaken.clear()
-        if result.shadow_dropped:
-            self.log.note(self.clock.now(), "the shadow copy is full; left out: "
-                          + "; ".join(result.shadow_dropped))
-        if result.outcome != "committed":
-            self.log.note(
-                self.clock.now(),
-                f"revision {self.revision} not confirmed "
-                f"({result.outcome}: {result.error or result.gate.reason})",
-            )
-        return result
-
-    def _gate_open(self) -> bool:
-        """B9: a turn starts only when the last writes are confirmed; else retry the write."""
-        while True:
-            gate = self.durability.gate(self.identity)
-            if gate.may_start:
-                return True
-            if not gate.retry_write:
-                self.log.note(self.clock.now(), f"turn deferred: {gate.reason} {gate.detail}")
-            result = self.durability.retry(identity=self.identity, now=self.clock.now())
-            if result.gate.may_start:
-                return True
-            if self.clock.wait(
-                GATE_RETRY_SECONDS * self._clock_factor(),
-                lambda: self.controls.has("stop", "pause"),
-            ):
-                return False
+        self._post_messages_now()
+        return self.controls.has("stop", "pause")
 
     # --- effect handlers ---------------------------------------------------------------------
 
@@ -629,7 +379,7 @@ class Runner:
 
         def heartbeat(now: datetime, target: datetime) -> None:
             self.check_store_file()
-            self._beat(now)
+            self.commits.beat(now)
             left = (target - now).total_seconds()
             if self.countdown is not None and left >= COUNTDOWN_MIN_SECONDS:
                 text = countdown_text(self._waiting_for(effect), target, now, self.config.zone)
@@ -699,11 +449,11 @@ class Runner:
             # The run's time is up: it stops before another call, and the call never ran.
             now = self.clock.now()
             return [_Todo(StopRequested(now=now)), _Todo(CallCancelled(now=now))]
-        if self.controls.has("stop", "pause") or not self._gate_open():
+        if self.controls.has("stop", "pause") or not self.commits.gate_open():
             return self._cut_short()  # stop or pause arrived while waiting for the write
         prompt = self._prompt(effect, member)
         self.check_store_file()
-        self._beat(self.clock.now())
+        self.commits.beat(self.clock.now())
         self.calls += 1
         result = self.perform_call(effect, member, prompt)
         if result.cancelled:
@@ -727,84 +477,6 @@ class Runner:
         # Issue 14: the turn this call's end may start sees what other runs learned meanwhile
         # (learned first, at the same instant: A39).
         return [*self._shared(ended.now), _Todo(ended, posts)]
-
-    def _cut_short(self) -> list[_Todo]:
-        """A stop or pause cut the call short (or came before it started): that control, then
-        `CallCancelled`, so the core knows the call has no outcome and its turn is still owed
-        (A33) — a resume or a new start begins it again."""
-        control = self.controls.take_first("stop", "pause")
-        now = self.clock.now()
-        if control is None:  # pragma: no cover - a cut-short call always has its control
-            return []
-        kind = StopRequested if control.command == "stop" else PauseRequested
-        return [_Todo(kind(now=now), taken=(control.id,)), _Todo(CallCancelled(now=now))]
-
-    def _during_call(self) -> bool:
-        """Asked several times a second while a call runs: post user messages at once, and
-        say whether a stop or pause cuts the call short."""
-        self.check_store_file()
-        self._post_messages_now()
-        return self.controls.has("stop", "pause")
-
-    def _call_cli(self, effect: StartCall, member: Participant, prompt: str) -> CallResult:
-        lanes = self.lanes
-        if lanes is not None:
-            argv = argv_for(member, effect.engine, prompt, self.templates)
-            on_stdin = prompt_on_stdin(effect.engine.provider, self.templates)
-            lanes.begin_call(
-                member.id,
-                engine=str(effect.engine),
-                argv=argv,
-                at=self.clock.now(),
-                stdin_chars=len(prompt) if on_stdin else None,
-            )
-        result = call_participant(
-            member,
-            effect.engine,
-            prompt,
-            templates=self.templates,
-            prompt_dir=self.prompt_dir,
-            clock=self.clock,
-            local_tz=self.config.zone,
-            env=self.env,
-            sink=lanes.sink(member.id) if lanes is not None else None,
-            cancel=self._during_call,
-            started=self._call_started,
-        )
-        self._call_over()
-        if lanes is not None:
-            lanes.end_call(member.id, result)  # C8: the lane says how each call ended
-        return result
-
-    def _call_started(self, pid: int) -> None:
-        """Record the call's process group (its pid, C1) so a daemon that follows a kill -9
-        of this one can end it before starting the owed turn again (issue 9.7)."""
-        try:
-            self.store.record_call_process(pid, pid, start_ticks(pid), now=self.clock.now())
-        except StoreError as exc:  # the CLI still dies with this daemon (PR_SET_PDEATHSIG)
-            self.log.note(self.clock.now(), f"the call's process could not be recorded: {exc}")
-
-    def _call_over(self) -> None:
-        # A stale record names a finished process: the next daemon finds it gone.
-        with contextlib.suppress(StoreError):
-            self.store.clear_call_process()
-
-    def end_previous_call(self) -> None:
-        """A daemon killed with -9 during a call may have left that call's process group
-        running (the CLI's own children outlive it): end it, once it is proved ours, before
-        any turn starts — never two calls of one turn alive together."""
-        try:
-            record = self.store.call_process()
-        except StoreError:
-            return
-        if record is None:
-            return
-        if end_group(record.pid, record.pgid, record.ticks):
-            self.log.note(
-                self.clock.now(),
-                f"ended the call a previous daemon left running (process group {record.pgid})",
-            )
-        self._call_over()
 
     # --- the thread and prompts (B18-B20) --------------------------------------------------
 
@@ -833,8 +505,8 @@ class Runner:
         if plan.rollback.required:
             dropped = self.durability.roll_back(plan.rollback.to_revision)
             if dropped:
-                self.log.note(self.clock.now(), f"rolled back revisions {_span(dropped)} that "
-                              "the failed attempt left uncommitted (B20)")
+                self.log.note(self.clock.now(), f"rolled back revisions {revision_span(dropped)} "
+                              "that the failed attempt left uncommitted (B20)")
         if plan.context is not None and not plan.needs_compute:
             return plan.context
         window = thread_window(
@@ -855,19 +527,39 @@ class Runner:
         )
         return context
 
+    # --- shared limits (issue 14) ---------------------------------------------------------
 
-def _span(revisions: Sequence[int]) -> str:
-    if not revisions:
-        return "none"
-    return str(revisions[0]) if len(revisions) == 1 else f"{revisions[0]}-{revisions[-1]}"
+    def _shared(self, now: datetime) -> list[_Todo]:
+        """What other runs on the same accounts learned since this run last asked: one round
+        trip for the team's engines (a turn starts next), plus pub/sub news. Empty when this
+        run does not share, or Redis cannot be reached (the run carries on with its own)."""
+        if self.sharing is None:
+            return []
+        last = self.state.last_event_at
+        at = now if last is None or now >= last else last
+        return [_Todo(observed) for observed in self.sharing.sync(self._engines, at)]
+
+    def _publish(self, before: SchedulerState, now: datetime) -> None:
+        """Offer the limits this step recorded from this run's own calls (never outages)."""
+        if self.sharing is None or self.state.limits == before.limits:
+            return
+        old = set(before.limits)
+        learned = [r for r in self.state.limits if not r.source and r not in old]
+        if learned:
+            self.sharing.publish(learned, now)
 
 
 def default_countdown() -> TextIO | None:
     """A countdown only when stderr is a terminal (C7)."""
     return sys.stderr if sys.stderr.isatty() else None
 
-
 __all__ = [
+    "GATE_RETRY_SECONDS",
+    "LOG_FIELDS",
+    "PROMPT_POST_BYTES",
+    "PROMPT_THREAD_BYTES",
+    "PROMPT_THREAD_POSTS",
+    "USER",
     "CallPerformer",
     "Controls",
     "InputRecord",
