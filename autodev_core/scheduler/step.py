@@ -18,13 +18,21 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any, Final
 
-import attrs
-
 from ..engine import Engine
 from ..errors import AutodevError
 from ..participant import Participant
 from . import logs
-from .effects import Effect, Log, LogKind, Sleep, StartCall, Status, StatusChanged, TurnKind
+from ._build import (
+    new_call,
+    new_engine_limit,
+    new_log,
+    new_outage,
+    new_sleep,
+    new_start_call,
+    new_state,
+    new_status_changed,
+)
+from .effects import Effect, LogKind, Status, TurnKind
 from .events import (
     EVENT_TYPES,
     CallCancelled,
@@ -41,7 +49,7 @@ from .events import (
     Woke,
 )
 from .registry import merge_limit
-from .state import Call, EngineLimit, Outage, SchedulerState
+from .state import EngineLimit, SchedulerState
 
 
 class SchedulerProtocolError(AutodevError):
@@ -83,9 +91,7 @@ class _Draft:
         self.effects: list[Effect] = []
 
     def freeze(self) -> SchedulerState:
-        # Positional (a third cheaper than keywords on the hot path); `_FIELD_ORDER` below
-        # fails the import if SchedulerState's fields are ever reordered.
-        return SchedulerState(
+        return new_state(
             self.config,
             self.status,
             self.due,
@@ -106,11 +112,10 @@ class _Draft:
             self.last_event_at,
         )
 
-
     # -- small helpers ----------------------------------------------------------------------
 
     def log(self, now: datetime, message: str, kind: LogKind, **fields: Any) -> None:
-        self.effects.append(Log(now, message, kind, **fields))
+        self.effects.append(new_log(now, message, kind, **fields))
 
     def clock(self, at: datetime, now: datetime) -> str:
         return logs.clock(at, now, self.config.zone)
@@ -118,7 +123,7 @@ class _Draft:
     def set_status(self, now: datetime, status: Status) -> None:
         if status != self.status:
             self.status = status
-            self.effects.append(StatusChanged(at=now, status=status))
+            self.effects.append(new_status_changed(now, status))
 
     def member(self, index: int) -> Participant:
         return self.config.team[index]
@@ -168,15 +173,6 @@ class _Draft:
         return None
 
 
-_FIELD_ORDER: Final = (
-    "config", "status", "due", "approved", "gates", "limits", "outages", "failures", "empties",
-    "seats", "passed", "call", "wait_until", "fresh", "last_runner", "iterations", "runtime",
-    "last_event_at",
-)
-if tuple(a.name for a in attrs.fields(SchedulerState)) != _FIELD_ORDER:  # pragma: no cover
-    raise ImportError("SchedulerState's fields changed: update _Draft.freeze and _FIELD_ORDER")
-
-
 def _replace(values: tuple[Any, ...], index: int, value: Any) -> tuple[Any, ...]:
     return (*values[:index], value, *values[index + 1 :])
 
@@ -212,7 +208,7 @@ def _record_limit(d: _Draft, now: datetime, engine: Engine, reset_at: datetime |
     default = now + d.config.policy.default_limit_wait(engine.provider)
     until = reset_at if read and reset_at is not None else default
     _before, merged = _merge_limit(
-        d, now, EngineLimit(engine=engine, until=until, read=read, seen=now)
+        d, now, new_engine_limit(engine, until, read, now, "")
     )
     d.log(now, logs.limited_until(engine, d.clock(merged.until, now)), "limit", engine=engine,
           until=merged.until)
@@ -221,12 +217,12 @@ def _record_limit(d: _Draft, now: datetime, engine: Engine, reset_at: datetime |
 def _observe_limit(d: _Draft, event: LimitObserved) -> bool:
     """Issue 14: join a limit another run saw; written only when it changes the registry."""
     now = event.now
-    observed = EngineLimit(
-        engine=event.engine,
-        until=event.until,
-        read=event.read,
-        seen=event.seen if event.seen is not None else now,
-        source=event.source,
+    observed = new_engine_limit(
+        event.engine,
+        event.until,
+        event.read,
+        event.seen if event.seen is not None else now,
+        event.source,
     )
     record, merged = _merge_limit(d, now, observed)
     if merged == record:
@@ -248,7 +244,7 @@ def _record_outage(d: _Draft, now: datetime, provider: str) -> None:
         else:
             kept.append(record)
     retry_at = now + d.config.policy.outage_retry_after(attempts)
-    kept.append(Outage(provider=provider, retry_at=retry_at, attempts=attempts))
+    kept.append(new_outage(provider, retry_at, attempts))
     kept.sort(key=lambda r: r.provider)
     d.outages = tuple(kept)
     d.log(now, logs.could_not_reach(provider, d.clock(retry_at, now)), "outage",
@@ -319,22 +315,16 @@ def _start(d: _Draft, now: datetime, runner: int, position: int, owner: int) -> 
     d.last_runner = runner_id
     d.iterations += 1
     d.wait_until = None
-    d.call = Call(
-        participant=runner_id,
-        engine=engine,
-        started_at=now,
-        turn_owner=owner_id,
-        approved=d.approved is not None,
-    )
+    d.call = new_call(runner_id, engine, now, owner_id, d.approved is not None)
     d.set_status(now, "running")
     d.effects.append(
-        StartCall(
-            at=now,
-            participant=runner_id,
-            engine=engine,
-            model=config.models[runner][position],  # A13: the pin only on the primary
-            turn_kind=kind,
-            turn_owner=owner_id,
+        new_start_call(
+            now,
+            runner_id,
+            engine,
+            config.models[runner][position],  # A13: the pin only on the primary
+            kind,
+            owner_id,
         )
     )
 
@@ -403,7 +393,7 @@ def _soonest(
 def _sleep(d: _Draft, now: datetime, until: datetime, status: Status, on_message: bool) -> None:
     d.wait_until = until
     d.set_status(now, status)
-    d.effects.append(Sleep(until=until, status=status, wakes_on_message=on_message))
+    d.effects.append(new_sleep(until, status, on_message))
 
 
 def _waited_for(d: _Draft, what: str, until: datetime) -> dict[str, Any]:
@@ -648,8 +638,7 @@ def _on_woke(d: _Draft, event: Woke) -> None:
     now = event.now
     until = d.wait_until
     if until is not None and now < until:  # woke early: keep sleeping (A38: `now >= t`)
-        d.effects.append(Sleep(until=until, status=d.status, wakes_on_message=(
-            d.status == "backing_off")))
+        d.effects.append(new_sleep(until, d.status, d.status == "backing_off"))
         return
     d.wait_until = None
     _begin_turn(d, now)
