@@ -227,8 +227,10 @@ def _observe_limit(d: _Draft, event: LimitObserved) -> bool:
     record, merged = _merge_limit(d, now, observed)
     if merged == record:
         return False
-    if merged.until <= now and (record is None or record.until <= now):
-        return True  # an ended limit, kept until the next turn start: nothing to say
+    if merged.until <= now:
+        # An ended limit (A38), kept until the next turn start: nothing to say, also when it
+        # ends a defaulted one still in force (a read reset replaces a default, even earlier).
+        return True
     d.log(now, logs.limited_elsewhere(event.engine, d.clock(merged.until, now), merged.source),
           "limit", engine=event.engine, until=merged.until)
     return True
