@@ -10,7 +10,7 @@ status` writes times without loading the scheduler or the sleeper (issue 13)."""
 from __future__ import annotations
 
 import math
-from datetime import UTC, datetime, tzinfo
+from datetime import UTC, date, datetime, tzinfo
 from typing import Any
 
 import attrs
@@ -35,7 +35,7 @@ def utc_or_none(value: object) -> Any:
 
 def aware(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     """attrs validator: `value` must be an aware datetime."""
-    if not is_aware(value):
+    if not (isinstance(value, datetime) and value.utcoffset() is not None):  # `is_aware`, inline
         owner = type(instance).__name__
         raise ValueError(f"{owner}.{attribute.name} must be an aware datetime, not {value!r}")
 
@@ -48,8 +48,13 @@ def aware_or_none(instance: object, attribute: attrs.Attribute[Any], value: obje
 
 def clock(at: datetime, line_at: datetime, zone: tzinfo) -> str:
     """`<time>` of SPEC A: `HH:MM` on the line's local day, else `YYYY-MM-DD HH:MM`."""
-    local = at.astimezone(zone)
-    if local.date() == line_at.astimezone(zone).date():
+    return local_clock(at.astimezone(zone), line_at.astimezone(zone).date())
+
+
+def local_clock(local: datetime, day: date) -> str:
+    """`clock` of an instant already in the run's zone, for a line written on local `day` (the
+    scheduler works the day out once per step)."""
+    if local.date() == day:
         return f"{local.hour:02d}:{local.minute:02d}"
     return f"{local.year:04d}-{local.month:02d}-{local.day:02d} {local.hour:02d}:{local.minute:02d}"
 

@@ -211,8 +211,9 @@ def main(argv: list[str] | None = None) -> int:
     m = measure(args.rounds)
     print(f"step: {m['step_us']:.2f} us, tenacity attempt: {m['tenacity_us']:.2f} us, "
           f"median ratio {m['ratio']:.2f} (target <= {TARGET_RATIO}) over {m['rounds']} rounds "
-          f"of {m['steps']} steps {m['kinds']}")
-    return 0 if m["ratio"] <= TARGET_RATIO else 1
+          f"of {m['steps']} steps {m['kinds']}; one limit CallEnded: {m['limit_us']:.2f} us, "
+          f"ratio {m['limit_ratio']:.2f}")
+    return 0 if max(m["ratio"], m["limit_ratio"]) <= TARGET_RATIO else 1
 
 
 if __name__ == "__main__":

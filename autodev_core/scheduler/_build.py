@@ -5,17 +5,22 @@ is validated when it is built (events.py, state.py), and a state a caller builds
 `SchedulerState`. Inside a step every effect and every piece of the new state is made from such
 a validated event and the validated state — a `now` that is already an aware UTC instant, an
 engine of the team, a status or log kind the code names literally — so re-checking them at every
-step only cost time (a sixth of a step). These builders set exactly the fields the attrs
-`__init__` sets, in the same slots, so what they build is equal to, hashes and reprs as the
-checked value built from the same arguments; tests/test_scheduler_builders.py holds them to it.
+step only cost time. These builders set exactly the fields the attrs `__init__` sets, so what
+they build is equal to, hashes and reprs as the checked value built from the same arguments;
+tests/test_scheduler_builders.py holds them to it, and the scheduler's state machine rebuilds
+every derived value through the checked constructors after every step.
 
-Each builder lists its class's fields by name; the import fails if the class ever gains, loses
-or reorders a field, so a builder cannot silently leave a slot unset.
+How: a frozen attrs instance can only be filled through `object.__setattr__` (a C call per
+field, about nine times the cost of a plain assignment). Each class here has a twin with the
+same slots and no `__setattr__` of its own: the builder fills a twin by plain assignment, then
+makes it an instance of the frozen class by setting its `__class__`, which CPython allows
+between classes of the same slot layout. (CPython refuses it when a class also has a
+`__weakref__` slot, so these classes are declared with `weakref_slot=False`.) The import fails
+if a class and its twin ever stop matching, so a builder cannot leave a slot unset.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -26,21 +31,43 @@ from .effects import Log, LogKind, Sleep, StartCall, Status, StatusChanged, Turn
 from .state import Call, EngineLimit, Outage, SchedulerConfig, SchedulerState
 
 _new = object.__new__
-Setter = Callable[[Any, Any], None]
 
 
-def _setters(cls: type, names: tuple[str, ...]) -> tuple[Setter, ...]:
-    """The slot setters of `cls`'s fields, which must be exactly `names`, in order."""
+def _twin(cls: type, twin: type) -> None:
+    """Check that `twin` holds exactly `cls`'s fields, in order, and can become a `cls`."""
     fields = tuple(a.name for a in attrs.fields(cls))
-    if fields != names:  # pragma: no cover - a class changed under its builder
-        raise ImportError(f"{cls.__name__}'s fields are {fields}: update its builder in _build.py")
-    return tuple(cls.__dict__[name].__set__ for name in names)
+    if getattr(cls, "__slots__", None) != fields or getattr(twin, "__slots__", None) != fields:
+        raise ImportError(  # pragma: no cover - a class changed under its builder
+            f"{cls.__name__}'s slots are {getattr(cls, '__slots__', None)}, its fields {fields}: "
+            f"update {twin.__name__} in scheduler/_build.py"
+        )
+    probe: Any = _new(twin)
+    for name in fields:
+        setattr(probe, name, None)
+    try:
+        probe.__class__ = cls
+    except TypeError as exc:  # pragma: no cover - e.g. a `__weakref__` slot came back
+        raise ImportError(f"{twin.__name__} cannot become a {cls.__name__}: {exc}") from None
 
 
-(_log_at, _log_message, _log_kind, _log_participant, _log_engine, _log_provider, _log_target,
- _log_colleague, _log_until, _log_count, _log_failure) = _setters(Log, (
-    "at", "message", "kind", "participant", "engine", "provider", "target", "colleague",
-    "until", "count", "failure"))
+class _LogSlots:
+    __slots__ = (  # noqa: RUF023 - in field order: the frozen class's layout
+        "at", "message", "kind", "participant", "engine", "provider", "target",
+        "colleague", "until", "count", "failure")
+    at: datetime
+    message: str
+    kind: LogKind
+    participant: str | None
+    engine: Engine | None
+    provider: str | None
+    target: Engine | None
+    colleague: str | None
+    until: datetime | None
+    count: int | None
+    failure: str | None
+
+
+_twin(Log, _LogSlots)
 
 
 def new_log(
@@ -56,24 +83,34 @@ def new_log(
     count: int | None = None,
     failure: str | None = None,
 ) -> Log:
-    log: Log = _new(Log)
-    _log_at(log, at)
-    _log_message(log, message)
-    _log_kind(log, kind)
-    _log_participant(log, participant)
-    _log_engine(log, engine)
-    _log_provider(log, provider)
-    _log_target(log, target)
-    _log_colleague(log, colleague)
-    _log_until(log, until)
-    _log_count(log, count)
-    _log_failure(log, failure)
-    return log
+    log = _new(_LogSlots)
+    log.at = at
+    log.message = message
+    log.kind = kind
+    log.participant = participant
+    log.engine = engine
+    log.provider = provider
+    log.target = target
+    log.colleague = colleague
+    log.until = until
+    log.count = count
+    log.failure = failure
+    log.__class__ = Log  # type: ignore[assignment]
+    return log  # type: ignore[return-value]
 
 
-(_start_at, _start_participant, _start_engine, _start_model, _start_turn_kind,
- _start_turn_owner) = _setters(StartCall, (
-    "at", "participant", "engine", "model", "turn_kind", "turn_owner"))
+class _StartCallSlots:
+    __slots__ = (  # noqa: RUF023 - in field order: the frozen class's layout
+        "at", "participant", "engine", "model", "turn_kind", "turn_owner")
+    at: datetime
+    participant: str
+    engine: Engine
+    model: str | None
+    turn_kind: TurnKind
+    turn_owner: str
+
+
+_twin(StartCall, _StartCallSlots)
 
 
 def new_start_call(
@@ -84,89 +121,160 @@ def new_start_call(
     turn_kind: TurnKind,
     turn_owner: str,
 ) -> StartCall:
-    effect: StartCall = _new(StartCall)
-    _start_at(effect, at)
-    _start_participant(effect, participant)
-    _start_engine(effect, engine)
-    _start_model(effect, model)
-    _start_turn_kind(effect, turn_kind)
-    _start_turn_owner(effect, turn_owner)
-    return effect
+    effect = _new(_StartCallSlots)
+    effect.at = at
+    effect.participant = participant
+    effect.engine = engine
+    effect.model = model
+    effect.turn_kind = turn_kind
+    effect.turn_owner = turn_owner
+    effect.__class__ = StartCall  # type: ignore[assignment]
+    return effect  # type: ignore[return-value]
 
 
-_sleep_until, _sleep_status, _sleep_wakes = _setters(
-    Sleep, ("until", "status", "wakes_on_message"))
+class _SleepSlots:
+    __slots__ = (  # noqa: RUF023 - in field order: the frozen class's layout
+        "until", "status", "wakes_on_message")
+    until: datetime
+    status: Status
+    wakes_on_message: bool
+
+
+_twin(Sleep, _SleepSlots)
 
 
 def new_sleep(until: datetime, status: Status, wakes_on_message: bool) -> Sleep:
-    effect: Sleep = _new(Sleep)
-    _sleep_until(effect, until)
-    _sleep_status(effect, status)
-    _sleep_wakes(effect, wakes_on_message)
-    return effect
+    effect = _new(_SleepSlots)
+    effect.until = until
+    effect.status = status
+    effect.wakes_on_message = wakes_on_message
+    effect.__class__ = Sleep  # type: ignore[assignment]
+    return effect  # type: ignore[return-value]
 
 
-_changed_at, _changed_status = _setters(StatusChanged, ("at", "status"))
+class _StatusChangedSlots:
+    __slots__ = ("at", "status")
+    at: datetime
+    status: Status
+
+
+_twin(StatusChanged, _StatusChangedSlots)
 
 
 def new_status_changed(at: datetime, status: Status) -> StatusChanged:
-    effect: StatusChanged = _new(StatusChanged)
-    _changed_at(effect, at)
-    _changed_status(effect, status)
-    return effect
+    effect = _new(_StatusChangedSlots)
+    effect.at = at
+    effect.status = status
+    effect.__class__ = StatusChanged  # type: ignore[assignment]
+    return effect  # type: ignore[return-value]
 
 
-(_call_participant, _call_engine, _call_started_at, _call_turn_owner,
- _call_approved) = _setters(Call, ("participant", "engine", "started_at", "turn_owner",
-                                   "approved"))
+class _CallSlots:
+    __slots__ = (  # noqa: RUF023 - in field order: the frozen class's layout
+        "participant", "engine", "started_at", "turn_owner", "approved")
+    participant: str
+    engine: Engine
+    started_at: datetime
+    turn_owner: str
+    approved: bool
+
+
+_twin(Call, _CallSlots)
 
 
 def new_call(
     participant: str, engine: Engine, started_at: datetime, turn_owner: str, approved: bool
 ) -> Call:
-    call: Call = _new(Call)
-    _call_participant(call, participant)
-    _call_engine(call, engine)
-    _call_started_at(call, started_at)
-    _call_turn_owner(call, turn_owner)
-    _call_approved(call, approved)
-    return call
+    call = _new(_CallSlots)
+    call.participant = participant
+    call.engine = engine
+    call.started_at = started_at
+    call.turn_owner = turn_owner
+    call.approved = approved
+    call.__class__ = Call  # type: ignore[assignment]
+    return call  # type: ignore[return-value]
 
 
-_limit_engine, _limit_until, _limit_read, _limit_seen, _limit_source = _setters(
-    EngineLimit, ("engine", "until", "read", "seen", "source"))
+class _EngineLimitSlots:
+    __slots__ = (  # noqa: RUF023 - in field order: the frozen class's layout
+        "engine", "until", "read", "seen", "source")
+    engine: Engine
+    until: datetime
+    read: bool
+    seen: datetime | None
+    source: str
+
+
+_twin(EngineLimit, _EngineLimitSlots)
 
 
 def new_engine_limit(
     engine: Engine, until: datetime, read: bool, seen: datetime | None, source: str
 ) -> EngineLimit:
-    record: EngineLimit = _new(EngineLimit)
-    _limit_engine(record, engine)
-    _limit_until(record, until)
-    _limit_read(record, read)
-    _limit_seen(record, seen)
-    _limit_source(record, source)
-    return record
+    record = _new(_EngineLimitSlots)
+    record.engine = engine
+    record.until = until
+    record.read = read
+    record.seen = seen
+    record.source = source
+    record.__class__ = EngineLimit  # type: ignore[assignment]
+    return record  # type: ignore[return-value]
 
 
-_outage_provider, _outage_retry_at, _outage_attempts = _setters(
-    Outage, ("provider", "retry_at", "attempts"))
+class _OutageSlots:
+    __slots__ = (  # noqa: RUF023 - in field order: the frozen class's layout
+        "provider", "retry_at", "attempts")
+    provider: str
+    retry_at: datetime
+    attempts: int
+
+
+_twin(Outage, _OutageSlots)
 
 
 def new_outage(provider: str, retry_at: datetime, attempts: int) -> Outage:
-    record: Outage = _new(Outage)
-    _outage_provider(record, provider)
-    _outage_retry_at(record, retry_at)
-    _outage_attempts(record, attempts)
-    return record
+    record = _new(_OutageSlots)
+    record.provider = provider
+    record.retry_at = retry_at
+    record.attempts = attempts
+    record.__class__ = Outage  # type: ignore[assignment]
+    return record  # type: ignore[return-value]
 
 
-(_s_config, _s_status, _s_due, _s_approved, _s_gates, _s_limits, _s_outages, _s_failures,
- _s_empties, _s_seats, _s_passed, _s_call, _s_wait_until, _s_fresh, _s_last_runner,
- _s_iterations, _s_runtime, _s_last_event_at) = _setters(SchedulerState, (
-    "config", "status", "due", "approved", "gates", "limits", "outages", "failures", "empties",
-    "seats", "passed", "call", "wait_until", "fresh", "last_runner", "iterations", "runtime",
-    "last_event_at"))
+class StateSlots:
+    """SchedulerState's slots, mutable: `step` fills one from its draft, then `freeze`s it."""
+
+    __slots__ = (  # noqa: RUF023 - in field order: the frozen class's layout
+        "config", "status", "due", "approved", "gates", "limits", "outages",
+        "failures", "empties", "seats", "passed", "call", "wait_until", "fresh",
+        "last_runner", "iterations", "runtime", "last_event_at")
+    config: SchedulerConfig
+    status: Status
+    due: int
+    approved: str | None
+    gates: frozenset[str]
+    limits: tuple[EngineLimit, ...]
+    outages: tuple[Outage, ...]
+    failures: int
+    empties: tuple[int, ...]
+    seats: tuple[int, ...]
+    passed: tuple[int, ...]
+    call: Call | None
+    wait_until: datetime | None
+    fresh: bool
+    last_runner: str | None
+    iterations: int
+    runtime: timedelta
+    last_event_at: datetime | None
+
+
+_twin(SchedulerState, StateSlots)
+
+
+def freeze_state(state: StateSlots) -> SchedulerState:
+    """`state`, every slot filled, made the SchedulerState it holds."""
+    state.__class__ = SchedulerState  # type: ignore[assignment]
+    return state  # type: ignore[return-value]
 
 
 def new_state(
@@ -189,23 +297,23 @@ def new_state(
     runtime: timedelta,
     last_event_at: datetime | None,
 ) -> SchedulerState:
-    state: SchedulerState = _new(SchedulerState)
-    _s_config(state, config)
-    _s_status(state, status)
-    _s_due(state, due)
-    _s_approved(state, approved)
-    _s_gates(state, gates)
-    _s_limits(state, limits)
-    _s_outages(state, outages)
-    _s_failures(state, failures)
-    _s_empties(state, empties)
-    _s_seats(state, seats)
-    _s_passed(state, passed)
-    _s_call(state, call)
-    _s_wait_until(state, wait_until)
-    _s_fresh(state, fresh)
-    _s_last_runner(state, last_runner)
-    _s_iterations(state, iterations)
-    _s_runtime(state, runtime)
-    _s_last_event_at(state, last_event_at)
-    return state
+    state = _new(StateSlots)
+    state.config = config
+    state.status = status
+    state.due = due
+    state.approved = approved
+    state.gates = gates
+    state.limits = limits
+    state.outages = outages
+    state.failures = failures
+    state.empties = empties
+    state.seats = seats
+    state.passed = passed
+    state.call = call
+    state.wait_until = wait_until
+    state.fresh = fresh
+    state.last_runner = last_runner
+    state.iterations = iterations
+    state.runtime = runtime
+    state.last_event_at = last_event_at
+    return freeze_state(state)

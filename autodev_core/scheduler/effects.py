@@ -27,7 +27,7 @@ TURN_KINDS: tuple[str, ...] = ("fresh", "no-new-input")
 WAIT_STATUSES: tuple[str, ...] = ("rate_limited", "unreachable", "backing_off")
 
 
-@attrs.frozen
+@attrs.frozen(weakref_slot=False)  # no weak references: see _build.py
 class StartCall:
     """Run `participant`'s CLI on `engine` (with `model`, or the CLI's default when None).
 
@@ -43,7 +43,7 @@ class StartCall:
     turn_owner: str
 
 
-@attrs.frozen
+@attrs.frozen(weakref_slot=False)  # no weak references: see _build.py
 class Sleep:
     """Sleep until `until` (in slices, C2), then send `Woke`. `wakes_on_message`: a user message
     ends this sleep (A30, failure waits only); stop and pause always do (A19)."""
@@ -71,7 +71,7 @@ LOG_KINDS: tuple[str, ...] = (
 )
 
 
-@attrs.frozen
+@attrs.frozen(weakref_slot=False)  # no weak references: see _build.py
 class Log:
     """One log line, worded as SPEC A fixes it, stamped with the instant it happened.
 
@@ -97,7 +97,7 @@ class Log:
     failure: str | None = None
 
 
-@attrs.frozen
+@attrs.frozen(weakref_slot=False)  # no weak references: see _build.py
 class StatusChanged:
     """The run's status became `status` (A42)."""
 

@@ -10,7 +10,7 @@ scheduler adds to it are then elapsed time, also across a clock change.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 import attrs
@@ -64,6 +64,13 @@ def _exit_code(instance: object, attribute: attrs.Attribute[Any], value: Any) ->
 #: with no post, A31).
 CallKind = Literal["post", "limit", "network", "login", "exit", "timeout", "empty"]
 CALL_KINDS: tuple[str, ...] = ("post", "limit", "network", "login", "exit", "timeout", "empty")
+_is_call_kind = attrs.validators.in_(CALL_KINDS)
+
+
+def _field(cls: type, name: str) -> attrs.Attribute[Any]:
+    """The attrs field `name` of `cls`, for a check's error message (only when one fails)."""
+    field: attrs.Attribute[Any] = getattr(attrs.fields(cls), name)
+    return field
 
 
 @attrs.frozen
@@ -75,28 +82,55 @@ class RunStarted:
 
 @attrs.frozen
 class CallEnded:
-    """The call the scheduler started has ended at `now` (A38: waits are measured from here)."""
+    """The call the scheduler started has ended at `now` (A38: waits are measured from here).
 
-    now: datetime = attrs.field(converter=utc, validator=aware)
-    participant: str = attrs.field(validator=_participant_id)
-    engine: Engine = attrs.field(validator=_engine)
-    kind: CallKind = attrs.field(validator=attrs.validators.in_(CALL_KINDS))
-    posted: bool = attrs.field(default=False, validator=_is_bool)
-    limit: LimitNotice | None = attrs.field(default=None, validator=_limit)
-    exit_code: int | None = attrs.field(default=None, validator=_exit_code)
+    Every field is checked when it is built, in field order (`now` made UTC first), then how
+    they fit together; the checks run in one `__attrs_post_init__` rather than one validator
+    per field, because the shell builds one of these per call (issue 13)."""
+
+    now: datetime
+    participant: str
+    engine: Engine
+    kind: CallKind
+    posted: bool = False
+    limit: LimitNotice | None = None
+    exit_code: int | None = None
 
     def __attrs_post_init__(self) -> None:
-        if (self.kind == "limit") != (self.limit is not None):
+        now = self.now
+        if now.__class__ is not datetime or now.tzinfo is not UTC:  # else: aware, in UTC
+            now = utc(now)
+            object.__setattr__(self, "now", now)
+            aware(self, _field(CallEnded, "now"), now)
+        participant = self.participant
+        if participant.__class__ is not str or not participant:
+            _participant_id(self, _field(CallEnded, "participant"), participant)
+        engine = self.engine
+        if engine.__class__ is not Engine:
+            _engine(self, _field(CallEnded, "engine"), engine)
+        kind = self.kind
+        if kind not in CALL_KINDS:
+            _is_call_kind(self, _field(CallEnded, "kind"), kind)
+        posted = self.posted
+        if posted is not True and posted is not False:
+            _is_bool(self, _field(CallEnded, "posted"), posted)
+        limit = self.limit
+        if limit is not None and limit.__class__ is not LimitNotice:
+            _limit(self, _field(CallEnded, "limit"), limit)
+        exit_code = self.exit_code
+        if exit_code is not None and exit_code.__class__ is not int:
+            _exit_code(self, _field(CallEnded, "exit_code"), exit_code)
+        if (kind == "limit") != (limit is not None):
             raise ValueError("CallEnded.limit is set exactly when kind == 'limit'")
-        if self.limit is not None and self.limit.provider != self.engine.provider:
+        if limit is not None and limit.provider != engine.provider:
             raise ValueError(
-                f"a {self.limit.provider} notice cannot end a call on {self.engine}"
+                f"a {limit.provider} notice cannot end a call on {engine}"
             )
-        if self.kind == "post" and not self.posted:
+        if kind == "post" and not posted:
             raise ValueError("CallEnded kind 'post' needs posted=True")
-        if self.posted and self.kind not in ("post", "limit"):
-            raise ValueError(f"a call that posted ends as 'post' or 'limit', not {self.kind!r}")
-        if self.kind == "exit" and (self.exit_code is None or self.exit_code == 0):
+        if posted and kind not in ("post", "limit"):
+            raise ValueError(f"a call that posted ends as 'post' or 'limit', not {kind!r}")
+        if kind == "exit" and (exit_code is None or exit_code == 0):
             raise ValueError("CallEnded kind 'exit' needs a non-zero exit_code")
 
 

@@ -11,6 +11,7 @@ from datetime import timedelta
 
 from ..engine import Engine
 from ..times import clock as clock  # `<time>`, there for `autodev status` (issue 13)
+from ..times import local_clock as local_clock
 from .policy import EMPTY_TURNS_PAUSE, GIVE_UP_AFTER
 
 # -- learned (A39: these come first at one instant) -------------------------------------------

@@ -60,11 +60,14 @@ class SchedulerConfig:
         default=DEFAULT_POLICY, validator=attrs.validators.instance_of(Policy)
     )
     # Derived, never serialised: each participant's installed entries, in chain order (A10, A12),
-    # the model to ask for on each (A13), the index of every id, and the zone object.
+    # the model to ask for on each (A13), the index of every id, the zone object, and whether a
+    # budget is set.
     lanes: tuple[tuple[Engine, ...], ...] = attrs.field(init=False, eq=False, repr=False)
     models: tuple[tuple[str | None, ...], ...] = attrs.field(init=False, eq=False, repr=False)
     index: Mapping[str, int] = attrs.field(init=False, eq=False, repr=False)
     zone: tzinfo = attrs.field(init=False, eq=False, repr=False)
+    #: whether a call or call-time budget is set (A30, A21; A43: unlimited when neither is)
+    bounded: bool = attrs.field(init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         if not self.team:
@@ -96,9 +99,11 @@ class SchedulerConfig:
         object.__setattr__(self, "models", models)  # A13: the pin on the primary only
         object.__setattr__(self, "index", MappingProxyType({pid: i for i, pid in enumerate(ids)}))
         object.__setattr__(self, "zone", _zone(self.timezone))
+        bounded = self.max_iterations is not None or self.max_runtime is not None
+        object.__setattr__(self, "bounded", bounded)
 
 
-@attrs.frozen
+@attrs.frozen(weakref_slot=False)  # no weak references: see _build.py
 class EngineLimit:
     """A8: `engine` reported a usage limit; it is taken out until `until` (A6 defaults applied).
 
@@ -115,7 +120,7 @@ class EngineLimit:
     source: str = ""
 
 
-@attrs.frozen
+@attrs.frozen(weakref_slot=False)  # no weak references: see _build.py
 class Outage:
     """A26: `provider` could not be reached `attempts` times in a row; tried again at `retry_at`."""
 
@@ -124,7 +129,7 @@ class Outage:
     attempts: int = 1
 
 
-@attrs.frozen
+@attrs.frozen(weakref_slot=False)  # no weak references: see _build.py
 class Call:
     """The call in flight: who runs it, on which engine, since when, and whose turn it is
     (`approved`: the gate-approved turn of A22, inserted before the owed one)."""
@@ -136,7 +141,7 @@ class Call:
     approved: bool = False
 
 
-@attrs.frozen
+@attrs.frozen(weakref_slot=False)  # no weak references: see _build.py
 class SchedulerState:
     """Everything the scheduler knows. Build the first one with `initial_state(config)`.
 

@@ -14,25 +14,25 @@ frozen state is built at the end, which keeps the hot path cheap.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from datetime import datetime
+from datetime import date, datetime
 from types import MappingProxyType
 from typing import Any, Final
 
 from ..engine import Engine
 from ..errors import AutodevError
-from ..participant import Participant
 from . import logs
 from ._build import (
+    StateSlots,
+    freeze_state,
     new_call,
     new_engine_limit,
     new_log,
     new_outage,
     new_sleep,
     new_start_call,
-    new_state,
     new_status_changed,
 )
-from .effects import Effect, LogKind, Status, TurnKind
+from .effects import Effect, Status, TurnKind
 from .events import (
     EVENT_TYPES,
     CallCancelled,
@@ -60,13 +60,35 @@ class SchedulerProtocolError(AutodevError):
     A value that is not an event at all is a `TypeError` instead."""
 
 
+_new = object.__new__
+
+
 class _Draft:
-    """A scratch copy of the state that one step mutates, then freezes once."""
+    """A scratch copy of the state that one step mutates, then freezes once (`now`: the step's
+    instant)."""
 
     __slots__ = (
-        "approved", "call", "config", "due", "effects", "empties", "failures", "fresh", "gates",
-        "iterations", "last_event_at", "last_runner", "limits", "outages", "passed", "runtime",
-        "seats", "status", "wait_until",
+        "approved",
+        "call",
+        "config",
+        "day",
+        "due",
+        "effects",
+        "empties",
+        "failures",
+        "fresh",
+        "gates",
+        "iterations",
+        "last_event_at",
+        "last_runner",
+        "limits",
+        "now",
+        "outages",
+        "passed",
+        "runtime",
+        "seats",
+        "status",
+        "wait_until",
     )
 
     def __init__(self, s: SchedulerState) -> None:
@@ -89,86 +111,77 @@ class _Draft:
         self.runtime = s.runtime
         self.last_event_at = s.last_event_at
         self.effects: list[Effect] = []
+        self.now: datetime = s.last_event_at  # type: ignore[assignment]  # set by `step`
+        self.day: date | None = None  # the local day of `now`, once a line needs it
 
     def freeze(self) -> SchedulerState:
-        return new_state(
-            self.config,
-            self.status,
-            self.due,
-            self.approved,
-            self.gates,
-            self.limits,
-            self.outages,
-            self.failures,
-            self.empties,
-            self.seats,
-            self.passed,
-            self.call,
-            self.wait_until,
-            self.fresh,
-            self.last_runner,
-            self.iterations,
-            self.runtime,
-            self.last_event_at,
-        )
+        state = _new(StateSlots)
+        state.config = self.config
+        state.status = self.status
+        state.due = self.due
+        state.approved = self.approved
+        state.gates = self.gates
+        state.limits = self.limits
+        state.outages = self.outages
+        state.failures = self.failures
+        state.empties = self.empties
+        state.seats = self.seats
+        state.passed = self.passed
+        state.call = self.call
+        state.wait_until = self.wait_until
+        state.fresh = self.fresh
+        state.last_runner = self.last_runner
+        state.iterations = self.iterations
+        state.runtime = self.runtime
+        state.last_event_at = self.last_event_at
+        return freeze_state(state)
 
     # -- small helpers ----------------------------------------------------------------------
 
-    def log(self, now: datetime, message: str, kind: LogKind, **fields: Any) -> None:
-        self.effects.append(new_log(now, message, kind, **fields))
-
-    def clock(self, at: datetime, now: datetime) -> str:
-        return logs.clock(at, now, self.config.zone)
+    def clock(self, at: datetime) -> str:
+        """`<time>` of `at` in a line written now (logs.clock), the local day of `now` worked
+        out once per step."""
+        zone = self.config.zone
+        day = self.day
+        if day is None:
+            day = self.day = self.now.astimezone(zone).date()
+        return logs.local_clock(at.astimezone(zone), day)
 
     def set_status(self, now: datetime, status: Status) -> None:
         if status != self.status:
             self.status = status
             self.effects.append(new_status_changed(now, status))
 
-    def member(self, index: int) -> Participant:
-        return self.config.team[index]
-
-    def limit_of(self, engine: Engine, now: datetime) -> datetime | None:
-        """When `engine` comes back, if it is known limited at `now` (A8, A38: `now >= t` lifts)."""
+    def limit_of(self, engine: Engine) -> datetime | None:
+        """When `engine` comes back, if it is known limited now: THE statement of the limit
+        test (A8; A38: a reset at `t` has passed when `now >= t`). The registry holds one
+        record per engine."""
         provider = engine.provider
         model = engine.model
         for record in self.limits:
             other = record.engine  # fields compared inline: cheaper than Engine.__eq__
             if other.provider == provider and other.model == model:
-                return record.until if record.until > now else None
+                until = record.until
+                return until if until > self.now else None
         return None
 
-    def outage_of(self, provider: str, now: datetime) -> datetime | None:
-        """When `provider` is tried again, if it is known down at `now` (A26, A36)."""
+    def outage_of(self, provider: str) -> datetime | None:
+        """When `provider` is tried again, if it is known down now (A26, A36; A38)."""
         for record in self.outages:
             if record.provider == provider:
-                return record.retry_at if record.retry_at > now else None
+                retry_at = record.retry_at
+                return retry_at if retry_at > self.now else None
         return None
 
-    def free(self, engine: Engine, now: datetime) -> bool:
-        return self.limit_of(engine, now) is None and self.outage_of(engine.provider, now) is None
-
-    def earliest_free(self, runner: int, now: datetime) -> int | None:
+    def earliest_free(self, runner: int) -> int | None:
         """A23/A24: the first lane entry of `runner` that is neither limited nor unreachable."""
-        limits = self.limits
-        outages = self.outages
-        if not limits and not outages:
+        if not self.limits and not self.outages:
             return 0  # the common case, kept cheap: nothing is out
+        outages = self.outages
         for position, engine in enumerate(self.config.lanes[runner]):
-            usable = True
-            provider = engine.provider
-            model = engine.model
-            for record in limits:  # inlined `free`: this loop is the scheduler's hot path
-                other = record.engine
-                if other.provider == provider and other.model == model:
-                    usable = record.until <= now
-                    break
-            if usable:
-                for outage in outages:
-                    if outage.provider == provider:
-                        usable = outage.retry_at <= now
-                        break
-            if usable:
+            if self.limit_of(engine) is None and (
+                not outages or self.outage_of(engine.provider) is None
+            ):
                 return position
         return None
 
@@ -184,20 +197,28 @@ def _replace(values: tuple[Any, ...], index: int, value: Any) -> tuple[Any, ...]
 def _merge_limit(
     d: _Draft, now: datetime, observed: EngineLimit
 ) -> tuple[EngineLimit | None, EngineLimit]:
-    """Join `observed` to the registry (registry.py's rule): the engine's record before, after."""
+    """Join `observed` to the registry (registry.py's rule): the engine's record before, after.
+    The registry stays sorted by engine name (`str(engine)`: the provider, then the model)."""
     engine = observed.engine
-    kept = []
+    provider = engine.provider
+    model = engine.model
+    name = model or ""
+    limits = d.limits
     record: EngineLimit | None = None
-    for existing in d.limits:
-        if existing.engine == engine:
+    at = 0  # where the engine's record is, or goes
+    for existing in limits:  # fields compared inline: cheaper than Engine.__eq__ and str()
+        other = existing.engine
+        if other.provider == provider and other.model == model:
             record = existing
-        else:
-            kept.append(existing)
+            break
+        if other.provider > provider or (
+            other.provider == provider and (other.model or "") > name
+        ):
+            break
+        at += 1
     merged = merge_limit(record, observed, now)
     if merged is not record:
-        kept.append(merged)
-        kept.sort(key=lambda r: str(r.engine))
-        d.limits = tuple(kept)
+        d.limits = (*limits[:at], merged, *limits[at + (record is not None):])
     return record, merged
 
 
@@ -210,8 +231,9 @@ def _record_limit(d: _Draft, now: datetime, engine: Engine, reset_at: datetime |
     _before, merged = _merge_limit(
         d, now, new_engine_limit(engine, until, read, now, "")
     )
-    d.log(now, logs.limited_until(engine, d.clock(merged.until, now)), "limit", engine=engine,
-          until=merged.until)
+    d.effects.append(new_log(
+        now, logs.limited_until(engine, d.clock(merged.until)), "limit", engine=engine,
+        until=merged.until))
 
 
 def _observe_limit(d: _Draft, event: LimitObserved) -> bool:
@@ -231,8 +253,9 @@ def _observe_limit(d: _Draft, event: LimitObserved) -> bool:
         # An ended limit (A38), kept until the next turn start: nothing to say, also when it
         # ends a defaulted one still in force (a read reset replaces a default, even earlier).
         return True
-    d.log(now, logs.limited_elsewhere(event.engine, d.clock(merged.until, now), merged.source),
-          "limit", engine=event.engine, until=merged.until)
+    d.effects.append(new_log(
+        now, logs.limited_elsewhere(event.engine, d.clock(merged.until), merged.source),
+        "limit", engine=event.engine, until=merged.until))
     return True
 
 
@@ -249,22 +272,24 @@ def _record_outage(d: _Draft, now: datetime, provider: str) -> None:
     kept.append(new_outage(provider, retry_at, attempts))
     kept.sort(key=lambda r: r.provider)
     d.outages = tuple(kept)
-    d.log(now, logs.could_not_reach(provider, d.clock(retry_at, now)), "outage",
-          provider=provider, until=retry_at, count=attempts)
+    d.effects.append(new_log(
+        now, logs.could_not_reach(provider, d.clock(retry_at)), "outage", provider=provider,
+        until=retry_at, count=attempts))
 
 
 def _record_reachable(d: _Draft, now: datetime, provider: str) -> None:
     """A27/A40: any answer proves a provider reachable; its outage ends."""
-    if d.outages and any(record.provider == provider for record in d.outages):
+    if any(record.provider == provider for record in d.outages):
         d.outages = tuple(r for r in d.outages if r.provider != provider)
-        d.log(now, logs.reachable_again(provider), "reachable", provider=provider)
+        d.effects.append(new_log(
+            now, logs.reachable_again(provider), "reachable", provider=provider))
 
 
 def _lift_passed_limits(d: _Draft, now: datetime) -> None:
     """A23: at the start of every turn, limits whose reset has passed are lifted."""
     for record in d.limits:
         if record.until <= now:
-            d.limits = tuple(r for r in d.limits if r.until > now)
+            d.limits = tuple([r for r in d.limits if r.until > now])
             return
 
 
@@ -276,11 +301,12 @@ def _limits_reached(d: _Draft, now: datetime) -> bool:
     """A30/A43: stop when the calls or the call time allowed are used up (unlimited when unset)."""
     config = d.config
     if config.max_iterations is not None and d.iterations >= config.max_iterations:
-        d.log(now, logs.max_iterations_reached(d.iterations), "max-iterations",
-              count=d.iterations)
+        d.effects.append(new_log(
+            now, logs.max_iterations_reached(d.iterations), "max-iterations", count=d.iterations))
     elif config.max_runtime is not None and d.runtime >= config.max_runtime:
-        d.log(now, logs.max_runtime_reached(config.max_runtime.total_seconds() / 60),
-              "max-runtime", count=d.iterations)
+        d.effects.append(new_log(
+            now, logs.max_runtime_reached(config.max_runtime.total_seconds() / 60), "max-runtime",
+            count=d.iterations))
     else:
         return False
     d.wait_until = None
@@ -294,7 +320,7 @@ def _seat(d: _Draft, now: datetime, runner: int, position: int) -> None:
     mask = 0
     if d.limits:
         for i in range(position):
-            if d.limit_of(lane[i], now) is not None:
+            if d.limit_of(lane[i]) is not None:
                 mask |= 1 << i
     if d.seats[runner] != position:
         d.seats = _replace(d.seats, runner, position)
@@ -304,7 +330,7 @@ def _seat(d: _Draft, now: datetime, runner: int, position: int) -> None:
 
 def _start(d: _Draft, now: datetime, runner: int, position: int, owner: int) -> None:
     """Start a call of `runner` on lane entry `position` for `owner`'s turn."""
-    if _limits_reached(d, now):
+    if d.config.bounded and _limits_reached(d, now):
         return
     config = d.config
     runner_id = config.team[runner].id
@@ -318,7 +344,8 @@ def _start(d: _Draft, now: datetime, runner: int, position: int, owner: int) -> 
     d.iterations += 1
     d.wait_until = None
     d.call = new_call(runner_id, engine, now, owner_id, d.approved is not None)
-    d.set_status(now, "running")
+    if d.status != "running":
+        d.set_status(now, "running")
     d.effects.append(
         new_start_call(
             now,
@@ -335,10 +362,15 @@ def _take_seat(d: _Draft, now: datetime, runner: int, position: int, owner: int)
     """A23/A24/A36: at turn start a participant silently takes its earliest free entry; coming
     back to an entry it had passed because of a limit is announced (an outage's end is not)."""
     if position < d.seats[runner] and d.passed[runner] >> position & 1:
-        member = d.member(runner)
+        member = d.config.team[runner]
         engine = d.config.lanes[runner][position]
-        d.log(now, logs.lifted(member.id, engine, engine == member.primary), "lifted",
-              participant=member.id, engine=engine)
+        d.effects.append(new_log(
+            now,
+            # back on the primary: the provider alone (A9), compared without building it
+            logs.lifted(member.id, engine, engine.provider == member.provider
+                        and engine.model is None),
+            "lifted",
+            participant=member.id, engine=engine))
     _start(d, now, runner, position, owner)
 
 
@@ -352,15 +384,15 @@ def _keeps_turn(d: _Draft, owner: int) -> bool:
     return (
         len(d.config.team) == 1
         or d.approved is not None
-        or d.member(owner).id in d.gates
+        or d.config.team[owner].id in d.gates
     )
 
 
 def _back_at(d: _Draft, engine: Engine, now: datetime) -> tuple[datetime, str, bool] | None:
     """When a lane entry is free again, what it waits for (engine or provider), and whether a
     limit (rather than only an outage) is involved. None when it is free now."""
-    limit = d.limit_of(engine, now)
-    outage = d.outage_of(engine.provider, now)
+    limit = d.limit_of(engine)
+    outage = d.outage_of(engine.provider)
     if limit is None and outage is None:
         return None
     if outage is None or (limit is not None and limit >= outage):
@@ -376,12 +408,13 @@ def _soonest(
     of them, not the last failure's), what it waits for, and whether any entry is limited."""
     best: tuple[datetime, str] | None = None
     limited = False
-    seen: set[Engine] = set()
+    seen: set[tuple[str, str | None]] = set()
     for runner in runners:
         for engine in d.config.lanes[runner]:
-            if engine in seen:
+            key = (engine.provider, engine.model)  # cheaper to hash than an Engine
+            if key in seen:
                 continue
-            seen.add(engine)
+            seen.add(key)
             back = _back_at(d, engine, now)
             if back is None:  # pragma: no cover - callers only ask when nothing is free
                 raise AssertionError(f"{engine} is free: nothing to wait for")
@@ -413,8 +446,9 @@ def _wait_for_own(d: _Draft, now: datetime, owner: int) -> None:
         _wait_for_anyone(d, now)
         return
     until, what, limited = _soonest(d, now, (owner,))
-    d.log(now, logs.cannot_hand_over(d.member(owner).id, what, d.clock(until, now)), "wait-own",
-          participant=d.member(owner).id, until=until, **_waited_for(d, what, until))
+    d.effects.append(new_log(
+        now, logs.cannot_hand_over(d.config.team[owner].id, what, d.clock(until)), "wait-own",
+        participant=d.config.team[owner].id, until=until, **_waited_for(d, what, until)))
     _sleep(d, now, until, "rate_limited" if limited else "unreachable", False)
 
 
@@ -422,12 +456,14 @@ def _wait_for_anyone(d: _Draft, now: datetime) -> None:
     """A18/A27/A40: nobody can take the turn; sleep until the first entry comes back."""
     until, what, limited = _soonest(d, now, range(len(d.config.team)))
     if limited:
-        d.log(now, logs.every_participant_limited(what, d.clock(until, now)), "wait-limited",
-              until=until, **_waited_for(d, what, until))
+        d.effects.append(new_log(
+            now, logs.every_participant_limited(what, d.clock(until)), "wait-limited",
+            until=until, **_waited_for(d, what, until)))
         _sleep(d, now, until, "rate_limited", False)
     else:
-        d.log(now, logs.no_provider_reachable(d.clock(until, now)), "wait-unreachable",
-              until=until, **_waited_for(d, what, until))
+        d.effects.append(new_log(
+            now, logs.no_provider_reachable(d.clock(until)), "wait-unreachable", until=until,
+            **_waited_for(d, what, until)))
         _sleep(d, now, until, "unreachable", False)
 
 
@@ -436,7 +472,7 @@ def _colleague(d: _Draft, now: datetime, owner: int) -> tuple[int, int] | None:
     n = len(d.config.team)
     for offset in range(1, n + 1):
         runner = (owner + offset) % n
-        position = d.earliest_free(runner, now)
+        position = d.earliest_free(runner)
         if position is not None:
             return runner, position
     return None
@@ -449,7 +485,7 @@ def _begin_turn(d: _Draft, now: datetime) -> None:
         return
     _lift_passed_limits(d, now)
     owner = _owner(d)
-    position = d.earliest_free(owner, now)
+    position = d.earliest_free(owner)
     if position is not None:
         _take_seat(d, now, owner, position, owner)
         return
@@ -461,16 +497,18 @@ def _begin_turn(d: _Draft, now: datetime) -> None:
         _wait_for_anyone(d, now)
         return
     runner, runner_position = found
-    member = d.member(owner)
+    member = d.config.team[owner]
     lane = d.config.lanes[owner]
-    if all(d.limit_of(engine, now) is None for engine in lane):
+    if all(d.limit_of(engine) is None for engine in lane):
         # A36: the owner is out only because its providers cannot be reached.
-        d.log(now, logs.handover_unreachable(member.id, lane[0].provider, d.member(runner).id),
-              "handover-unreachable", participant=member.id, provider=lane[0].provider,
-              colleague=d.member(runner).id)
+        d.effects.append(new_log(
+            now, logs.handover_unreachable(member.id, lane[0].provider, d.config.team[runner].id),
+            "handover-unreachable", participant=member.id, provider=lane[0].provider,
+            colleague=d.config.team[runner].id))
     else:
-        d.log(now, logs.handover_limited(member.id, d.member(runner).id),  # A15, A24
-              "handover-limited", participant=member.id, colleague=d.member(runner).id)
+        d.effects.append(new_log(  # A15, A24
+            now, logs.handover_limited(member.id, d.config.team[runner].id), "handover-limited",
+            participant=member.id, colleague=d.config.team[runner].id))
     _take_seat(d, now, runner, runner_position, owner)
 
 
@@ -478,22 +516,24 @@ def _reroute(d: _Draft, now: datetime, runner: int, source: Engine, unreachable:
     """A11-A16, A26, A35, A36: a call reported a limit or an outage and posted nothing; in the
     same step walk the runner's chain, else hand the turn to a colleague, else wait."""
     owner = _owner(d)
-    member = d.member(runner)
-    position = d.earliest_free(runner, now)
+    member = d.config.team[runner]
+    position = d.earliest_free(runner)
     if position is not None:
         target = d.config.lanes[runner][position]
         if unreachable:
-            d.log(now, logs.hop_unreachable(member.id, source, target), "hop-unreachable",
-                  participant=member.id, engine=source, target=target)
+            d.effects.append(new_log(
+                now, logs.hop_unreachable(member.id, source, target), "hop-unreachable",
+                participant=member.id, engine=source, target=target))
         else:
-            d.log(now, logs.hop_limited(member.id, source, target), "hop-limited",
-                  participant=member.id, engine=source, target=target)
+            d.effects.append(new_log(
+                now, logs.hop_limited(member.id, source, target), "hop-limited",
+                participant=member.id, engine=source, target=target))
         _start(d, now, runner, position, owner)
         return
     found: tuple[int, int] | None = None
     if runner != owner:
         # A colleague's chain is exhausted: the owner itself comes first if it can run now.
-        own = d.earliest_free(owner, now)
+        own = d.earliest_free(owner)
         if own is not None:
             found = (owner, own)
     if found is None and _keeps_turn(d, owner):
@@ -506,12 +546,14 @@ def _reroute(d: _Draft, now: datetime, runner: int, source: Engine, unreachable:
         return
     other, other_position = found
     if unreachable:
-        d.log(now, logs.handover_unreachable(member.id, source.provider, d.member(other).id),
-              "handover-unreachable", participant=member.id, engine=source,
-              provider=source.provider, colleague=d.member(other).id)
+        d.effects.append(new_log(
+            now, logs.handover_unreachable(member.id, source.provider, d.config.team[other].id),
+            "handover-unreachable", participant=member.id, engine=source, provider=source.provider,
+            colleague=d.config.team[other].id))
     else:
-        d.log(now, logs.handover_limited(member.id, d.member(other).id), "handover-limited",
-              participant=member.id, engine=source, colleague=d.member(other).id)
+        d.effects.append(new_log(
+            now, logs.handover_limited(member.id, d.config.team[other].id), "handover-limited",
+            participant=member.id, engine=source, colleague=d.config.team[other].id))
     _take_seat(d, now, other, other_position, owner)
 
 
@@ -527,29 +569,30 @@ def _fail(d: _Draft, now: datetime, runner: int, event: CallEnded) -> None:
     """A28-A31/A41: count the failure; pause at the 3rd empty turn or the 12th failure in a row,
     else wait the backoff — cut short by an engine coming back first (A30)."""
     what = _what_failed(event)
-    member = d.member(runner)
+    member = d.config.team[runner]
     policy = d.config.policy
     if event.kind == "empty" and d.empties[runner] >= policy.empty_turns:
-        d.log(now, logs.empty_turns(member.id, policy.empty_turns), "empty-turns",
-              participant=member.id,
-              count=d.empties[runner])
+        d.effects.append(new_log(
+            now, logs.empty_turns(member.id, policy.empty_turns), "empty-turns",
+            participant=member.id, count=d.empties[runner]))
         d.set_status(now, "paused")
         return
     if d.failures >= policy.attempts:
         waited = logs.span(policy.give_up_span())
-        d.log(now, logs.gave_up(what, policy.attempts, waited), "gave-up", count=d.failures,
-              failure=what)
+        d.effects.append(new_log(
+            now, logs.gave_up(what, policy.attempts, waited), "gave-up", count=d.failures,
+            failure=what))
         d.set_status(now, "paused")
         return
-    if _limits_reached(d, now):
+    if d.config.bounded and _limits_reached(d, now):
         return
     until = now + policy.backoff_after(d.failures)  # A38: measured from the end of the failed call
     for record in d.limits:
         if now < record.until < until:
             until = record.until  # A30: a limited engine back first brings the attempt forward
-    d.log(now, logs.failed(member.id, event.engine, what, d.clock(until, now)), "failed",
-          participant=member.id, engine=event.engine, until=until, count=d.failures,
-          failure=what)
+    d.effects.append(new_log(
+        now, logs.failed(member.id, event.engine, what, d.clock(until)), "failed",
+        participant=member.id, engine=event.engine, until=until, count=d.failures, failure=what))
     _sleep(d, now, until, "backing_off", True)
 
 
@@ -568,7 +611,9 @@ def _on_call_ended(d: _Draft, event: CallEnded) -> None:
     call = d.call
     if call is None:
         raise SchedulerProtocolError("CallEnded with no call in flight")
-    if call.participant != event.participant or call.engine != event.engine:
+    if call.participant != event.participant or (
+        call.engine is not event.engine and call.engine != event.engine
+    ):
         raise SchedulerProtocolError(
             f"CallEnded for {event.participant} on {event.engine}, but the call in flight is "
             f"{call.participant} on {call.engine}"
@@ -584,11 +629,12 @@ def _on_call_ended(d: _Draft, event: CallEnded) -> None:
     # -- learned (A39)
     if kind == "network":
         _record_outage(d, now, engine.provider)
-    else:
+    elif d.outages:  # (with nothing out, nothing ends)
         _record_reachable(d, now, engine.provider)  # A40
     if event.posted:
-        d.log(now, logs.posted_via(event.participant, engine), "posted",
-              participant=event.participant, engine=engine)
+        d.effects.append(new_log(
+            now, logs.posted_via(event.participant, engine), "posted",
+            participant=event.participant, engine=engine))
         d.failures = 0  # A30: a call that works resets the count
         if d.empties[runner]:
             d.empties = _replace(d.empties, runner, 0)  # A31: a post resets the count
@@ -608,15 +654,15 @@ def _on_call_ended(d: _Draft, event: CallEnded) -> None:
     if not live:
         return
     if kind == "login":
-        d.log(now, logs.not_logged_in(engine.provider, event.participant),  # A32
-              "not-logged-in", participant=event.participant, engine=engine,
-              provider=engine.provider)
+        d.effects.append(new_log(  # A32
+            now, logs.not_logged_in(engine.provider, event.participant), "not-logged-in",
+            participant=event.participant, engine=engine, provider=engine.provider))
         d.set_status(now, "paused")
         return
     if kind in ("exit", "timeout", "empty"):
         _fail(d, now, runner, event)
         return
-    if _limits_reached(d, now):
+    if d.config.bounded and _limits_reached(d, now):
         return
     if event.posted:
         _begin_turn(d, now)
@@ -811,7 +857,7 @@ def step(state: SchedulerState, event: Event) -> tuple[SchedulerState, tuple[Eff
             "they happened"
         )
     draft = _Draft(state)
-    draft.last_event_at = now
+    draft.last_event_at = draft.now = now
     handler(draft, event)
     if draft.status not in targets:  # pragma: no cover - the table and the handlers disagree
         raise AssertionError(
