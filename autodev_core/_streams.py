@@ -16,6 +16,7 @@ neither: a command's output that mentions ECONNREFUSED is not the CLI failing.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Iterator
@@ -452,18 +453,12 @@ def _lowered(text: str) -> tuple[bytes, bool] | None:
         return None if _KELVIN in raw else (raw, False)
 
 
-def _folded(text: str) -> tuple[bytes, bytes | None] | None:
-    """The text as bytes with ASCII letters lower-cased and every line break a "\\n", and its
-    UTF-8 bytes (None when latin-1: byte positions are character positions); None when bytes
-    cannot stand for the text (a line break or case fold only Unicode knows)."""
-    encoded = _lowered(text)
-    if encoded is None:
-        return None
-    raw, latin1 = encoded
-    if latin1:
-        breaks = any(brk in raw for brk in _BREAKS) or b"\x85" in raw
-        return (raw.translate(_FOLD_LATIN1) if breaks else raw.lower()), None
-    if any(brk in raw for brk in _UNICODE_BREAKS):
+def _folded_utf8(text: str) -> tuple[bytes, bytes] | None:
+    """The UTF-8 bytes of a text that is not latin-1, ASCII letters lower-cased and every line
+    break a "\\n", and the bytes themselves; None when bytes cannot stand for the text (a line
+    break or case fold only Unicode knows)."""
+    raw = text.encode("utf-8", "surrogatepass")
+    if _KELVIN in raw or any(brk in raw for brk in _UNICODE_BREAKS):
         return None
     breaks = any(brk in raw for brk in _BREAKS)
     return (raw.translate(_FOLD_UTF8) if breaks else raw.lower()), raw
@@ -510,6 +505,83 @@ def _spans(low: bytes, triggers: tuple[bytes, ...]) -> list[tuple[int, int]]:
     return sorted(spans)
 
 
+# A sieve before the search: each trigger is looked for in blocks of the text from which the
+# bytes no trigger needs have been dropped (`bytes.translate` with `delete`, which folds the
+# case in the same pass). A trigger written in the text is still there, as the letters of it
+# that were kept, one after the other; so a block whose sifted form holds no trigger's kept
+# letters holds no trigger, and only the other blocks (rounded out to whole lines) are searched
+# as before. Dropping the most frequent letters keeps the sifted blocks short, and each trigger
+# keeps at least `_SIFT_KEEP` letters, so that few blocks pass the sieve without a trigger.
+_BLOCK = 1 << 16  # bytes per sifted block; texts under two blocks are searched directly
+_SIFT_KEEP = 4
+_FREQUENT = b" etaoinshrdlcumwfgypbvkjxqz"  # space and letters, most frequent in English first
+_LOWER = bytes.maketrans(_UPPER, _UPPER.lower())
+# The sieve gives up when one block in this many (or more) passes it or hardly shrinks: the
+# rest is searched directly, so a text full of triggers (or of their letters) costs little more.
+_SIFT_GIVE_UP = 4
+
+
+@functools.cache
+def _sieve(triggers: tuple[bytes, ...]) -> tuple[bytes, tuple[bytes, ...]]:
+    """The bytes the sieve drops (both cases of a letter), and what is left of each trigger."""
+    kept = set(b"".join(triggers))
+    for byte in _FREQUENT:
+        fewer = kept - {byte}
+        if byte in kept and all(
+            sum(c in fewer for c in trigger) >= min(len(trigger), _SIFT_KEEP)
+            for trigger in triggers
+        ):
+            kept = fewer
+    kept |= {c - 32 for c in kept if ord("a") <= c <= ord("z")}
+    drop = bytes(c for c in range(256) if c not in kept)
+    left = {bytes(c for c in trigger if c in kept) for trigger in triggers}
+    return drop, tuple(sorted(w for w in left if not any(o != w and o in w for o in left)))
+
+
+def _latin1_spans(raw: bytes, triggers: tuple[bytes, ...]) -> list[tuple[int, int]]:
+    """`_spans` of latin-1 bytes, lower-cased and with every line break a "\\n"; through the
+    sieve when the text is long."""
+    size = len(raw)
+    if size < 2 * _BLOCK:
+        return _region_spans(raw, 0, size, triggers)
+    drop, left = _sieve(triggers)
+    reach = max(map(len, triggers)) - 1  # blocks overlap: a trigger is whole in one of them
+    spans: list[tuple[int, int]] = []
+    pos = sifted = useless = 0
+    while pos < size:
+        end = min(size, pos + _BLOCK + reach)
+        sifted += 1
+        kept = raw[pos:end].translate(_LOWER, drop)
+        # A block left more than half whole (mostly letters of triggers) is not searched for
+        # what is left of them (a slow search there), but directly.
+        if 2 * len(kept) <= end - pos and not any(word in kept for word in left):
+            pos += _BLOCK
+        else:
+            useless += 1
+            start = raw.rfind(b"\n", 0, pos) + 1  # the block's lines, whole
+            pos = raw.find(b"\n", end)
+            if pos == -1:
+                pos = size
+            spans.extend(_region_spans(raw, start, pos, triggers))
+            pos += 1
+        if useless >= 2 and useless * _SIFT_GIVE_UP >= sifted:
+            # The sieve does not pay: the rest is searched directly.
+            start = raw.rfind(b"\n", 0, pos) + 1 if pos < size else size
+            spans.extend(_region_spans(raw, start, size, triggers))
+            break
+    return spans
+
+
+def _region_spans(
+    raw: bytes, start: int, stop: int, triggers: tuple[bytes, ...]
+) -> list[tuple[int, int]]:
+    """`_spans` of the whole lines `raw[start:stop]` of latin-1 bytes, at their place in `raw`."""
+    region = raw if start == 0 and stop == len(raw) else raw[start:stop]
+    breaks = any(brk in region for brk in _BREAKS) or b"\x85" in region
+    low = region.translate(_FOLD_LATIN1) if breaks else region.lower()
+    return [(start + a, start + b) for a, b in _spans(low, triggers)]
+
+
 def _relevant_stdout(
     stdout: str, provider: str, triggers: tuple[bytes, ...]
 ) -> tuple[list[Piece], list[RateLimitEvent], bool] | None:
@@ -523,13 +595,17 @@ def _relevant_stdout(
         return None
     kelvin = (_ESCAPE_KELVIN,) if any(b"k" in trigger for trigger in triggers) else ()
     triggers = (*triggers, _ESCAPE_ASCII, *kelvin)
-    folded = _folded(stdout)
-    if folded is None:
-        return None
-    low, raw = folded
+    try:
+        spans, raw = _latin1_spans(stdout.encode("latin-1"), triggers), None
+    except UnicodeEncodeError:
+        folded = _folded_utf8(stdout)
+        if folded is None:
+            return None
+        low, raw = folded
+        spans = _spans(low, triggers)
     free_chars = 0
     free_seen = False
-    for start, end in _spans(low, triggers):
+    for start, end in spans:
         line = stdout[start:end] if raw is None else raw[start:end].decode("utf-8", "surrogatepass")
         said = _read_line(line, pieces, rate_limits)
         if said is None:

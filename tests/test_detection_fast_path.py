@@ -20,6 +20,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
+from autodev_core import _streams
 from autodev_core._bounded import keyword_hits
 from autodev_core._streams import (
     Output,
@@ -288,6 +289,47 @@ def test_D_the_fast_reader_agrees_on_arbitrary_text(
     provider: str, stdout: str, stderr: str, exit_code: int | None
 ) -> None:
     _agree(provider, stdout, stderr, exit_code, UTC)
+
+
+# Long outputs go through a sieve first (blocks of the text with the letters no keyword needs
+# dropped, see `_streams._latin1_spans`); its blocks are made tiny here, so that they start and
+# end inside keywords, escapes and line breaks of these short outputs.
+
+
+@given(
+    block=st.integers(1, 48),
+    provider=st.sampled_from(PROVIDERS),
+    stdout=outputs(),
+    stderr=st.one_of(st.just(""), texts),
+    exit_code=st.none() | st.sampled_from([0, 1, 3]),
+)
+def test_D_the_sieve_over_blocks_of_any_size_finds_what_reading_all_finds(
+    block: int, provider: str, stdout: str, stderr: str, exit_code: int | None
+) -> None:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_streams, "_BLOCK", block)
+        _agree(provider, stdout, stderr, exit_code, UTC)
+
+
+@given(
+    block=st.integers(1, 48),
+    filler=st.sampled_from(["E   assert 3 == 4", "a" * 60, "Your Quota", "l i m i t", "\\u00"]),
+    repeat=st.integers(0, 60),
+    at=st.integers(0, 60),
+    notice=st.sampled_from(NOTICES).map(lambda n: n.swapcase() if "h" in n else n),
+    shape=st.sampled_from(["{}", '{{"type":"result","result":{}}}', "AGY_ERROR: {}"]),
+    newline=st.sampled_from(["\n", "\r\n", "\r", "\x85"]),
+)
+def test_D_the_sieve_finds_one_notice_among_many_lines(
+    block: int, filler: str, repeat: int, at: int, notice: str, shape: str, newline: str
+) -> None:
+    line = json.dumps({"type": "user", "message": {"content": filler}})
+    lines = [line] * repeat
+    lines.insert(min(at, repeat), shape.format(json.dumps(notice)))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_streams, "_BLOCK", block)
+        for provider in PROVIDERS:
+            _agree(provider, newline.join(lines), "", 1, UTC)
 
 
 def _corpus() -> list[Any]:
