@@ -76,9 +76,27 @@ def keyword_hits(
     if meter is not None:
         meter.scan(len(text) * len(keywords))
     hits: list[tuple[int, str]] = []
-    _find_groups(lowered, keywords, frozenset(), set(), hits)
+    _find_groups(lowered, keywords, frozenset(), set(), hits, set())
     hits.sort()
     return hits
+
+
+# Letters from the rarest in English on: a word holding one the text lacks is not there, and a
+# letter's absence costs one `memchr` (where a word's costs a slower search). Only the rarer
+# letters are tried, so that a text holding each of them late costs a few such scans at most.
+_RARE_LETTERS = "zqjxkvbpygfwm"
+
+
+def _lacks(lowered: str, word: str, absent: set[str], present: set[str]) -> bool:
+    """Whether `lowered` surely lacks `word`: it lacks one of the word's rare letters (each
+    letter looked for once per text, the answer kept in `absent` or `present`)."""
+    for letter in _RARE_LETTERS:
+        if letter in word and letter not in present:
+            if letter in absent or letter not in lowered:
+                absent.add(letter)
+                return True
+            present.add(letter)
+    return False
 
 
 def _find_groups(
@@ -87,9 +105,14 @@ def _find_groups(
     dense: frozenset[str],
     absent: set[str],
     hits: list[tuple[int, str]],
+    present: set[str],
 ) -> None:
     for shared, group in _groups(keywords, dense):
-        if any(word in shared for word in absent) or shared not in lowered:
+        if (
+            any(word in shared for word in absent)
+            or _lacks(lowered, shared, absent, present)
+            or shared not in lowered
+        ):
             absent.add(shared)  # every keyword of the group contains it: none is there
             continue
         if len(group) == 1:
@@ -98,7 +121,7 @@ def _find_groups(
             # The shared word is everywhere: group these keywords again under other words
             # (in the end each is its own), so that the absent ones cost a pass per word.
             left = tuple(k for k, _ in group if not any(word in k for word in absent))
-            _find_groups(lowered, left, dense | {shared}, absent, hits)
+            _find_groups(lowered, left, dense | {shared}, absent, hits, present)
 
 
 # Spots of a shared word examined before its keywords are searched one by one instead.

@@ -422,20 +422,18 @@ def cut(stdout: str, stderr: str, provider: str = "") -> Output:
 # --- Reading only what can matter ---------------------------------------------------------
 #
 # A detector finds nothing in a piece that holds none of its keywords, so a piece without one
-# may be left out. `cut_relevant` finds, on the raw bytes, the stdout lines holding a trigger
-# (a word every keyword contains, lower case) and decodes only those; the rest of the output is
-# read the full way when it could still matter. The bytes are the text encoded as latin-1 (one
-# byte per character, so positions are the text's) or else UTF-8; `bytes.lower` folds the ASCII
-# letters, and the keywords are ASCII. Where bytes cannot stand for the text the full reader
-# runs instead: a line break or a letter folding to ASCII that only Unicode knows (U+0085,
-# U+2028, U+2029 in UTF-8; KELVIN SIGN U+212A folds to `k`).
+# may be left out. `cut_relevant` finds, on bytes, the stdout lines holding a trigger (a word
+# every keyword contains, lower case) and decodes only those; the rest of the output is read the
+# full way when it could still matter. The bytes are the text encoded as latin-1, one byte per
+# character (so positions are the text's), a character past U+00FF written `?`; `bytes.lower`
+# folds the ASCII letters, and the keywords are ASCII. No character past U+00FF lower-cases to
+# an ASCII letter but KELVIN SIGN (U+212A, to `k`), and none is a line break but U+2028 and
+# U+2029: where one of these three is in the text, the full reader runs instead.
 
 _BREAKS = b"\r\x0b\x0c\x1c\x1d\x1e"  # besides "\n", the ASCII line breaks of `str.splitlines`
 _UPPER = bytes(range(ord("A"), ord("Z") + 1))
-_FOLD_UTF8 = bytes.maketrans(_UPPER + _BREAKS, _UPPER.lower() + b"\n" * len(_BREAKS))
 _FOLD_LATIN1 = bytes.maketrans(_UPPER + _BREAKS + b"\x85", _UPPER.lower() + b"\n" * 7)
-_KELVIN = "\u212a".encode()  # KELVIN SIGN: `str.lower` makes it `k`
-_UNICODE_BREAKS = ("\x85".encode(), "\u2028".encode(), "\u2029".encode())
+_NOT_AS_BYTES = ("\u212a", "\u2028", "\u2029")  # KELVIN SIGN, LINE and PARAGRAPH SEPARATOR
 # A JSON `\\u` escape may spell any character: a line holding one that spells an ASCII one (or
 # KELVIN SIGN) is always decoded. Other escapes stand for characters no trigger holds (quote,
 # backslash, control characters); `\\/` is why triggers hold no `/`.
@@ -443,25 +441,15 @@ _ESCAPE_ASCII = b"\\u00"
 _ESCAPE_KELVIN = b"\\u212a"  # needed only when a trigger holds a `k`
 
 
-def _lowered(text: str) -> tuple[bytes, bool] | None:
-    """The text as bytes, ASCII letters lower-cased, and whether it is latin-1 (one byte per
-    character) rather than UTF-8; None when a letter only Unicode folds to ASCII is in it."""
+def _as_bytes(text: str) -> bytes | None:
+    """The text as latin-1 bytes, one per character, those past U+00FF written `?`; None when
+    bytes cannot stand for it (`_NOT_AS_BYTES`)."""
     try:
-        return text.encode("latin-1"), True
+        return text.encode("latin-1")
     except UnicodeEncodeError:
-        raw = text.encode("utf-8", "surrogatepass")
-        return None if _KELVIN in raw else (raw, False)
-
-
-def _folded_utf8(text: str) -> tuple[bytes, bytes] | None:
-    """The UTF-8 bytes of a text that is not latin-1, ASCII letters lower-cased and every line
-    break a "\\n", and the bytes themselves; None when bytes cannot stand for the text (a line
-    break or case fold only Unicode knows)."""
-    raw = text.encode("utf-8", "surrogatepass")
-    if _KELVIN in raw or any(brk in raw for brk in _UNICODE_BREAKS):
-        return None
-    breaks = any(brk in raw for brk in _BREAKS)
-    return (raw.translate(_FOLD_UTF8) if breaks else raw.lower()), raw
+        if any(c in text for c in _NOT_AS_BYTES):
+            return None
+        return text.encode("latin-1", "replace")
 
 
 def triggers_for(*keyword_sets: tuple[str, ...], extra: tuple[str, ...] = ()) -> tuple[bytes, ...]:
@@ -483,10 +471,12 @@ def triggers_for(*keyword_sets: tuple[str, ...], extra: tuple[str, ...] = ()) ->
 
 def mentions(text: str, triggers: tuple[bytes, ...]) -> bool:
     """Whether `text` may hold a keyword of `triggers` (case-insensitively); True when unsure."""
-    encoded = _lowered(text)
-    if encoded is None:
+    raw = _as_bytes(text)
+    if raw is None:
         return True
-    low = encoded[0].lower()
+    if len(raw) >= 2 * _BLOCK:  # through the sieve
+        return bool(_latin1_spans(raw, triggers))
+    low = raw.lower()
     return any(trigger in low for trigger in triggers)
 
 
@@ -595,18 +585,13 @@ def _relevant_stdout(
         return None
     kelvin = (_ESCAPE_KELVIN,) if any(b"k" in trigger for trigger in triggers) else ()
     triggers = (*triggers, _ESCAPE_ASCII, *kelvin)
-    try:
-        spans, raw = _latin1_spans(stdout.encode("latin-1"), triggers), None
-    except UnicodeEncodeError:
-        folded = _folded_utf8(stdout)
-        if folded is None:
-            return None
-        low, raw = folded
-        spans = _spans(low, triggers)
+    raw = _as_bytes(stdout)
+    if raw is None:
+        return None
     free_chars = 0
     free_seen = False
-    for start, end in spans:
-        line = stdout[start:end] if raw is None else raw[start:end].decode("utf-8", "surrogatepass")
+    for start, end in _latin1_spans(raw, triggers):
+        line = stdout[start:end]
         said = _read_line(line, pieces, rate_limits)
         if said is None:
             free_seen = True

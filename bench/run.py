@@ -396,10 +396,10 @@ NOTES = """\
   keyword needs dropped and the case folded (one `bytes.translate` with `delete`), then searched
   for what is left of each keyword; only blocks that pass are searched in full and only their
   lines holding a keyword are decoded. On the transcript that is about 6× a 14-character
-  `str.find`. A text that is not latin-1 (any character past U+00FF) is still encoded to UTF-8
-  and searched in full: the encoding alone costs about 7 `str.find`s. The keyword flood (1 MB
-  of notices on stderr that never say when they reset) is read as one piece: its keyword pass
-  and confirming each distinct notice keep it near the 20× bound.
+  `str.find` (about 9× when it holds characters past U+00FF, which must first be written as
+  `?`). The worst 1 MB inputs are those the sieve cannot thin: one huge JSON line made of the
+  keywords' letters (searched directly: a case fold and five searches, ~16-18×) and the keyword
+  flood on stderr, read as one piece (its keyword pass, then confirming each distinct notice).
 - **4, durable commit.** One `fdatasync` of the WAL per revision (plus two per automatic WAL
   checkpoint, every few hundred revisions), about 7 KiB written for a short revision with the
   1 KiB pages of a new store. The time ratio follows the disk's fsync latency, which swings
@@ -444,7 +444,10 @@ CHANGES = """\
 - A sieve before that search on long stdout: 64 KiB blocks with the bytes no keyword needs
   dropped (one `bytes.translate` with `delete`, which also folds the case) are searched for what
   is left of each keyword; only blocks that pass are searched in full. 10 MB transcript: ~19× →
-  ~6× `str.find`.
+  ~6× `str.find`. Characters past U+00FF are read as `?` (one byte each) instead of sending the
+  text through UTF-8: ~20-25× → ~9-10× on a transcript holding some.
+- `keyword_hits` rules a word out by a rare letter it holds that the text lacks (one `memchr`):
+  keyword flood ~20-27× → ~13-18×.
 - `keyword_hits`: keywords whose shared word is everywhere are regrouped under other words,
   and a word known absent rules out every keyword holding it.
 - `simulate` reads each distinct answer once and resolves only the reset per call; a notice's

@@ -300,7 +300,7 @@ def test_D_the_fast_reader_agrees_on_arbitrary_text(
     block=st.integers(1, 48),
     provider=st.sampled_from(PROVIDERS),
     stdout=outputs(),
-    stderr=st.one_of(st.just(""), texts),
+    stderr=st.one_of(st.just(""), texts, outputs()),
     exit_code=st.none() | st.sampled_from([0, 1, 3]),
 )
 def test_D_the_sieve_over_blocks_of_any_size_finds_what_reading_all_finds(
@@ -352,6 +352,10 @@ def test_D_the_fast_reader_agrees_on_the_notice_corpus(case: dict[str, Any]) -> 
            tz)
 
 
+_LONG_MESSAGE = json.dumps({"type": "assistant", "message": {"content": "x" * 320}})
+_LIMIT_RESULT = json.dumps({"type": "result", "result": "You've hit your limit · resets 5pm"})
+
+
 @pytest.mark.parametrize(
     ("provider", "stdout", "stderr", "exit_code"),
     [
@@ -375,6 +379,12 @@ def test_D_the_fast_reader_agrees_on_the_notice_corpus(case: dict[str, Any]) -> 
         ("claude", "hit your limit\u2028 resets 5pm", "", 1),
         ("claude", "x" * 400 + "\x85You've hit your limit · resets 5pm", "", 1),
         ("codex", "ok\r\nYou've hit your usage limit. Try again in 2 hours.\r\n", "", 1),
+        # Two events on one `\n` line, parted by a break only `str.splitlines` knows: read as
+        # one line they would be a long free text, never examined.
+        *(
+            ("claude", _LONG_MESSAGE + brk + _LIMIT_RESULT + "\n", "", 1)
+            for brk in ("\u2028", "\u2029", "\x85", "\r", "\x1e")
+        ),
     ],
 )
 def test_D_the_fast_reader_agrees_on_the_hard_cases(
@@ -407,7 +417,8 @@ KEYWORDS = ("usage limit", "limit reached", "limits will reset", "limit will res
 
 @given(
     parts=st.lists(st.sampled_from([*KEYWORDS, "limit", "quota", "exhausted", " ", "x",
-                                    "LIMIT REACHED", "İ"]), max_size=120),
+                                    "LIMIT REACHED", "İ", "Q", "g", "w", "usa", "ge",
+                                    "resource"]), max_size=120),
     repeat=st.integers(1, 400),
 )
 def test_D_keyword_hits_are_each_keywords_first_occurrences(parts: list[str], repeat: int) -> None:
@@ -416,7 +427,8 @@ def test_D_keyword_hits_are_each_keywords_first_occurrences(parts: list[str], re
 
 
 @pytest.mark.parametrize("chunk", ["limit reached hit your ", "resource_exhausted quota reached ",
-                                   "usage limit exhausted your limits will reset "])
+                                   "usage limit exhausted your limits will reset ",
+                                   "limit reached hit your RESOURCE_EXHAUSTED resets "])
 def test_D_keyword_hits_where_a_shared_word_is_everywhere(chunk: str) -> None:
     text = chunk * 2_000
     assert keyword_hits(KEYWORDS, text, None) == _plain_hits(KEYWORDS, text)
