@@ -428,12 +428,15 @@ def cut(stdout: str, stderr: str, provider: str = "") -> Output:
 # character (so positions are the text's), a character past U+00FF written `?`; `bytes.lower`
 # folds the ASCII letters, and the keywords are ASCII. No character past U+00FF lower-cases to
 # an ASCII letter but KELVIN SIGN (U+212A, to `k`), and none is a line break but U+2028 and
-# U+2029: where one of these three is in the text, the full reader runs instead.
+# U+2029: the full reader runs instead where KELVIN SIGN is in the text and a trigger holds a
+# `k`, or where a separator is in a line the fast reader decodes (a line without a trigger may
+# hold one: its parts hold no trigger either).
 
 _BREAKS = b"\r\x0b\x0c\x1c\x1d\x1e"  # besides "\n", the ASCII line breaks of `str.splitlines`
 _UPPER = bytes(range(ord("A"), ord("Z") + 1))
 _FOLD_LATIN1 = bytes.maketrans(_UPPER + _BREAKS + b"\x85", _UPPER.lower() + b"\n" * 7)
-_NOT_AS_BYTES = ("\u212a", "\u2028", "\u2029")  # KELVIN SIGN, LINE and PARAGRAPH SEPARATOR
+_KELVIN = "\u212a"  # KELVIN SIGN
+_SEPARATORS = ("\u2028", "\u2029")  # LINE and PARAGRAPH SEPARATOR
 # A JSON `\\u` escape may spell any character: a line holding one that spells an ASCII one (or
 # KELVIN SIGN) is always decoded. Other escapes stand for characters no trigger holds (quote,
 # backslash, control characters); `\\/` is why triggers hold no `/`.
@@ -441,15 +444,15 @@ _ESCAPE_ASCII = b"\\u00"
 _ESCAPE_KELVIN = b"\\u212a"  # needed only when a trigger holds a `k`
 
 
-def _as_bytes(text: str) -> bytes | None:
-    """The text as latin-1 bytes, one per character, those past U+00FF written `?`; None when
-    bytes cannot stand for it (`_NOT_AS_BYTES`)."""
+def _as_bytes(text: str, triggers: tuple[bytes, ...]) -> tuple[bytes, bool] | None:
+    """The text as latin-1 bytes, one per character, those past U+00FF written `?`, and whether
+    there were such characters; None when a KELVIN SIGN might be the `k` of a trigger."""
     try:
-        return text.encode("latin-1")
+        return text.encode("latin-1"), False
     except UnicodeEncodeError:
-        if any(c in text for c in _NOT_AS_BYTES):
+        if _KELVIN in text and any(b"k" in trigger for trigger in triggers):
             return None
-        return text.encode("latin-1", "replace")
+        return text.encode("latin-1", "replace"), True
 
 
 def triggers_for(*keyword_sets: tuple[str, ...], extra: tuple[str, ...] = ()) -> tuple[bytes, ...]:
@@ -471,9 +474,10 @@ def triggers_for(*keyword_sets: tuple[str, ...], extra: tuple[str, ...] = ()) ->
 
 def mentions(text: str, triggers: tuple[bytes, ...]) -> bool:
     """Whether `text` may hold a keyword of `triggers` (case-insensitively); True when unsure."""
-    raw = _as_bytes(text)
-    if raw is None:
+    encoded = _as_bytes(text, triggers)
+    if encoded is None:
         return True
+    raw = encoded[0]
     if len(raw) >= 2 * _BLOCK:  # through the sieve
         return bool(_latin1_spans(raw, triggers))
     low = raw.lower()
@@ -585,13 +589,16 @@ def _relevant_stdout(
         return None
     kelvin = (_ESCAPE_KELVIN,) if any(b"k" in trigger for trigger in triggers) else ()
     triggers = (*triggers, _ESCAPE_ASCII, *kelvin)
-    raw = _as_bytes(stdout)
-    if raw is None:
+    encoded = _as_bytes(stdout, triggers)
+    if encoded is None:
         return None
+    raw, wide = encoded
     free_chars = 0
     free_seen = False
     for start, end in _latin1_spans(raw, triggers):
         line = stdout[start:end]
+        if wide and any(separator in line for separator in _SEPARATORS):
+            return None  # the line is several lines
         said = _read_line(line, pieces, rate_limits)
         if said is None:
             free_seen = True

@@ -160,9 +160,37 @@ def _pair(provider: str, stream: str, text: str, expect: bool, rounds: int,
     return out
 
 
+def wide(transcript: str) -> str:
+    """The transcript with a character past U+00FF in each turn's text (a curly apostrophe, as
+    claude writes them): no longer latin-1."""
+    return transcript.replace("Let me look", "Let\u2019s look")
+
+
+def _classify(text: str) -> Callable[[], float]:
+    """`classify_output` (what the shell calls on each call's output) over the transcript."""
+
+    def run() -> float:
+        began = cpu_time()
+        found = classify_output("claude", stdout=text, exit_code=1, now=NOW, local_tz=TZ)
+        took = cpu_time() - began
+        if found.kind != "limit":
+            raise AssertionError("the notice at the end of the transcript was not found")
+        return took
+
+    return run
+
+
 def measure(rounds: int, big: int = 10 * MB, sizes: tuple[int, ...] = (1, 2, 4, 8),
             adversarial: int = MB) -> dict[str, Any]:
-    transcript = _pair("claude", "stdout", claude_transcript(big), True, rounds, decode=True)
+    text = claude_transcript(big)
+    transcript = _pair("claude", "stdout", text, True, rounds, decode=True)
+    # Context (no target): the transcript not latin-1, and read by `classify_output`.
+    context = {"not latin-1": _pair("claude", "stdout", wide(text), True, rounds)}
+    classified = timed_rounds([_classify(text), _scan(text)], rounds)
+    context["classify_output"] = {
+        "ratio": median_ratio(classified[0], classified[1]),
+        "detect_ms": statistics.median(classified[0]) * 1e3,
+        "scan_ms": statistics.median(classified[1]) * 1e3, "chars": len(text)}
     linear = {n: _pair("claude", "stdout", claude_transcript(n * MB), True, rounds)
               for n in sizes}
     attacks = {name: _pair(provider, stream, _adversarial(chunk, adversarial), False, rounds)
@@ -171,7 +199,8 @@ def measure(rounds: int, big: int = 10 * MB, sizes: tuple[int, ...] = (1, 2, 4, 
     # i.e. the cost per character at 8 MB is within the slack of the cost per character at 1 MB.
     growth = linear[sizes[-1]]["ratio"] / linear[sizes[0]]["ratio"]
     return {"transcript": transcript, "linear": linear, "adversarial": attacks,
-            "growth": growth, "linear_met": growth <= LINEARITY_SLACK, "rounds": rounds}
+            "growth": growth, "linear_met": growth <= LINEARITY_SLACK, "rounds": rounds,
+            "context": context}
 
 
 def main() -> None:

@@ -179,6 +179,9 @@ def detection(quick: bool, summary: list[str], details: list[str]) -> None:
         rows.append(f"| {name}, 1 MB | {r['detect_ms']:.2f} | {r['scan_ms']:.3f} "
                     f"| {r['ratio']:.1f}× (≤ {target_a:.0f}×) "
                     f"| {_verdict(r['ratio'] <= target_a)} |")
+    for name, r in m["context"].items():
+        rows.append(f"| transcript, {r['chars'] / 1e6:.1f} MB, {name} (context) "
+                    f"| {r['detect_ms']:.2f} | {r['scan_ms']:.3f} | {r['ratio']:.1f}× | — |")
     transcript = bench_detection.claude_transcript(bench_detection.MB)
     details.append(
         "### 3. Detection throughput\n\n"
@@ -187,7 +190,9 @@ def detection(quick: bool, summary: list[str], details: list[str]) -> None:
         f"character at 8 MB is {m['growth']:.2f}× the cost per character at 1 MB (ratio to "
         f"`str.find` at 8 MB ÷ at 1 MB). Reading the 10 MB transcript's events with `json.loads`, "
         f"line by line and nothing else, takes {t['decode_ms']:.1f} ms: detection costs "
-        f"{t['decode_ratio']:.2f}× that floor.\n\n"
+        f"{t['decode_ratio']:.2f}× that floor. Context rows: the same transcript with a `’` in "
+        "each turn (not latin-1), and `classify_output` (all the detectors, as the shell calls "
+        "them) over it.\n\n"
         "| input | `detect_limit` (ms) | `str.find` (ms) | ratio | ≤ "
         f"{target:.0f}× |\n| --- | --- | --- | --- | --- |\n" + "\n".join(rows) + "\n\n"
         "Profile of `detect_limit` over the 1 MB transcript (cProfile, cumulative):\n\n```text\n"
@@ -399,7 +404,10 @@ NOTES = """\
   `str.find` (about 9× when it holds characters past U+00FF, which must first be written as
   `?`). The worst 1 MB inputs are those the sieve cannot thin: one huge JSON line made of the
   keywords' letters (searched directly: a case fold and five searches, ~16-18×) and the keyword
-  flood on stderr, read as one piece (its keyword pass, then confirming each distinct notice).
+  flood on stderr, read as one piece (its keyword pass, then reading the reset of each distinct
+  notice). `classify_output` (all the detectors, as the shell calls them: about seventy
+  keywords) gets little from the sieve on a JSON transcript: a word such as `name ` (of `name
+  resolution`) loses its space to the sieve and then passes on every tool call's `"name":`.
 - **4, durable commit.** One `fdatasync` of the WAL per revision (plus two per automatic WAL
   checkpoint, every few hundred revisions), about 7 KiB written for a short revision with the
   1 KiB pages of a new store. The time ratio follows the disk's fsync latency, which swings

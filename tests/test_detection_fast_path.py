@@ -385,6 +385,10 @@ _LIMIT_RESULT = json.dumps({"type": "result", "result": "You've hit your limit �
             ("claude", _LONG_MESSAGE + brk + _LIMIT_RESULT + "\n", "", 1)
             for brk in ("\u2028", "\u2029", "\x85", "\r", "\x1e")
         ),
+        # A separator or a KELVIN SIGN in a line that holds no trigger, the notice elsewhere.
+        ("claude", "done \u2028 ok ’\n" + _LIMIT_RESULT + "\n", "", 1),
+        ("claude", _LONG_MESSAGE + "\u2029\n" + _LIMIT_RESULT + "\n", "", 1),
+        ("codex", "\u212a ’\n" + "x" * 400 + "\n" + _LIMIT_RESULT + "\n", "soc\u212aet", 1),
     ],
 )
 def test_D_the_fast_reader_agrees_on_the_hard_cases(
