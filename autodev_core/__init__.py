@@ -13,13 +13,8 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .classification import Classification, LimitNotice
-    from .detection import classify_output, detect_limit, detect_login_error, detect_network_error
-    from .engine import PROVIDERS, Engine
-    from .errors import AutodevError, ConfigError
-    from .identity import RunIdentity, ids_equivalent, resolve_active_identity
-    from .participant import Participant, parse_participant
-    from .persistence import (
+    from .control.identity import RunIdentity, ids_equivalent, resolve_active_identity
+    from .control.persistence import (
         DEFAULT_TIERS,
         Accepted,
         BoundTiers,
@@ -34,8 +29,17 @@ if TYPE_CHECKING:
         tier_role,
         turn_gate,
     )
-    from .posts import extract_post
-    from .scenario import CallAnswer, Scenario, parse_scenario
+    from .detection.classification import Classification, LimitNotice
+    from .detection.posts import extract_post
+    from .detection.reader import (
+        classify_output,
+        detect_limit,
+        detect_login_error,
+        detect_network_error,
+    )
+    from .engine import PROVIDERS, Engine
+    from .errors import AutodevError, ConfigError
+    from .participant import Participant, parse_participant
     from .scheduler import (
         STATUSES,
         TRANSITIONS,
@@ -69,29 +73,30 @@ if TYPE_CHECKING:
         start_run,
         step,
     )
-    from .simulation import simulate
+    from .simulation.driver import simulate
+    from .simulation.scenario import CallAnswer, Scenario, parse_scenario
 
 # The public names are imported on first use (PEP 562): `import autodev_core`, or a command
 # that needs only a few of them, does not pay for the rest (issue 13).
 _EXPORTS: dict[str, str] = {
-    "Accepted": "persistence",
+    "Accepted": "control.persistence",
     "AutodevError": "errors",
-    "BoundTiers": "persistence",
-    "CallAnswer": "scenario",
+    "BoundTiers": "control.persistence",
+    "CallAnswer": "simulation.scenario",
     "CallCancelled": "scheduler",
     "CallEnded": "scheduler",
     "Policy": "scheduler",
-    "Classification": "classification",
-    "CommitMarker": "persistence",
+    "Classification": "detection.classification",
+    "CommitMarker": "control.persistence",
     "ConfigError": "errors",
-    "DEFAULT_TIERS": "persistence",
+    "DEFAULT_TIERS": "control.persistence",
     "Effect": "scheduler",
     "Engine": "engine",
     "EngineLimit": "scheduler",
     "Event": "scheduler",
     "GateApproved": "scheduler",
     "GateRequested": "scheduler",
-    "LimitNotice": "classification",
+    "LimitNotice": "detection.classification",
     "LimitObserved": "scheduler",
     "Log": "scheduler",
     "MessageArrived": "scheduler",
@@ -99,14 +104,14 @@ _EXPORTS: dict[str, str] = {
     "PROVIDERS": "engine",
     "Participant": "participant",
     "PauseRequested": "scheduler",
-    "PersistenceState": "persistence",
-    "Queued": "persistence",
-    "RecoveryCopy": "persistence",
+    "PersistenceState": "control.persistence",
+    "Queued": "control.persistence",
+    "RecoveryCopy": "control.persistence",
     "ResumeRequested": "scheduler",
-    "RunIdentity": "identity",
+    "RunIdentity": "control.identity",
     "RunStarted": "scheduler",
     "STATUSES": "scheduler",
-    "Scenario": "scenario",
+    "Scenario": "simulation.scenario",
     "SchedulerConfig": "scheduler",
     "SchedulerProtocolError": "scheduler",
     "SchedulerState": "scheduler",
@@ -115,29 +120,29 @@ _EXPORTS: dict[str, str] = {
     "StatusChanged": "scheduler",
     "StopRequested": "scheduler",
     "TRANSITIONS": "scheduler",
-    "TierRoles": "persistence",
-    "TurnGate": "persistence",
-    "UnknownTierError": "persistence",
+    "TierRoles": "control.persistence",
+    "TurnGate": "control.persistence",
+    "UnknownTierError": "control.persistence",
     "Woke": "scheduler",
     "call_ended": "scheduler",
-    "classify_output": "detection",
-    "detect_limit": "detection",
-    "detect_login_error": "detection",
-    "detect_network_error": "detection",
-    "extract_post": "posts",
-    "ids_equivalent": "identity",
+    "classify_output": "detection.reader",
+    "detect_limit": "detection.reader",
+    "detect_login_error": "detection.reader",
+    "detect_network_error": "detection.reader",
+    "extract_post": "detection.posts",
+    "ids_equivalent": "control.identity",
     "initial_state": "scheduler",
     "next_deadline": "scheduler",
     "parse_participant": "participant",
-    "parse_scenario": "scenario",
-    "reduce_persistence": "persistence",
-    "resolve_active_identity": "identity",
+    "parse_scenario": "simulation.scenario",
+    "reduce_persistence": "control.persistence",
+    "resolve_active_identity": "control.identity",
     "restore_state": "scheduler",
-    "simulate": "simulation",
+    "simulate": "simulation.driver",
     "start_run": "scheduler",
     "step": "scheduler",
-    "tier_role": "persistence",
-    "turn_gate": "persistence",
+    "tier_role": "control.persistence",
+    "turn_gate": "control.persistence",
 }
 
 __all__ = [
@@ -211,12 +216,12 @@ __all__ = [
 def _module(name: str) -> ModuleType:
     """The submodule `name`, imported now (a relative import: the core imports nothing by
     name at run time)."""
-    if name == "classification":
-        from . import classification
+    if name == "detection.classification":
+        from .detection import classification
 
         return classification
-    if name == "detection":
-        from . import detection
+    if name == "detection.reader":
+        from .detection import reader as detection
 
         return detection
     if name == "engine":
@@ -227,32 +232,32 @@ def _module(name: str) -> ModuleType:
         from . import errors
 
         return errors
-    if name == "identity":
-        from . import identity
+    if name == "control.identity":
+        from .control import identity
 
         return identity
     if name == "participant":
         from . import participant
 
         return participant
-    if name == "persistence":
-        from . import persistence
+    if name == "control.persistence":
+        from .control import persistence
 
         return persistence
-    if name == "posts":
-        from . import posts
+    if name == "detection.posts":
+        from .detection import posts
 
         return posts
-    if name == "scenario":
-        from . import scenario
+    if name == "simulation.scenario":
+        from .simulation import scenario
 
         return scenario
     if name == "scheduler":
         from . import scheduler
 
         return scheduler
-    if name == "simulation":
-        from . import simulation
+    if name == "simulation.driver":
+        from .simulation import driver as simulation
 
         return simulation
     raise AttributeError(name)

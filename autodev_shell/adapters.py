@@ -43,12 +43,12 @@ from typing import Any
 
 import attrs
 
-from autodev_core.classification import Classification
-from autodev_core.detection import classify_output, codex_block_after, stderr_cut_line
+from autodev_core.detection.classification import Classification
+from autodev_core.detection.posts import extract_post
+from autodev_core.detection.reader import classify_output, codex_block_after, stderr_cut_line
 from autodev_core.engine import PROVIDERS, Engine
 from autodev_core.errors import ConfigError
 from autodev_core.participant import Participant
-from autodev_core.posts import extract_post
 
 from .clock import Clock, Interrupt, SystemClock, is_set, local_zone
 from .processes import die_with_parent

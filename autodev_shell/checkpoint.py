@@ -27,17 +27,17 @@ from typing import Any, Final
 
 import attrs
 
-from autodev_core.errors import AutodevError
-from autodev_core.identity import RunIdentity, resolve_active_identity
-from autodev_core.mutation import MutationContext, ensure_mutation_ready
-from autodev_core.persistence import DEFAULT_TIERS, TierRoles
-from autodev_core.replicas import (
+from autodev_core.control.identity import RunIdentity, resolve_active_identity
+from autodev_core.control.mutation import MutationContext, ensure_mutation_ready
+from autodev_core.control.persistence import DEFAULT_TIERS, TierRoles
+from autodev_core.control.replicas import (
     CheckpointPlan,
     PrimaryExport,
     RestoreDecision,
     plan_checkpoint,
     plan_checkpoint_restore,
 )
+from autodev_core.errors import AutodevError
 from autodev_core.serialization import from_json, to_json
 
 from .on_disk import SHADOW_SUFFIX as SHADOW_SUFFIX

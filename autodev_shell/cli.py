@@ -60,8 +60,8 @@ def _demo(args: argparse.Namespace) -> int:
 
 def _simulate(args: argparse.Namespace) -> int:
     """`autodev simulate SCENARIO.yaml`: read the file, replay it, print the lines (SPEC D)."""
-    from autodev_core.scenario import parse_scenario
     from autodev_core.simulation import simulate
+    from autodev_core.simulation.scenario import parse_scenario
 
     source = str(args.scenario)
     try:

@@ -22,7 +22,7 @@ from autodev_core.errors import AutodevError, ConfigError
 # Each command imports what it uses when it runs: `autodev --help` builds the parser alone, and
 # `autodev status` does not load the loop, the CLIs' adapters or YAML (issue 13).
 if TYPE_CHECKING:
-    from autodev_core.identity import RunIdentity
+    from autodev_core.control.identity import RunIdentity
     from autodev_core.scheduler import SchedulerConfig
 
     from .clock import Clock
@@ -107,7 +107,7 @@ def start_run(
     setting; only the accounts named under `accounts:` are shared (docs/sharing.md)."""
     import socket
 
-    from autodev_core.identity import resolve_active_identity
+    from autodev_core.control.identity import resolve_active_identity
 
     from .adapters import installed_providers
     from .clock import local_zone
@@ -139,7 +139,7 @@ def start_run(
     restore_sigterm = _raise_on_sigterm()
     try:
         make_private(run_dir)  # run files an older autodev (or another umask) left readable
-        from autodev_core.mutation import MutationContext, mutation_block_reason
+        from autodev_core.control.mutation import MutationContext, mutation_block_reason
 
         from .checkpoint import restore_in_progress
 
@@ -468,7 +468,7 @@ def _lock_time(store: RunStore) -> datetime | None:
 
 def store_identity(store: RunStore) -> RunIdentity:
     """The run a store belongs to, with every id it knows the run by (B1, B3)."""
-    from autodev_core.identity import resolve_active_identity
+    from autodev_core.control.identity import resolve_active_identity
 
     return resolve_active_identity(run_id=store.run_id, integrity_id=store.integrity_id,
                                    aliases=store.aliases())
@@ -478,7 +478,7 @@ def persistence_text(store: RunStore) -> str:
     """The persistence line of `autodev status` (C6), from the same facts and the same core
     planner the daemon starts from (`read_on_disk`: the committed state settled by B8 with the
     marker, under B3 equivalence, and the shadow copy's revisions)."""
-    from autodev_core.persistence import describe_persistence
+    from autodev_core.control.persistence import describe_persistence
 
     from .on_disk import read_on_disk
 

@@ -16,8 +16,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
+from autodev_core.control.identity import RunIdentity
 from autodev_core.errors import AutodevError
-from autodev_core.identity import RunIdentity
 from autodev_core.serialization import to_json
 
 from .clock import Clock

@@ -32,8 +32,8 @@ from typing import Final, Literal
 
 import attrs
 
-from autodev_core.identity import RunIdentity, check_owner
-from autodev_core.mutation import (
+from autodev_core.control.identity import RunIdentity, check_owner
+from autodev_core.control.mutation import (
     LoadState,
     MutationContext,
     RecoveryAborted,
@@ -41,7 +41,7 @@ from autodev_core.mutation import (
     mutation_block_reason,
     recovery_still_active,
 )
-from autodev_core.persistence import (
+from autodev_core.control.persistence import (
     DEFAULT_TIERS,
     Accepted,
     PersistenceState,
@@ -51,7 +51,7 @@ from autodev_core.persistence import (
     reduce_persistence,
     turn_gate,
 )
-from autodev_core.replicas import (
+from autodev_core.control.replicas import (
     ReplicaState,
     SyncOutcome,
     SyncPlan,
@@ -60,8 +60,8 @@ from autodev_core.replicas import (
     combine_sync_results,
     plan_replica_sync,
 )
+from autodev_core.control.turn_input import InputRecord
 from autodev_core.serialization import to_json
-from autodev_core.turn_input import InputRecord
 
 from .checkpoint import (
     SHADOW_MAX_BYTES,

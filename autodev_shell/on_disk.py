@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Final
 
 import attrs
 
-from autodev_core.identity import RunIdentity
-from autodev_core.mutation import recovery_still_active
-from autodev_core.persistence import (
+from autodev_core.control.identity import RunIdentity
+from autodev_core.control.mutation import recovery_still_active
+from autodev_core.control.persistence import (
     DEFAULT_TIERS,
     PersistenceState,
     Queued,

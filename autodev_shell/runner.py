@@ -32,10 +32,17 @@ from typing import Final, TextIO
 
 import attrs
 
+from autodev_core.control.identity import RunIdentity
+from autodev_core.control.persistence import describe_persistence
+from autodev_core.control.thread_window import thread_window
+from autodev_core.control.turn_input import (
+    InputRecord,
+    TurnStart,
+    bind_input_context,
+    plan_turn_input,
+)
 from autodev_core.engine import Engine
-from autodev_core.identity import RunIdentity
 from autodev_core.participant import Participant
-from autodev_core.persistence import describe_persistence
 from autodev_core.scheduler import (
     CallCancelled,
     Effect,
@@ -57,8 +64,6 @@ from autodev_core.scheduler import (
     step,
 )
 from autodev_core.serialization import from_json
-from autodev_core.thread_window import thread_window
-from autodev_core.turn_input import InputRecord, TurnStart, bind_input_context, plan_turn_input
 
 from .adapters import DEFAULT_TEMPLATES, CallResult, CommandTemplate
 from .calls import CliCalls

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
-from autodev_core.persistence import RecoveryCopy
+from autodev_core.control.persistence import RecoveryCopy
 
 from .checkpoint import PendingRevision, compact_shadow, remove_shadow, write_shadow
 from .on_disk import SHADOW_TIER

@@ -8,7 +8,7 @@ inputs of B19. The database runs in WAL mode with `synchronous=FULL`, and each r
 
 This module decides nothing. It writes what it is given, reads back what is there, and turns
 every SQLite failure into a `StoreError` whose message is one sentence naming the file. Whether
-a write counts as confirmed is the core's call (`autodev_core.persistence`, B4-B9).
+a write counts as confirmed is the core's call (`autodev_core.control.persistence`, B4-B9).
 
 This module makes and opens the file (the schema, its checks, the run's identity); the rest of
 `RunStore` is in its parts: `store_sql` (the connection, transactions, `StoreError`),

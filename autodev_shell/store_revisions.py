@@ -19,8 +19,8 @@ from .store_sql import StoreConnection, StoreError, _scalar, _text, _time
 from .store_thread import NewPost, Post, _posts, _save_turn_input
 
 if TYPE_CHECKING:  # loaded where used: `autodev pause` reads no state (issue 13)
-    from autodev_core.persistence import CommitMarker
-    from autodev_core.turn_input import InputRecord
+    from autodev_core.control.persistence import CommitMarker
+    from autodev_core.control.turn_input import InputRecord
 
 
 @attrs.frozen
@@ -35,7 +35,7 @@ class Marker:
     def as_core(self) -> CommitMarker:
         """The marker as the core's B8 planner reads it. A marker exists only inside a
         committed transaction, so it is accepted by construction."""
-        from autodev_core.persistence import CommitMarker
+        from autodev_core.control.persistence import CommitMarker
 
         return CommitMarker(run_id=self.run_id, revision=self.revision, tier=self.tier)
 

@@ -16,7 +16,7 @@ import attrs
 from .store_sql import StoreConnection, _check_aware, _text, _time, clean_text
 
 if TYPE_CHECKING:  # loaded where used: `autodev status` reads no turn input (issue 13)
-    from autodev_core.turn_input import InputRecord
+    from autodev_core.control.turn_input import InputRecord
 
 
 @attrs.frozen
@@ -79,7 +79,7 @@ class StoreThread(StoreConnection):
             ).fetchone()
         if row is None:
             return None
-        from autodev_core.turn_input import InputRecord
+        from autodev_core.control.turn_input import InputRecord
 
         return InputRecord(row[0], row[1], row[2])
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from bench_decision import median_ratio, record_trace
 
-from autodev_core.persistence import PersistenceState
+from autodev_core.control.persistence import PersistenceState
 from autodev_core.serialization import to_json
 from autodev_shell.store import NewPost, RunStore
 

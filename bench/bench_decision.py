@@ -25,7 +25,7 @@ from typing import Any
 
 import attrs
 
-from autodev_core.classification import LimitNotice
+from autodev_core.detection.classification import LimitNotice
 from autodev_core.engine import Engine
 from autodev_core.participant import Participant
 from autodev_core.scheduler import (

@@ -29,7 +29,7 @@ from typing import Any
 import attrs
 from bench_decision import START, TEAM
 
-from autodev_core.classification import LimitNotice
+from autodev_core.detection.classification import LimitNotice
 from autodev_core.scheduler import (
     CallEnded,
     Event,

@@ -14,10 +14,9 @@ import random
 import time
 from datetime import UTC, datetime, timedelta
 
-from autodev_core.classification import LimitNotice
+from autodev_core.detection.classification import LimitNotice
 from autodev_core.engine import Engine
 from autodev_core.participant import Participant
-from autodev_core.scenario import CallAnswer, Scenario
 from autodev_core.scheduler import (
     CallEnded,
     RunStarted,
@@ -27,6 +26,7 @@ from autodev_core.scheduler import (
     step,
 )
 from autodev_core.simulation import simulate
+from autodev_core.simulation.scenario import CallAnswer, Scenario
 
 TEAM = (
     Participant(id="ana", provider="claude", model="opus", failover=(Engine("codex"),

@@ -28,14 +28,14 @@ from typing import Any
 
 from bench_decision import cpu_time, median_ratio, timed_rounds
 
-import autodev_core.simulation as simulation
+import autodev_core.simulation.driver as simulation
 from autodev_core.engine import Engine
 from autodev_core.participant import Participant
-from autodev_core.scenario import CallAnswer, Scenario
 from autodev_core.scheduler.effects import Effect
 from autodev_core.scheduler.events import Event
 from autodev_core.scheduler.state import SchedulerState
 from autodev_core.simulation import simulate
+from autodev_core.simulation.scenario import CallAnswer, Scenario
 
 #: The issue's target, on one core.
 TARGET_EVENTS_PER_S = 50_000

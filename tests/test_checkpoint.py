@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from helpers.faults import DiskSwitch, faulty_connection
 
-from autodev_core.replicas import PRIMARY_CHECKPOINT_SOURCE_EMPTY
+from autodev_core.control.replicas import PRIMARY_CHECKPOINT_SOURCE_EMPTY
 from autodev_shell.checkpoint import (
     PendingRevision,
     ReplicaFileError,

@@ -294,7 +294,7 @@ def test_C6_demo_shows_failover_waits_and_persistence(tmp_path: Path) -> None:
 def test_B14_a_corrupt_store_offers_the_checkpoint_and_restore_brings_it_back(
     tmp_path: Path,
 ) -> None:
-    from autodev_core.identity import resolve_active_identity
+    from autodev_core.control.identity import resolve_active_identity
     from autodev_shell.durability import Durability
     from autodev_shell.store import NewPost
 

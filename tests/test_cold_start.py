@@ -52,17 +52,17 @@ def test_every_public_name_still_imports_from_the_core() -> None:
 #: it shows from their JSON), the write path and the replica planner (durability, checkpoint,
 #: replicas: only a shadow copy on disk is read through the checkpoint module), the sharing
 #: client, the sleeper, the loop and the CLIs' adapters, YAML, the turn inputs (B19).
-NEVER_FOR_STATUS = ("autodev_core.scheduler", "cattrs", "yaml", "autodev_core.replicas",
+NEVER_FOR_STATUS = ("autodev_core.scheduler", "cattrs", "yaml", "autodev_core.control.replicas",
                     "autodev_shell.durability", "autodev_shell.checkpoint",
                     "autodev_shell.sharing", "autodev_shell.sleeper", "autodev_shell.runner",
-                    "autodev_shell.adapters", "autodev_core.turn_input", "socket")
+                    "autodev_shell.adapters", "autodev_core.control.turn_input", "socket")
 
 
 def _stored_run(directory: Path) -> Path:
     """A run whose store holds a scheduler state with limits, an outage and a wait."""
+    from autodev_core.control.persistence import PersistenceState
     from autodev_core.engine import Engine
     from autodev_core.participant import Participant
-    from autodev_core.persistence import PersistenceState
     from autodev_core.scheduler import (
         EngineLimit,
         Outage,
@@ -118,7 +118,7 @@ def test_C6_operator_commands_load_only_the_store(stored_run: Path, command: lis
     loaded = _loaded(_command([*command, "--run", str(stored_run)]))
     assert "autodev_shell.store" in loaded
     # They queue a command: no state is read, so neither the persistence planner nor a zone.
-    unused = (*NEVER_FOR_STATUS, "autodev_core.persistence", "autodev_shell.on_disk",
+    unused = (*NEVER_FOR_STATUS, "autodev_core.control.persistence", "autodev_shell.on_disk",
               "autodev_shell.stored_status", "zoneinfo")
     assert sorted(m for m in unused if m in loaded) == []
 
@@ -126,7 +126,7 @@ def test_C6_operator_commands_load_only_the_store(stored_run: Path, command: lis
 def test_B4_the_persistence_state_is_read_without_cattrs() -> None:
     """A flat record (bools, ints, text) is read as the converter would read it, without it."""
     loaded = _loaded(
-        "from autodev_core.persistence import PersistenceState\n"
+        "from autodev_core.control.persistence import PersistenceState\n"
         "from autodev_core.serialization import from_json, to_json\n"
         "state = PersistenceState(pending_persist=True, queued_revision=4, queued_run_id='r')\n"
         "assert from_json(" + repr('{"pending_persist": true, "queued_revision": 4, '

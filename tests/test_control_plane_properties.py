@@ -8,9 +8,9 @@ import attrs
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autodev_core.identity import RecoveryHint, RunIdentity, ids_equivalent
-from autodev_core.mutation import LOAD_STATES, MutationContext, mutation_block_reason
-from autodev_core.persistence import (
+from autodev_core.control.identity import RecoveryHint, RunIdentity, ids_equivalent
+from autodev_core.control.mutation import LOAD_STATES, MutationContext, mutation_block_reason
+from autodev_core.control.persistence import (
     DEFAULT_TIERS,
     Accepted,
     CommitMarker,
@@ -27,7 +27,7 @@ from autodev_core.persistence import (
     tier_role,
     turn_gate,
 )
-from autodev_core.replicas import (
+from autodev_core.control.replicas import (
     CheckpointPlan,
     PrimaryExport,
     ReplicaAudit,
@@ -41,6 +41,7 @@ from autodev_core.replicas import (
     plan_checkpoint_restore,
     plan_replica_sync,
 )
+from autodev_core.control.turn_input import InputRecord, TurnInputPlan, TurnStart, plan_turn_input
 from autodev_core.serialization import from_json, from_yaml, to_json, to_yaml
 
 # --- strategies: the shipped harness's (SPEC 0.4) ---------------------------------------------
@@ -56,7 +57,6 @@ from autodev_core.testing.persistence import (
 )
 from autodev_core.testing.persistence import persistence_events as events
 from autodev_core.testing.persistence import persistence_states as states
-from autodev_core.turn_input import InputRecord, TurnInputPlan, TurnStart, plan_turn_input
 
 NON_CANONICAL = TIER_NAMES.filter(lambda t: tier_role(t) != "canonical")
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from daemon_helpers import Daemon, wait_for
 
+from autodev_core.control.identity import resolve_active_identity
 from autodev_core.detection import classify_output
-from autodev_core.identity import resolve_active_identity
 from autodev_core.participant import Participant
 from autodev_core.scheduler import SchedulerConfig, StartCall
 from autodev_shell.adapters import CallResult

@@ -8,10 +8,10 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from autodev_core._bounded import MAX_WINDOW, Meter
-from autodev_core._streams import MODEL_TEXT_MAX_CHARS
-from autodev_core.classification import Classification, LimitNotice
-from autodev_core.detection import (
+from autodev_core.detection._bounded import MAX_WINDOW, Meter
+from autodev_core.detection._streams import MODEL_TEXT_MAX_CHARS
+from autodev_core.detection.classification import Classification, LimitNotice
+from autodev_core.detection.reader import (
     _classify,
     classify_output,
     detect_limit,

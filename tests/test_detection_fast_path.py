@@ -20,9 +20,9 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autodev_core import _streams
-from autodev_core._bounded import keyword_hits
-from autodev_core._streams import (
+from autodev_core.detection import _streams
+from autodev_core.detection._bounded import keyword_hits
+from autodev_core.detection._streams import (
     Output,
     Piece,
     RateLimitEvent,
@@ -30,8 +30,8 @@ from autodev_core._streams import (
     _split_codex_stderr,
     strip_ansi,
 )
-from autodev_core.classification import Classification
-from autodev_core.detection import (
+from autodev_core.detection.classification import Classification
+from autodev_core.detection.reader import (
     _limit,
     _login,
     _network,

@@ -1,7 +1,7 @@
 """Properties of the detectors (SPEC D, A5, A6, 0.3), checked with Hypothesis.
 
 Linear time is checked by counting, not timing: every detail regex runs through
-`autodev_core._bounded`, whose `Meter` records how many characters the regexes saw.
+`autodev_core.detection._bounded`, whose `Meter` records how many characters the regexes saw.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autodev_core._bounded import MAX_WINDOW, Meter
-from autodev_core._streams import MODEL_TEXT_MAX_CHARS
-from autodev_core.classification import Classification, LimitNotice
-from autodev_core.detection import _classify, classify_output, detect_limit
+from autodev_core.detection._bounded import MAX_WINDOW, Meter
+from autodev_core.detection._streams import MODEL_TEXT_MAX_CHARS
+from autodev_core.detection.classification import Classification, LimitNotice
+from autodev_core.detection.reader import _classify, classify_output, detect_limit
 from autodev_core.serialization import from_json, from_yaml, to_json, to_yaml
 
 ZONES = ["UTC", "Europe/Lisbon", "America/New_York", "Asia/Kolkata", "Etc/GMT+5",

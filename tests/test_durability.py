@@ -16,9 +16,9 @@ from helpers.faults import DiskSwitch, faulty_connection
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autodev_core.identity import RunIdentity, resolve_active_identity
-from autodev_core.persistence import PersistenceState
-from autodev_core.replicas import PRIMARY_CHECKPOINT_SOURCE_EMPTY
+from autodev_core.control.identity import RunIdentity, resolve_active_identity
+from autodev_core.control.persistence import PersistenceState
+from autodev_core.control.replicas import PRIMARY_CHECKPOINT_SOURCE_EMPTY
 from autodev_core.serialization import from_json
 from autodev_shell.checkpoint import (
     CheckpointWrite,

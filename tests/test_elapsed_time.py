@@ -18,10 +18,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from autodev_core import detect_limit
-from autodev_core.classification import LimitNotice
+from autodev_core.detection.classification import LimitNotice
 from autodev_core.engine import Engine
 from autodev_core.participant import Participant
-from autodev_core.scenario import CallAnswer, Scenario, parse_scenario
 from autodev_core.scheduler import (
     CallEnded,
     Effect,
@@ -38,6 +37,7 @@ from autodev_core.scheduler import (
 )
 from autodev_core.serialization import to_json
 from autodev_core.simulation import simulate
+from autodev_core.simulation.scenario import CallAnswer, Scenario, parse_scenario
 
 LISBON = ZoneInfo("Europe/Lisbon")
 #: 00:01 WEST on the night Lisbon falls back (23:01 UTC the day before).

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from autodev_core.scenario import Scenario, parse_scenario, render_scenario
+from autodev_core.simulation.scenario import Scenario, parse_scenario, render_scenario
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "docs" / "examples"
 SCENARIOS = sorted(EXAMPLES.glob("*.yaml"))

@@ -7,7 +7,7 @@ import inspect
 import attrs
 import pytest
 
-from autodev_core.identity import (
+from autodev_core.control.identity import (
     NO_RUN,
     RecoveryHint,
     RunIdentity,

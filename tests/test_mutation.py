@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from autodev_core.identity import NO_RUN, resolve_active_identity
-from autodev_core.mutation import (
+from autodev_core.control.identity import NO_RUN, resolve_active_identity
+from autodev_core.control.mutation import (
     LOAD_STATES,
     WRITABLE_LOAD_STATES,
     MutationBlocked,

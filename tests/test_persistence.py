@@ -7,8 +7,8 @@ from typing import Any
 import attrs
 import pytest
 
-from autodev_core.identity import resolve_active_identity
-from autodev_core.persistence import (
+from autodev_core.control.identity import resolve_active_identity
+from autodev_core.control.persistence import (
     DEFAULT_TIERS,
     KEEP_REASONS,
     Accepted,

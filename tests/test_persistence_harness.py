@@ -16,8 +16,13 @@ import pytest
 from hypothesis import Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
-import autodev_core.persistence as core
-from autodev_core.persistence import CommitMarker, PersistenceState, RecoveryCopy, StalePendingPlan
+import autodev_core.control.persistence as core
+from autodev_core.control.persistence import (
+    CommitMarker,
+    PersistenceState,
+    RecoveryCopy,
+    StalePendingPlan,
+)
 from autodev_core.testing.persistence import PersistenceMachine
 
 real_role = core.tier_role

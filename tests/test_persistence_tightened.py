@@ -17,8 +17,8 @@ from autodev_core import (
     reduce_persistence,
     turn_gate,
 )
-from autodev_core.identity import resolve_active_identity
-from autodev_core.persistence import plan_stale_pending_clear, settle_stale_pending
+from autodev_core.control.identity import resolve_active_identity
+from autodev_core.control.persistence import plan_stale_pending_clear, settle_stale_pending
 
 A = resolve_active_identity(run_id="A")
 B = resolve_active_identity(run_id="B")

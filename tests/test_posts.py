@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autodev_core.posts import extract_post
+from autodev_core.detection.posts import extract_post
 
 FIXTURES = Path(__file__).parent / "fixtures" / "realcli"
 

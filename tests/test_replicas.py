@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from autodev_core.replicas import (
+from autodev_core.control.replicas import (
     NO_OUTCOME,
     PRIMARY_CHECKPOINT_SOURCE_EMPTY,
     CheckpointPlan,

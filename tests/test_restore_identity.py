@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from autodev_core.identity import resolve_active_identity
-from autodev_core.replicas import plan_checkpoint_restore
+from autodev_core.control.identity import resolve_active_identity
+from autodev_core.control.replicas import plan_checkpoint_restore
 from autodev_shell.checkpoint import checkpoint_path, write_checkpoint
 from autodev_shell.cli import main
 from autodev_shell.store import NewPost, RunStore

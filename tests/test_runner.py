@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from autodev_core.control.identity import resolve_active_identity
 from autodev_core.detection import classify_output
-from autodev_core.identity import resolve_active_identity
 from autodev_core.participant import Participant
-from autodev_core.scenario import Scenario, parse_scenario
 from autodev_core.scheduler import EFFECT_TYPES, StartCall
 from autodev_core.simulation import scheduler_config, simulate
+from autodev_core.simulation.scenario import Scenario, parse_scenario
 from autodev_shell.adapters import CallResult
 from autodev_shell.clock import FakeClock
 from autodev_shell.durability import Durability

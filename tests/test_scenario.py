@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from autodev_core.engine import PROVIDERS, Engine
 from autodev_core.errors import ConfigError
 from autodev_core.participant import Participant
-from autodev_core.scenario import (
+from autodev_core.serialization import from_json, from_yaml, to_json, to_yaml
+from autodev_core.simulation.scenario import (
     DEFAULT_CALL_DURATION,
     OK_ANSWER,
     CallAnswer,
@@ -24,7 +25,6 @@ from autodev_core.scenario import (
     parse_scenario,
     render_scenario,
 )
-from autodev_core.serialization import from_json, from_yaml, to_json, to_yaml
 
 LISBON = ZoneInfo("Europe/Lisbon")
 

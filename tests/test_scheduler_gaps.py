@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 import attrs
 
 from autodev_core import detect_limit
-from autodev_core.classification import LimitNotice
+from autodev_core.detection.classification import LimitNotice
 from autodev_core.engine import Engine
 from autodev_core.participant import Participant
 from autodev_core.scheduler import (
@@ -354,7 +354,7 @@ def test_A6_malformed_hours_are_no_reset() -> None:
 
 def test_B9_a_recovery_copy_does_not_open_the_gate_for_a_write_queued_with_no_run_id() -> None:
     from autodev_core import PersistenceState, Queued, reduce_persistence
-    from autodev_core.persistence import RecoveryCopy, turn_gate
+    from autodev_core.control.persistence import RecoveryCopy, turn_gate
 
     state = reduce_persistence(
         PersistenceState(), Queued(revision=3, run_id="", recoverable_tier="shadow")

@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 import attrs
 import pytest
 
-from autodev_core.classification import LimitNotice
+from autodev_core.detection.classification import LimitNotice
 from autodev_core.engine import Engine
 from autodev_core.participant import Participant
 from autodev_core.scheduler import (

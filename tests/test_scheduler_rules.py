@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from autodev_core.classification import LimitNotice
+from autodev_core.detection.classification import LimitNotice
 from autodev_core.engine import Engine
 from autodev_core.participant import Participant
 from autodev_core.scheduler import (
@@ -732,7 +732,7 @@ def test_A42_waking_from_a_wait_changes_status_once() -> None:
 
 def _summary(kind: str, *, posted: bool = False, exit_code: int | None = 0,
              timed_out: bool = False, provider: str = "claude") -> CallEnded:
-    from autodev_core.classification import Classification
+    from autodev_core.detection.classification import Classification
     from autodev_core.scheduler import call_ended
 
     limit = LimitNotice(provider, None, "limit") if kind == "limit" else None

@@ -14,9 +14,9 @@ from pathlib import Path
 from helpers.faults import DiskSwitch, faulty_connection
 from test_runner import EXAMPLES, ScriptedCLIs
 
-from autodev_core.identity import resolve_active_identity
-from autodev_core.scenario import parse_scenario
+from autodev_core.control.identity import resolve_active_identity
 from autodev_core.simulation import scheduler_config
+from autodev_core.simulation.scenario import parse_scenario
 from autodev_shell.checkpoint import read_shadow, shadow_path
 from autodev_shell.clock import FakeClock
 from autodev_shell.durability import Durability

@@ -14,7 +14,7 @@ import attrs
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autodev_core.classification import LimitNotice
+from autodev_core.detection.classification import LimitNotice
 from autodev_core.engine import Engine
 from autodev_core.participant import Participant
 from autodev_core.scheduler import (
@@ -341,8 +341,8 @@ peers:
 
 
 def test_simulate_learns_limits_other_runs_report() -> None:
-    from autodev_core.scenario import parse_scenario
     from autodev_core.simulation import simulate
+    from autodev_core.simulation.scenario import parse_scenario
 
     out = simulate(parse_scenario(SHARED)).render()
     # claude defaulted to 10:00 (A6, one hour); the read 09:40 reported by laptop replaces it;
@@ -361,8 +361,8 @@ def test_simulate_learns_limits_other_runs_report() -> None:
 
 
 def test_a_report_at_the_instant_of_a_wake_is_learned_first() -> None:
-    from autodev_core.scenario import parse_scenario
     from autodev_core.simulation import simulate
+    from autodev_core.simulation.scenario import parse_scenario
 
     text = """\
 start: 2026-12-01T09:00:00
@@ -389,7 +389,7 @@ def test_a_bad_report_is_one_clear_error_naming_line_and_field() -> None:
     import pytest
 
     from autodev_core.errors import ConfigError
-    from autodev_core.scenario import parse_scenario
+    from autodev_core.simulation.scenario import parse_scenario
 
     bad = SHARED.replace("engine: codex}", "engine: gpt}")
     with pytest.raises(ConfigError, match=r"<string>:14: peers\[1\]\.engine: unknown provider"):

@@ -11,9 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from autodev_core.errors import ConfigError
-from autodev_core.scenario import CallAnswer, Scenario, parse_scenario
 from autodev_core.scheduler import STATUSES
 from autodev_core.simulation import simulate
+from autodev_core.simulation.scenario import CallAnswer, Scenario, parse_scenario
 from autodev_core.testing import is_learned, scheduler_configs
 from autodev_shell.cli import main
 

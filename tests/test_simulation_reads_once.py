@@ -10,16 +10,16 @@ from zoneinfo import ZoneInfo
 import attrs
 import pytest
 
-import autodev_core.simulation as simulation
-from autodev_core.classification import Classification
+import autodev_core.simulation.driver as simulation
 from autodev_core.detection import classify_output
+from autodev_core.detection.classification import Classification
 from autodev_core.engine import Engine
 from autodev_core.participant import Participant
-from autodev_core.scenario import CallAnswer, Scenario
 from autodev_core.scheduler.effects import StartCall
 from autodev_core.scheduler.events import CallEnded, Event, call_ended
 from autodev_core.scheduler.state import SchedulerState
 from autodev_core.scheduler.step import step as real_step
+from autodev_core.simulation.scenario import CallAnswer, Scenario
 
 START = datetime(2026, 3, 28, 22, 0, tzinfo=UTC)  # a clock change in Lisbon the next night
 TEAM = (

@@ -14,8 +14,8 @@ from helpers.faults import DiskSwitch, faulty_connection
 from hypothesis import given
 from hypothesis import strategies as st
 
+from autodev_core.control.turn_input import TurnStart, bind_input_context, plan_turn_input
 from autodev_core.serialization import from_json, to_json
-from autodev_core.turn_input import TurnStart, bind_input_context, plan_turn_input
 from autodev_shell.store import (
     CONTROL_COMMANDS,
     SCHEMA_VERSION,

@@ -17,9 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import invariant
 
+from autodev_core.control.persistence import PersistenceState
 from autodev_core.engine import PROVIDERS
 from autodev_core.participant import Participant
-from autodev_core.persistence import PersistenceState
 from autodev_core.scheduler.effects import STATUSES
 from autodev_core.scheduler.state import (
     EngineLimit,

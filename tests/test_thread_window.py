@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autodev_core.thread_window import thread_window
+from autodev_core.control.thread_window import thread_window
 
 AUTHORS = st.sampled_from(["ana", "rui", "user", "eva"])
 TEXTS = st.one_of(

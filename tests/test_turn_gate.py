@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from autodev_core.identity import NO_RUN, resolve_active_identity
-from autodev_core.persistence import (
+from autodev_core.control.identity import NO_RUN, resolve_active_identity
+from autodev_core.control.persistence import (
     Accepted,
     CommitMarker,
     PersistenceState,

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from autodev_core.serialization import from_json, to_json
-from autodev_core.turn_input import (
+from autodev_core.control.turn_input import (
     InputRecord,
     Rollback,
     TurnInputPlan,
@@ -15,6 +14,7 @@ from autodev_core.turn_input import (
     classify_turn,
     plan_turn_input,
 )
+from autodev_core.serialization import from_json, to_json
 
 RECORD = bind_input_context("msg-4", "please review the patch", "CONTEXT v1")
 

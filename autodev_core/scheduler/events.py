@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import attrs
 
-from ..classification import Classification, LimitNotice
+from ..detection.classification import Classification, LimitNotice
 from ..engine import Engine
 from ..serialization import register_union
 from ..times import aware, aware_or_none, utc, utc_or_none

@@ -3,7 +3,7 @@
 Orchestrators that keep their own durable state can check their tier table against the
 reducer's rules:
 
-    from autodev_core.persistence import TierRoles
+    from autodev_core.control.persistence import TierRoles
     from autodev_core.testing import PersistenceMachine
     class MyTiers(PersistenceMachine):
         tiers = TierRoles(canonical=frozenset({"postgres"}), recovery_only=frozenset({"wal"}),
@@ -28,9 +28,9 @@ import attrs
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, rule
 
-from .. import persistence as _p
-from ..identity import RunIdentity
-from ..persistence import (
+from ..control import persistence as _p
+from ..control.identity import RunIdentity
+from ..control.persistence import (
     DEFAULT_TIERS,
     Accepted,
     CommitMarker,

@@ -30,7 +30,7 @@ from hypothesis.stateful import (
     rule,
 )
 
-from ..classification import LimitNotice
+from ..detection.classification import LimitNotice
 from ..engine import PROVIDERS, Engine
 from ..participant import Participant
 from ..scheduler import logs

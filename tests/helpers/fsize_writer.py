@@ -18,7 +18,7 @@ import signal
 import sys
 from datetime import UTC, datetime, timedelta
 
-from autodev_core.identity import resolve_active_identity
+from autodev_core.control.identity import resolve_active_identity
 from autodev_shell.durability import Durability, PersistResult
 from autodev_shell.store import NewPost, RunStore
 

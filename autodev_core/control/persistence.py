@@ -14,9 +14,9 @@ from typing import Final, Literal
 
 import attrs
 
-from .errors import AutodevError
+from ..errors import AutodevError
+from ..serialization import register_union
 from .identity import RunIdentity, ids_equivalent, normalize_run_id
-from .serialization import register_union
 
 # --- B5: tier roles -----------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ from typing import Final, Literal
 
 import attrs
 
-from .errors import AutodevError
+from ..errors import AutodevError
 
 TurnKind = Literal["fresh", "no-new-input"]
 

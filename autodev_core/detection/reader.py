@@ -27,6 +27,7 @@ from datetime import UTC, datetime, tzinfo
 
 import attrs
 
+from ..engine import PROVIDERS
 from ._bounded import Meter
 from ._failures import _LOGIN, _NETWORK, scan_login, scan_network
 from ._notices import (
@@ -49,7 +50,6 @@ from ._streams import (
     triggers_for,
 )
 from .classification import Classification, LimitNotice
-from .engine import PROVIDERS
 
 __all__ = [
     "LIMIT_STATUSES",

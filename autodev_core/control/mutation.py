@@ -12,7 +12,7 @@ from typing import Final, Literal
 
 import attrs
 
-from .errors import AutodevError
+from ..errors import AutodevError
 from .identity import RunIdentity, normalize_run_id
 
 LoadState = Literal["no-run", "loading", "loaded", "shadow-restored", "empty-confirmed", "blocked"]

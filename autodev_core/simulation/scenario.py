@@ -20,11 +20,11 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import attrs
 import yaml
 
-from .engine import PROVIDERS, Engine
-from .errors import ConfigError
-from .participant import Participant
-from .scheduler.policy import DEFAULT_POLICY, Policy, parse_policy, policy_data
-from .times import aware, aware_or_none
+from ..engine import PROVIDERS, Engine
+from ..errors import ConfigError
+from ..participant import Participant
+from ..scheduler.policy import DEFAULT_POLICY, Policy, parse_policy, policy_data
+from ..times import aware, aware_or_none
 
 #: A call's outcome comes this long after it starts unless the answer says otherwise (SPEC D).
 DEFAULT_CALL_DURATION = timedelta(seconds=60)

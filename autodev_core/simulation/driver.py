@@ -16,13 +16,12 @@ from typing import Final
 
 import attrs
 
-from .classification import Classification, LimitNotice
-from .detection import PreparedClassification, prepare_classification
-from .engine import Engine
-from .errors import ConfigError
-from .scenario import OK_ANSWER, CallAnswer, Scenario
-from .scheduler.effects import Log, Sleep, StartCall
-from .scheduler.events import (
+from ..detection.classification import Classification, LimitNotice
+from ..detection.reader import PreparedClassification, prepare_classification
+from ..engine import Engine
+from ..errors import ConfigError
+from ..scheduler.effects import Log, Sleep, StartCall
+from ..scheduler.events import (
     CallEnded,
     Event,
     LimitObserved,
@@ -31,9 +30,10 @@ from .scheduler.events import (
     Woke,
     call_ended,
 )
-from .scheduler.policy import default_limit_wait
-from .scheduler.state import SchedulerConfig, SchedulerState, initial_state
-from .scheduler.step import step
+from ..scheduler.policy import default_limit_wait
+from ..scheduler.state import SchedulerConfig, SchedulerState, initial_state
+from ..scheduler.step import step
+from .scenario import OK_ANSWER, CallAnswer, Scenario
 
 #: Without `until`, a simulation ends after this much virtual time if the run never pauses or
 #: stops (the SPEC is silent; a week covers every limit and backoff schedule of SPEC A).

@@ -1,6 +1,6 @@
 """What a provider CLI's output means: the values `detect_limit` and `classify_output` return.
 
-SPEC D fixes these names. The detectors live in `detection`; the scheduler reads only these
+SPEC D fixes these names. The detectors live in `reader`; the scheduler reads only these
 values, never raw text (A1: a limit is known only when a call reports it).
 """
 
@@ -11,8 +11,8 @@ from typing import Literal
 
 import attrs
 
-from .engine import PROVIDERS
-from .times import utc_or_none
+from ..engine import PROVIDERS
+from ..times import utc_or_none
 
 OutputKind = Literal["limit", "network", "login", "other"]
 OUTPUT_KINDS: tuple[str, ...] = ("limit", "network", "login", "other")

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .engine import PROVIDERS
+from ..engine import PROVIDERS
 
 # codex `exec --json` item types that carry the model's answer (current and older releases).
 _CODEX_MESSAGE_TYPES = frozenset({"agent_message", "assistant_message"})
