@@ -12,6 +12,8 @@ from __future__ import annotations
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from . import _lazy
+
 if TYPE_CHECKING:
     from .control.identity import RunIdentity, ids_equivalent, resolve_active_identity
     from .control.persistence import (
@@ -264,13 +266,8 @@ def _module(name: str) -> ModuleType:
 
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(_module(module), name)
-    globals()[name] = value
-    return value
+    return _lazy.attribute(__name__, globals(), _EXPORTS, _module, name)
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS})
+    return _lazy.names(globals(), _EXPORTS)

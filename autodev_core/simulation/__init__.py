@@ -16,6 +16,8 @@ from __future__ import annotations
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from .. import _lazy
+
 if TYPE_CHECKING:
     from .driver import (
         DEFAULT_HORIZON,
@@ -112,13 +114,8 @@ def _module(name: str) -> ModuleType:
 
 
 def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(_module(home), name)
-    globals()[name] = value
-    return value
+    return _lazy.attribute(__name__, globals(), _HOMES, _module, name)
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_HOMES})
+    return _lazy.names(globals(), _HOMES)
