@@ -29,6 +29,7 @@ from typing import Final
 
 from .private import open_private
 from .store_controls import CONTROL_COMMANDS, CallProcess, Control, Heartbeat, StoreControls
+from .store_layout import LAYOUT, MARKER_VIEW
 from .store_revisions import CommitResult, Marker, Snapshot, StoreRevisions
 from .store_sql import (
     StoreError,
@@ -42,7 +43,8 @@ from .store_sql import (
 from .store_thread import NewPost, Post, StoreThread
 
 #: Version of the layout below; a store written by a newer layout is refused, not guessed at.
-SCHEMA_VERSION: Final = 1
+#: A layout-1 store is brought to this one by its first commit (store_layout.py).
+SCHEMA_VERSION: Final = LAYOUT
 #: The tier name this store reports to the persistence reducer (B5: canonical by default).
 CANONICAL_TIER: Final = "sqlite"
 #: How long a writer waits for another connection's write lock (a CLI enqueuing a control
@@ -77,20 +79,16 @@ CREATE TABLE posts (
     engine TEXT NOT NULL,
     text TEXT NOT NULL
 );
-CREATE INDEX posts_by_revision ON posts (revision);
 CREATE TABLE run_state (
     id INTEGER PRIMARY KEY CHECK (id = 1),
     revision INTEGER NOT NULL,
     scheduler_json TEXT NOT NULL,
     persistence_json TEXT NOT NULL,
-    updated_at TEXT NOT NULL
-);
-CREATE TABLE commit_marker (
-    id INTEGER PRIMARY KEY CHECK (id = 1),
-    run_id TEXT NOT NULL,
-    revision INTEGER NOT NULL,
-    tier TEXT NOT NULL,
-    at TEXT NOT NULL
+    updated_at TEXT NOT NULL,
+    marker_run_id TEXT,
+    marker_revision INTEGER,
+    marker_tier TEXT,
+    marker_at TEXT
 );
 CREATE TABLE heartbeat (
     id INTEGER PRIMARY KEY CHECK (id = 1),
@@ -110,7 +108,7 @@ CREATE TABLE turn_inputs (
     context TEXT NOT NULL,
     saved_at TEXT NOT NULL
 );
-"""
+""" + MARKER_VIEW
 
 
 class RunStore(StoreRevisions, StoreThread, StoreControls):
@@ -344,7 +342,8 @@ def _create(conn: sqlite3.Connection, run_id: str, integrity_id: str, aliases: I
 
 def _check_schema(conn: sqlite3.Connection, path: Path) -> None:
     try:
-        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        names = {r[0] for r in conn.execute(  # commit_marker is a view from layout 2 on
+            "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
         missing = [t for t in _TABLES if t not in names]
         if missing:
             raise StoreError(

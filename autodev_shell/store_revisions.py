@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import attrs
 
-from .store_sql import StoreConnection, StoreError, _scalar, _text, _time
+from .store_layout import migrate
+from .store_sql import StoreConnection, StoreError, _rollback, _scalar, _text, _time
 from .store_thread import NewPost, Post, _posts, _save_turn_input
 
 if TYPE_CHECKING:  # loaded where used: `autodev pause` reads no state (issue 13)
@@ -72,6 +73,10 @@ class CommitResult:
 class StoreRevisions(StoreConnection):
     """The revisions of one run's store: commit, snapshot, marker, revision."""
 
+    #: Whether this connection has seen the store at the current layout; until then each write
+    #: of a revision checks it (store_layout.py) inside its transaction.
+    _layout_current = False
+
     # --- the revision commit (C3) -----------------------------------------------------------
 
     def commit(
@@ -105,15 +110,24 @@ class StoreRevisions(StoreConnection):
         stamp = _text(now)
         marker_run = (self.run_id if run_id is None else run_id).strip()
         added = 0
-        with self._transaction(f"commit revision {revision}") as conn:
-            stored = _scalar(conn, "SELECT revision FROM run_state WHERE id = 1")
-            replayed = revision <= int(stored)
+        conn = self._conn
+        # `_transaction`, spelt out on the hot path (issue 13): no generator, no message built
+        # unless something fails.
+        if conn.in_transaction:  # A failed ROLLBACK earlier left one open; start clean.
+            _rollback(conn)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise self._error(f"commit revision {revision}", exc, write=True) from exc
+        try:
+            if not self._layout_current:
+                migrate(conn)  # a layout-1 store: its first commit brings it to layout 2
             for index, post in enumerate(posts):
-                key = post.key or f"r{revision}.{index}"
                 cursor = conn.execute(
                     "INSERT INTO posts (post_key, revision, at, participant, engine, text) "
                     "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (post_key) DO NOTHING",
-                    (key, revision, _text(post.at), post.participant, post.engine, post.text),
+                    (post.key or f"r{revision}.{index}", revision, _text(post.at),
+                     post.participant, post.engine, post.text),
                 )
                 added += max(cursor.rowcount, 0)
             for control in taken_controls:
@@ -123,25 +137,32 @@ class StoreRevisions(StoreConnection):
                 )
             for record in turn_inputs:  # saved when the store could not take them (B19)
                 _save_turn_input(conn, record, stamp)
-            if not replayed:
-                conn.execute(
-                    "UPDATE run_state SET revision = ?, scheduler_json = ?, persistence_json = ?,"
-                    " updated_at = ? WHERE id = 1",
-                    (revision, scheduler_state_json, persistence_state_json, stamp),
-                )
-                conn.execute(
-                    "INSERT INTO commit_marker (id, run_id, revision, tier, at) "
-                    "VALUES (1, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
-                    "run_id = excluded.run_id, revision = excluded.revision, "
-                    "tier = excluded.tier, at = excluded.at",
-                    (marker_run, revision, self.tier, stamp),
-                )
+            # The run state and its marker are one row (layout 2): one statement, and it
+            # changes nothing for a replay (a revision not above the stored one).
+            replayed = conn.execute(
+                "UPDATE run_state SET revision = ?, scheduler_json = ?, persistence_json = ?, "
+                "updated_at = ?, marker_run_id = ?, marker_revision = ?, marker_tier = ?, "
+                "marker_at = ? WHERE id = 1 AND revision < ?",
+                (revision, scheduler_state_json, persistence_state_json, stamp, marker_run,
+                 revision, self.tier, stamp, revision),
+            ).rowcount == 0
+            if replayed:  # the run state is there and not below `revision`, or nothing is
+                _scalar(conn, "SELECT revision FROM run_state WHERE id = 1")
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            _rollback(conn)
+            raise self._error(f"commit revision {revision}", exc, write=True) from exc
+        except BaseException:
+            _rollback(conn)
+            raise
+        self._layout_current = True
         return CommitResult(revision, added, len(posts) - added, replayed)
 
     def import_snapshot(self, snapshot: Snapshot, *, now: datetime) -> None:
         """Fill this store, which must be empty, from `snapshot` in one transaction: the
         restore path of a checkpoint (B14). Posts keep their seq and revision."""
         with self._transaction("import a snapshot") as conn:
+            migrate(conn)
             stored = int(_scalar(conn, "SELECT revision FROM run_state WHERE id = 1"))
             count = int(_scalar(conn, "SELECT count(*) FROM posts"))
             if stored or count:
@@ -161,18 +182,16 @@ class StoreRevisions(StoreConnection):
                 [(p.seq, p.key, p.revision, _text(p.at), p.participant, p.engine, p.text)
                  for p in snapshot.posts],
             )
+            m = snapshot.marker
             conn.execute(
                 "UPDATE run_state SET revision = ?, scheduler_json = ?, persistence_json = ?, "
-                "updated_at = ? WHERE id = 1",
+                "updated_at = ?, marker_run_id = ?, marker_revision = ?, marker_tier = ?, "
+                "marker_at = ? WHERE id = 1",
                 (snapshot.revision, snapshot.scheduler_state_json,
-                 snapshot.persistence_state_json, _text(now)),
+                 snapshot.persistence_state_json, _text(now),
+                 *((None,) * 4 if m is None else (m.run_id, m.revision, m.tier, _text(m.at)))),
             )
-            if snapshot.marker is not None:
-                m = snapshot.marker
-                conn.execute(
-                    "INSERT INTO commit_marker (id, run_id, revision, tier, at) "
-                    "VALUES (1, ?, ?, ?, ?)", (m.run_id, m.revision, m.tier, _text(m.at)),
-                )
+        self._layout_current = True
 
     # --- reading ---------------------------------------------------------------------------
 

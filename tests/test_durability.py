@@ -140,8 +140,9 @@ def test_B6_a_partial_flush_accepts_what_was_committed_and_queues_the_rest(rig: 
     rig.switch.fail()
     rig.persist(1)
     rig.persist(2)
-    # Heal for exactly one transaction's writes (BEGIN, 2 posts, state, marker, COMMIT).
-    rig.switch.fail(after=6)
+    # Heal for exactly one transaction's writes (BEGIN, 2 posts, the state with its marker,
+    # COMMIT).
+    rig.switch.fail(after=5)
     result = rig.durability.retry(identity=RUN, now=NOW)
     assert result.outcome == "shadowed" and result.committed == (1,) and result.pending == (2,)
     assert result.state.last_accepted_revision == 1 and result.state.pending_persist

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import statistics
+import struct
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -42,3 +44,40 @@ def test_C3_a_small_revision_writes_at_most_8_KiB(tmp_path: Path) -> None:
     finally:
         store.close()
     assert per_revision <= 8 * 1024, per_revision
+
+
+def wal_commits(path: Path) -> list[list[int]]:
+    """The page numbers of the WAL's frames, one list per committed transaction (the WAL file
+    format: a 32-byte header, then frames of a 24-byte header and one page; a frame whose
+    second field is non-zero ends a transaction)."""
+    data = Path(f"{path}-wal").read_bytes()
+    page = struct.unpack(">I", data[8:12])[0]
+    commits: list[list[int]] = []
+    frames: list[int] = []
+    offset = 32
+    while offset + 24 + page <= len(data):
+        number, ends = struct.unpack(">II", data[offset:offset + 8])
+        frames.append(number)
+        if ends:
+            commits.append(frames)
+            frames = []
+        offset += 24 + page
+    return commits
+
+
+def test_C3_a_short_revision_rewrites_the_posts_key_and_state_pages_only(tmp_path: Path) -> None:
+    """A revision of one short post and a run state that fits a page writes three pages to the
+    WAL: the post's, its key's, and the run state's (the marker lives in that row). Nothing
+    else, bar the file header and a parent page when the thread's tree grows a leaf."""
+    path = tmp_path / "run.db"
+    with RunStore.open(path, create=True, run_id="run-1", now=BASE) as store:
+        store._conn.execute("PRAGMA wal_autocheckpoint = 0")  # keep every frame to read them
+        for revision in range(1, 41):
+            post = NewPost("ana", "claude", "p" * 200, BASE, key=f"turn-{revision}/0")
+            store.commit(revision, (post,),
+                         '{"pad": "' + "s" * 300 + '"}', persistence_state_json="{}",
+                         now=BASE + timedelta(seconds=revision))
+        commits = wal_commits(path)[-30:]
+    assert len(commits) == 30
+    assert statistics.median(len(frames) for frames in commits) == 3
+    assert max(len(frames) for frames in commits) <= 5
