@@ -11,9 +11,11 @@ changes and near both ends of the calendar — and must classify as `classify_ou
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -114,3 +116,48 @@ def test_D_A6_the_first_reset_that_resolves_is_read_at_each_instant() -> None:
         assert prepared.at(now, lisbon) == classify_output(
             "claude", stdout=notice, exit_code=1, now=now, local_tz=lisbon
         )
+
+
+# docs/limits.md: "a structured one with a reset wins, then the first notice whose reset can be
+# read ..., then the first notice" — read once or afresh alike.
+_FILLER = "\n" + "working on the task and more words here. " * 10 + "\n"
+_LATER = "You've hit your usage limit. Try again later."
+_IN_TWO_HOURS = "You've hit your usage limit. Try again in 2 hours."
+_QUOTA = "Individual quota reached."
+
+
+@pytest.mark.parametrize(
+    ("stderr", "text", "readable"),
+    [
+        (_LATER + _FILLER + _QUOTA, _LATER, False),
+        (_QUOTA + _FILLER + _LATER, _QUOTA, False),
+        (_LATER + _FILLER + _IN_TWO_HOURS, _IN_TWO_HOURS, True),
+        (_IN_TWO_HOURS + _FILLER + _LATER, _IN_TWO_HOURS, True),
+    ],
+)
+def test_D_A6_of_several_notices_the_first_readable_else_the_first(
+    stderr: str, text: str, readable: bool
+) -> None:
+    now = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+    lisbon = ZoneInfo("Europe/Lisbon")
+    prepared = prepare_classification("codex", stderr=stderr, exit_code=1)
+    for read in (prepared.at(now, lisbon),
+                 classify_output("codex", stderr=stderr, exit_code=1, now=now, local_tz=lisbon)):
+        assert read.limit is not None and read.limit.text == text
+        assert read.limit.reset_at == (now + timedelta(hours=2) if readable else None)
+
+
+def test_D_A2_a_structured_limit_names_the_notice_whose_reset_is_read() -> None:
+    # claude's rate_limit_event without `resetsAt`, then a notice with a reset: the limit is
+    # reported in the structured event's words, with the notice's reset.
+    event = json.dumps({"type": "rate_limit_event", "rate_limit_info": {
+        "status": "rejected", "rateLimitType": "five_hour"}})
+    stdout = event + "\nYou've hit your limit · resets 3pm"
+    now = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+    lisbon = ZoneInfo("Europe/Lisbon")
+    prepared = prepare_classification("claude", stdout=stdout, exit_code=1)
+    for read in (prepared.at(now, lisbon),
+                 classify_output("claude", stdout=stdout, exit_code=1, now=now, local_tz=lisbon)):
+        assert read.limit is not None
+        assert read.limit.reset_at == datetime(2026, 12, 1, 15, 0, tzinfo=UTC)
+        assert read.limit.text.startswith("rate_limit_event: status rejected")

@@ -214,11 +214,16 @@ class PreparedCandidate:
     text: str
 
     def found(self, now: datetime, local_tz: tzinfo, meter: Meter | None = None) -> Found:
+        reset, text = self.read(now, local_tz)
+        return Found(text=text, reset_at=reset)
+
+    def read(self, now: datetime, local_tz: tzinfo) -> tuple[datetime | None, str]:
+        """What `found` holds (the reset, the text), without building it."""
         for resolve, text in self.readers:
             reset = resolve(now, local_tz)
             if reset is not None:
-                return Found(text=text, reset_at=reset)
-        return Found(text=self.text, reset_at=None)
+                return reset, text
+        return None, self.text
 
 
 def candidates(text: str, provider: str, meter: Meter | None = None) -> Iterator[Candidate]:

@@ -133,13 +133,18 @@ def zone_named(name: str | None) -> tzinfo | None:
         return None
 
 
+_ZERO = timedelta(0)
+#: `timedelta(days=n)` for the days `_next_at` looks at, built once.
+_DAYS = tuple(timedelta(days=n) for n in range(9))
+
+
 def _later(reset: datetime, now: datetime) -> datetime | None:
     """`reset` when it is strictly later than `now` and not absurdly far (A6, A38)."""
     try:
         ahead = reset.astimezone(UTC) - now.astimezone(UTC)
     except OverflowError:  # an instant past either end of the calendar is no reset
         return None
-    if ahead <= timedelta(0) or ahead > MAX_RESET_AHEAD:
+    if ahead <= _ZERO or ahead > MAX_RESET_AHEAD:
         return None
     return reset
 
@@ -167,8 +172,32 @@ def from_duration(seconds: float, now: datetime) -> datetime | None:
 
 
 def after_seconds(seconds: float) -> Resolver:
-    """The reset `seconds` after the instant it is read at (A6: elapsed time)."""
-    return lambda now, _local_tz: from_duration(seconds, now)
+    """The reset `seconds` after the instant it is read at (A6: elapsed time).
+
+    What `from_duration(seconds, now)` gives, with what does not depend on `now` worked out
+    once: a duration that is not positive, too long to be a `timedelta` or further ahead than
+    MAX_RESET_AHEAD is never a reset; any other is `now` plus it, unless that passes the end of
+    the calendar (tests/test_reset_read_once.py compares with reading the notice afresh)."""
+    try:
+        if seconds != seconds or seconds <= 0:  # NaN, or not ahead
+            return _never
+        delta = timedelta(seconds=seconds)
+    except (OverflowError, ValueError):
+        return _never
+    if delta <= _ZERO or delta > MAX_RESET_AHEAD:  # `_later`: the same at every instant
+        return _never
+
+    def resolve(now: datetime, _local_tz: tzinfo) -> datetime | None:
+        try:
+            return (now if now.tzinfo is UTC else now.astimezone(UTC)) + delta
+        except (OverflowError, ValueError):  # past the end of the calendar: no reset
+            return None
+
+    return resolve
+
+
+def _never(_now: datetime, _local_tz: tzinfo) -> datetime | None:
+    return None
 
 
 def read_duration(text: str, meter: Meter | None) -> tuple[float, int] | None:
@@ -310,9 +339,9 @@ def _next_at(written: _Day, clock: time, zone: tzinfo, now: datetime) -> datetim
             if reset is not None:
                 return reset
         return None
-    start = local_now.date() + (timedelta(days=1) if written.tomorrow else timedelta())
-    for offset in range(0, 9):
-        day_ = start + timedelta(days=offset)
+    start = local_now.date() + _DAYS[1] if written.tomorrow else local_now.date()
+    for step in _DAYS:
+        day_ = start + step
         if written.weekday is not None and day_.weekday() != written.weekday:
             continue
         reset = _at(day_, clock, zone, now)

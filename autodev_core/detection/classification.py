@@ -6,19 +6,19 @@ values, never raw text (A1: a limit is known only when a call reports it).
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Literal
+from datetime import UTC, datetime
+from typing import Any, Literal
 
 import attrs
 
 from ..engine import PROVIDERS
-from ..times import utc_or_none
+from ..times import utc, utc_or_none
 
 OutputKind = Literal["limit", "network", "login", "other"]
 OUTPUT_KINDS: tuple[str, ...] = ("limit", "network", "login", "other")
 
 
-@attrs.frozen
+@attrs.frozen(weakref_slot=False)  # no weak references: see `limit_notice_of` below
 class LimitNotice:
     """A usage limit a call reported (A2-A4). `reset_at` is None when no reset was readable (A6);
     it is kept in UTC (A6: the core computes instants in UTC)."""
@@ -33,7 +33,7 @@ class LimitNotice:
             raise ValueError("LimitNotice.reset_at must be an aware datetime")
 
 
-@attrs.frozen
+@attrs.frozen(weakref_slot=False)  # no weak references: see `limit_notice_of` below
 class Classification:
     """The meaning of one call's output (SPEC D `classify_output`).
 
@@ -49,3 +49,72 @@ class Classification:
     def _limit_iff_kind(self, _attribute: object, value: LimitNotice | None) -> None:
         if (self.kind == "limit") != (value is not None):
             raise ValueError("Classification.limit is set exactly when kind == 'limit'")
+
+
+# Builders for the values detection derives itself when it reads a notice read before at a new
+# instant (`simulate`, issue 13): a provider checked when the notice was first read, a reset a
+# reader built with its zone, a kind named literally. They set exactly the fields the attrs
+# `__init__` sets (the reset in UTC), so what they build is equal to, hashes and reprs as the
+# checked value; tests/test_simulation_builders.py holds them to it. How (as in
+# scheduler/_build.py): a frozen attrs instance can only be filled through
+# `object.__setattr__`; a twin class with the same slots is filled by plain assignment and then
+# made an instance of the frozen class by setting its `__class__`, which CPython allows between
+# classes of the same slot layout (not when one has a `__weakref__` slot, hence
+# `weakref_slot=False` above).
+
+
+class _LimitNoticeSlots:
+    __slots__ = ("provider", "reset_at", "text")  # in field order: the frozen class's layout
+    provider: str
+    reset_at: datetime | None
+    text: str
+
+
+class _ClassificationSlots:
+    __slots__ = ("kind", "limit", "text")  # in field order: the frozen class's layout
+    kind: OutputKind
+    limit: LimitNotice | None
+    text: str
+
+
+def _twin(cls: type, twin: type) -> None:
+    """Check that `twin` holds exactly `cls`'s fields, in order, and can become a `cls`."""
+    fields = tuple(a.name for a in attrs.fields(cls))
+    if getattr(cls, "__slots__", None) != fields or getattr(twin, "__slots__", None) != fields:
+        raise ImportError(  # pragma: no cover - a class changed under its builder
+            f"{cls.__name__}'s slots are {getattr(cls, '__slots__', None)}, its fields {fields}: "
+            f"update {twin.__name__} in detection/classification.py"
+        )
+    probe: Any = object.__new__(twin)
+    probe.__class__ = cls  # TypeError (at import) if the layouts ever differ
+
+
+_twin(LimitNotice, _LimitNoticeSlots)
+_twin(Classification, _ClassificationSlots)
+_new = object.__new__
+
+
+def limit_notice_of(provider: str, reset_at: datetime | None, text: str) -> LimitNotice:
+    """`LimitNotice(provider, reset_at, text)` for a provider already checked and a reset a
+    reader built (an aware datetime): not checked again. Anything else goes through the checks.
+    """
+    if reset_at is not None and reset_at.tzinfo is not UTC:
+        reset_at = utc(reset_at)
+        if reset_at.tzinfo is not UTC:  # not aware after all: let the checks refuse it
+            return LimitNotice(provider=provider, reset_at=reset_at, text=text)
+    notice: Any = _new(_LimitNoticeSlots)
+    notice.provider = provider
+    notice.reset_at = reset_at
+    notice.text = text
+    notice.__class__ = LimitNotice
+    return notice  # type: ignore[no-any-return]
+
+
+def limit_classification(limit: LimitNotice) -> Classification:
+    """`Classification(kind="limit", limit=limit, text=limit.text)`, not checked again."""
+    classification: Any = _new(_ClassificationSlots)
+    classification.kind = "limit"
+    classification.limit = limit
+    classification.text = limit.text
+    classification.__class__ = Classification
+    return classification  # type: ignore[no-any-return]

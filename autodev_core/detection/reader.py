@@ -34,10 +34,8 @@ from ._notices import (
     _AGY_KEYWORDS,
     _KEYWORDS,
     Candidate,
-    Found,
     PreparedCandidate,
     candidates,
-    pick,
 )
 from ._resets import from_epoch
 from ._streams import (
@@ -49,7 +47,12 @@ from ._streams import (
     stderr_cut_line,
     triggers_for,
 )
-from .classification import Classification, LimitNotice
+from .classification import (
+    Classification,
+    LimitNotice,
+    limit_classification,
+    limit_notice_of,
+)
 
 __all__ = [
     "LIMIT_STATUSES",
@@ -131,34 +134,38 @@ class _PreparedLimit:
         return cls(provider, structured, tuple(candidates(t, provider, meter) for t in texts))
 
     def at(self, now: datetime, local_tz: tzinfo, meter: Meter | None = None) -> LimitNotice | None:
-        provider = self.provider
-        structured: Found | None = None
-        for text, resets_at in self.structured:
-            reset = from_epoch(resets_at, now) if resets_at is not None else None
-            structured = Found(text=text, reset_at=reset)
-            if reset is not None:
-                break
-        if structured is not None and structured.reset_at is not None:
-            return LimitNotice(
-                provider=provider, reset_at=structured.reset_at, text=structured.text
-            )
-        first: Found | None = None
-        for piece in self.pieces:
-            found = pick(piece, now, local_tz, meter)
-            if found is None:
-                continue
-            if found.reset_at is not None:
-                return LimitNotice(
-                    provider=provider,
-                    reset_at=found.reset_at,
-                    text=structured.text if structured is not None else found.text,
-                )
-            if first is None:
-                first = found
-        chosen = structured or first
-        if chosen is None:
+        read = self.read(now, local_tz, meter)
+        if read is None:
             return None
-        return LimitNotice(provider=provider, reset_at=None, text=chosen.text)
+        return LimitNotice(provider=self.provider, reset_at=read[0], text=read[1])
+
+    def read(
+        self, now: datetime, local_tz: tzinfo, meter: Meter | None = None
+    ) -> tuple[datetime | None, str] | None:
+        """The limit at `now` as (reset or None, text), or None: a structured limit with a
+        reset; else the first notice with a readable reset (with a structured limit's text when
+        there is one); else the last structured limit, else the first notice, without a reset."""
+        structured: str | None = None
+        for text, resets_at in self.structured:
+            structured = text
+            if resets_at is not None:
+                reset = from_epoch(resets_at, now)
+                if reset is not None:
+                    return reset, text
+        first: str | None = None
+        for piece in self.pieces:
+            for candidate in piece:  # in order, up to the first with a reset (as `pick`)
+                if candidate.__class__ is PreparedCandidate:
+                    reset, text = candidate.read(now, local_tz)
+                else:
+                    found = candidate.found(now, local_tz, meter)
+                    reset, text = found.reset_at, found.text
+                if reset is not None:
+                    return reset, structured if structured is not None else text
+                if first is None:
+                    first = text
+        chosen = structured if structured is not None else first
+        return None if chosen is None else (None, chosen)
 
     def resolved(self) -> _PreparedLimit:
         """The same, with every piece's notices confirmed and their resets parsed now (to be
@@ -258,13 +265,24 @@ class PreparedClassification:
         return Classification(kind="other")
 
     def at(self, now: datetime, local_tz: tzinfo) -> Classification:
-        _check(self.limit.provider, now, local_tz)
-        if self.fixed is not None:
+        limit = self.limit
+        provider = limit.provider
+        if (
+            now.__class__ is not datetime  # else the checks below would pass: not run again
+            or now.tzinfo is not UTC
+            or provider not in PROVIDERS
+            or not isinstance(local_tz, tzinfo)
+        ):
+            _check(provider, now, local_tz)
+            if self.fixed is not None:
+                return self.fixed
+            now = now.astimezone(UTC)  # A6: durations are elapsed time, whatever zone `now` has
+        elif self.fixed is not None:
             return self.fixed
-        now = now.astimezone(UTC)  # A6: durations are elapsed time, whatever zone `now` carries
-        limit = self.limit.at(now, local_tz)
-        if limit is not None:
-            return Classification(kind="limit", limit=limit, text=limit.text)
+        read = limit.read(now, local_tz)
+        if read is not None:
+            # The provider was checked above, the reset built by a reader: not checked again.
+            return limit_classification(limit_notice_of(provider, read[0], read[1]))
         if self.login is not None:
             return Classification(kind="login", text=self.login)
         if self.network is not None:

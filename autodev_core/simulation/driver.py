@@ -10,9 +10,9 @@ reads no clock and touches no file: the CLI reads the scenario and prints the li
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta, tzinfo
-from typing import Final
+from typing import Any, Final
 
 import attrs
 
@@ -55,7 +55,7 @@ def horizon_line(horizon: timedelta = DEFAULT_HORIZON) -> str:
     )
 
 
-@attrs.frozen
+@attrs.frozen(weakref_slot=False)  # no weak references: see `_lines` below
 class SimulatedLine:
     """One log line of the run, at the virtual instant it happened."""
 
@@ -116,9 +116,14 @@ class _Reply:
     (resolved at each call's end when it depends on the instant) and, per participant, the
     event it ended a call with."""
 
-    __slots__ = ("ended", "fixed", "prepared")
+    __slots__ = ("ended", "exit_code", "fixed", "posted", "prepared", "timed_out")
 
-    def __init__(self, prepared: PreparedClassification) -> None:
+    def __init__(
+        self, answer: CallAnswer, exit_code: int | None, prepared: PreparedClassification
+    ) -> None:
+        self.exit_code = exit_code
+        self.posted = answer.posted
+        self.timed_out = answer.timeout
         self.prepared = prepared
         #: The classification when it is the same at every instant (no limit in the output).
         self.fixed: Classification | None = getattr(prepared, "fixed", None)
@@ -133,7 +138,26 @@ class _Lane:
     def __init__(self, answers: tuple[CallAnswer, ...]) -> None:
         self.answers = answers
         self.used = 0
-        self.replies: dict[tuple[str, str, int | None, bool, bool], _Reply] = {}
+        # Keyed by the answer's fields as written (its duration aside).
+        self.replies: dict[tuple[str, str, int, bool, str | None], _Reply] = {}
+
+
+def _setters(cls: type) -> tuple[Callable[[Any, Any], None], ...]:
+    """The slot setters of the frozen attrs class `cls`, one per field in field order: they fill
+    an instance made by `object.__new__` without attrs' checks and without the name lookup of
+    `object.__setattr__` (for classes with a `__weakref__` slot, which cannot take a twin's
+    `__class__` as `_lines` does)."""
+    return tuple(getattr(cls, a.name).__set__ for a in attrs.fields(cls))
+
+
+_CALL_ENDED_FIELDS: Final = ("now", "participant", "engine", "kind", "posted", "limit", "exit_code")
+if tuple(a.name for a in attrs.fields(CallEnded)) != _CALL_ENDED_FIELDS:  # pragma: no cover
+    raise ImportError("CallEnded's fields changed: update _retimed in simulation/driver.py")
+(_now, _participant, _engine, _kind, _posted, _limit, _exit_code) = _setters(CallEnded)
+if tuple(a.name for a in attrs.fields(Woke)) != ("now",):  # pragma: no cover
+    raise ImportError("Woke's fields changed: update _woke in simulation/driver.py")
+(_woke_now,) = _setters(Woke)
+_new: Final = object.__new__
 
 
 def _retimed(event: CallEnded, now: datetime, limit: LimitNotice | None) -> CallEnded:
@@ -142,18 +166,49 @@ def _retimed(event: CallEnded, now: datetime, limit: LimitNotice | None) -> Call
     aware UTC instant), and `limit` was validated when detection built it. Every field of
     `CallEnded` is set here (tests/test_simulation_reads_once.py compares with `call_ended`)."""
     retimed: CallEnded = _new(CallEnded)
-    _set(retimed, "now", now)
-    _set(retimed, "participant", event.participant)
-    _set(retimed, "engine", event.engine)
-    _set(retimed, "kind", event.kind)
-    _set(retimed, "posted", event.posted)
-    _set(retimed, "limit", limit if event.limit is not None else None)
-    _set(retimed, "exit_code", event.exit_code)
+    _now(retimed, now)
+    _participant(retimed, event.participant)
+    _engine(retimed, event.engine)
+    _kind(retimed, event.kind)
+    _posted(retimed, event.posted)
+    _limit(retimed, limit if event.limit is not None else None)
+    _exit_code(retimed, event.exit_code)
     return retimed
 
 
-_new: Final = object.__new__
-_set: Final = object.__setattr__
+def _woke(now: datetime) -> Woke:
+    """`Woke(now=now)` for an instant the driver already holds in UTC: not checked again."""
+    woke: Woke = _new(Woke)
+    _woke_now(woke, now)
+    return woke
+
+
+class _LineSlots:
+    __slots__ = ("at", "message")  # in field order: SimulatedLine's layout
+    at: datetime
+    message: str
+
+
+if getattr(SimulatedLine, "__slots__", None) != _LineSlots.__slots__:  # pragma: no cover
+    raise ImportError("SimulatedLine's slots changed: update _LineSlots in simulation/driver.py")
+
+
+def _lines(logs: list[Log]) -> tuple[SimulatedLine, ...]:
+    """`SimulatedLine(at=log.at, message=log.message)` for each log, built as the scheduler
+    builds its own effects (scheduler/_build.py): a twin with SimulatedLine's slots, filled by
+    plain assignment, then made a SimulatedLine by setting its `__class__` (CPython allows it
+    between classes of the same slot layout, none with a `__weakref__` slot). Equal, hashing
+    and repr'ing as the checked value (tests/test_simulation_builders.py)."""
+    out: list[SimulatedLine] = []
+    add = out.append
+    twin = _LineSlots
+    for log in logs:
+        line: Any = _new(twin)
+        line.at = log.at
+        line.message = log.message
+        line.__class__ = SimulatedLine
+        add(line)
+    return tuple(out)
 
 
 class _Machine:
@@ -168,8 +223,11 @@ class _Machine:
             engine = Engine.parse(key)
             self.lanes[engine.provider, engine.model] = _Lane(answers)
         self.fallback = scenario.default if scenario.default is not None else OK_ANSWER
-        self.calls = 0
         self._read: dict[tuple[str, str, str, int | None], PreparedClassification] = {}
+
+    @property
+    def calls(self) -> int:
+        return sum(lane.used for lane in self.lanes.values())
 
     def answer(self, effect: StartCall) -> tuple[datetime, CallEnded]:
         engine = effect.engine
@@ -178,22 +236,22 @@ class _Machine:
             lane = self.lanes[engine.provider, engine.model] = _Lane(())
         index = lane.used
         lane.used = index + 1
-        self.calls += 1
         answers = lane.answers
         answer = answers[index] if index < len(answers) else self.fallback
+        key = (answer.stdout, answer.stderr, answer.exit, answer.timeout, answer.post)
+        reply = lane.replies.get(key)
+        if reply is None:
+            # SPEC D: a call that timed out was killed by the shell and has no exit code, as a
+            # real one has none; its output is classified as such (endless reconnects are an
+            # outage, A37).
+            exit_code = None if answer.timeout else answer.exit
+            reply = lane.replies[key] = _Reply(
+                answer, exit_code, self._prepared(engine.provider, answer, exit_code)
+            )
         start = effect.at
         if start.tzinfo is not UTC:
             start = start.astimezone(UTC)
         end = start + answer.duration  # A6: elapsed time
-        # SPEC D: a call that timed out was killed by the shell and has no exit code, as a real
-        # one has none; its output is classified as such (endless reconnects are an outage, A37).
-        timed_out = answer.timeout
-        exit_code = None if timed_out else answer.exit
-        posted = answer.posted
-        key = (answer.stdout, answer.stderr, exit_code, posted, timed_out)
-        reply = lane.replies.get(key)
-        if reply is None:
-            reply = lane.replies[key] = _Reply(self._prepared(engine.provider, answer, exit_code))
         # Each distinct answer is read once; only what depends on the instant (a limit's reset)
         # is worked out at each call's end, as `classify_output` would.
         classification = reply.fixed or reply.prepared.at(end, self.zone)
@@ -208,9 +266,9 @@ class _Machine:
             effect.participant,
             engine,
             classification,
-            posted=posted,
-            exit_code=exit_code,
-            timed_out=timed_out,
+            posted=reply.posted,
+            exit_code=reply.exit_code,
+            timed_out=reply.timed_out,
         )
         reply.ended[effect.participant] = (event, classification.kind)
         return end, event
@@ -270,6 +328,8 @@ def _simulate(scenario: Scenario, source: str, max_events: int) -> SimulationRes
     )
     peers.reverse()  # the next one last, popped when it is learned
     logs: list[Log] = []
+    log = logs.append
+    answer = machine.answer
     call_at: datetime | None = None
     call: CallEnded | None = None
     wake_at: datetime | None = None
@@ -281,12 +341,13 @@ def _simulate(scenario: Scenario, source: str, max_events: int) -> SimulationRes
         state, effects = step(state, event)
         events += 1
         for effect in effects:
-            if isinstance(effect, Log):
-                logs.append(effect)
-            elif isinstance(effect, StartCall):
-                call_at, call = machine.answer(effect)
-            elif isinstance(effect, Sleep):
-                wake_at = effect.until
+            kind = type(effect)  # the classes step builds, never subclassed
+            if kind is Log:
+                log(effect)  # type: ignore[arg-type]
+            elif kind is StartCall:
+                call_at, call = answer(effect)  # type: ignore[arg-type]
+            elif kind is Sleep:
+                wake_at = effect.until  # type: ignore[union-attr]
         if state.status in ("paused", "stopped"):
             break
         # The next thing to happen: the call's end, the sleep's end, a user message or another
@@ -324,7 +385,7 @@ def _simulate(scenario: Scenario, source: str, max_events: int) -> SimulationRes
             event = call
             call_at = call = None
         elif wake_at is not None and state.wait_until is not None and wake_at == at:
-            event = Woke(now=at)
+            event = _woke(at)  # `at` is a Sleep's `until`: an aware UTC instant
             wake_at = None
         else:
             event = MessageArrived(now=at)
@@ -343,7 +404,7 @@ def _simulate(scenario: Scenario, source: str, max_events: int) -> SimulationRes
     over = state.status in ("paused", "stopped")
     ended_at = now if over else until
     return SimulationResult(
-        lines=tuple(SimulatedLine(at=log.at, message=log.message) for log in logs),
+        lines=_lines(logs),
         state=state, events=events, calls=machine.calls, ended_at=ended_at,
         horizon_reached=not over and scenario.until is None,
     )
