@@ -430,14 +430,28 @@ NOTES = """\
   keywords) gets little from the sieve on a JSON transcript: a word such as `name ` (of `name
   resolution`) loses its space to the sieve and then passes on every tool call's `"name":`.
 - **4, durable commit.** One `fdatasync` of the WAL per revision (plus two per automatic WAL
-  checkpoint, every few hundred revisions), about 7 KiB written in about 13 `write` calls for a
-  short revision with the 1 KiB pages of a new store, and about 0.1 ms of SQLite's own CPU. The
-  time ratio follows the disk's fsync latency, which swings from 0.06 to 4 ms within minutes on
-  these VMs: with a slow fsync (2-4 ms, a busy disk) the ratio is about 1.1; on the quiet disk
-  of this run (fsync about 0.2-0.4 ms) the small revision is at about 1.8-2.1 (a typical one
-  about 1.45, a large one about 1.1), because the fixed CPU and the extra writes weigh more
-  against a fast fsync. What would close it: fewer of the 1 KiB pages written per revision
-  (about seven for a short one) and less CPU per commit.
+  checkpoint, every couple of hundred revisions). Layout 2 of the store (the marker in the run
+  state's row, no index of posts by revision, state and marker in one `UPDATE`, no `SELECT`
+  first) writes 4.6 pages of 1 KiB to the WAL for a short revision instead of 6.6: about 4.9 KB
+  in 9.4 `write` calls instead of 7.0 KB in 13.4 (a typical one 7.7 KB instead of 12.2 KB).
+  That is the least this schema writes: the post's leaf, its key's leaf, the run state's row
+  and its overflow page, plus the file header and a parent page when the thread grows a leaf.
+  SQLite's work per commit went from about 158,000 to 118,000 instructions in user space
+  (callgrind; about 35,000 in SQLite itself, the rest CPython's `sqlite3` calls and libc) and
+  from 21.5 to 17 system calls (nine `pwrite`s, six `fcntl` locks of the shared-memory index,
+  which other processes need to queue controls). The floor, a bare SQLite commit of one small
+  row with the same settings, measured in the same rounds, is about 1.05-1.15× write + fsync:
+  one 1 KiB frame, the locks and SQLite's CPU, which any store on SQLite pays. The time ratio
+  follows the disk's fsync latency, which swings from 0.06 to 4 ms within minutes on these VMs.
+  On a busy disk (fsync 1.6-3.9 ms; the median of seven interleaved runs of 300 rounds) the
+  short revision went from 1.40 to 1.13 (floor 1.09); on the quiet disk of the page's run
+  (fsync about 0.2-0.45 ms) it was 1.85-1.94 before layout 2. What the store adds above the
+  floor is now the three or four more pages (two or three 4 KiB blocks for `fdatasync` instead
+  of one) and about 10 µs of Python; fewer pages would need another schema (a thread without
+  its key index) or larger pages for the run state, which write more bytes. A fresh store's WAL
+  grows until its first checkpoint (its `fdatasync` also writes the file's size, as the
+  baseline's append does); after it commits overwrite the WAL: the "WAL at working size"
+  column.
 - **6, cold start.** `autodev status` no longer loads the scheduler, cattrs, the write path or
   the sharing client, nor any post: it reads the fields it shows from the stored JSON and counts
   the posts, and went from about 7.4× to about 4× `python -c pass` (from 10.8× to 3.9× on a
@@ -495,6 +509,9 @@ CHANGES = """\
   of reading them: no scheduler, cattrs, write path or sharing client; ~7× → ~4× `python -c
   pass`. Operator commands (`say`, `pause`, `resume`, `stop`) load the store alone: ~4× → ~3×.
 - Store: 1 KiB pages for new stores: a short revision writes ~7 KiB instead of ~21 KiB.
+- Store layout 2: the commit marker in the run state's row, no index of posts by revision,
+  state and marker in one `UPDATE`: a short revision writes 4.6 WAL pages instead of 6.6
+  (~4.9 KB instead of ~7.0 KB), 118,000 instructions instead of 158,000.
 
 Issue 6's changes (shared keyword passes, repeated notices read once, plain codex stderr kept
 whole, the JSON scanner called directly) are described in the CHANGELOG.
