@@ -409,15 +409,23 @@ NOTES = """\
   about an eighth of a step), copying the 18 fields of the state in and out, and the limit
   registry scanned once per lane entry looked at (`limit_of`, about five times per post step
   with five limits recorded); a dict of the registry per step measured slower.
-- **2, simulation throughput.** `simulate` reads each distinct answer once, parses a limit
-  notice's reset once (only the instant's arithmetic runs per call), and builds and checks each
-  distinct call ending once (later ones change only the instant and the notice). With the
-  cheaper `step` (see 1) the storm runs at about 0.0012 events per trivial-loop iteration,
-  some 37,000 events/s at 30 million iterations/s; `step` is about two thirds of the time, and
-  the simulation's own cost (step's outcomes replayed, see the details) is 250-330 loop
-  iterations per event: answer lookup and re-timing the call's end, the loop, the
-  `SimulatedLine`s, a limit's reset resolved per call. 50,000 events/s is 600 loop iterations
-  per event: about 165 fewer than now, from either part.
+- **2, simulation throughput.** `simulate` reads each distinct answer once (a notice confirmed
+  and its reset parsed; login and network not looked for when a limit is certain) and at each
+  call's end only resolves the reset: a duration by one addition, a clock time by the zone's
+  rules. What it derives from values already checked (the `LimitNotice` and `Classification`
+  of a notice read again, the call's `CallEnded`, a wake, the result's `SimulatedLine`s) is
+  built by slot assignment, as `step` builds its effects. Its own cost (`step`'s outcomes
+  replayed, see the details) went from 260-320 to 150-210 loop iterations per event
+  (valgrind: 45,800 → 27,700 instructions per event), and `step` is now three quarters of the
+  time: the storm runs at about 0.0013 events per trivial-loop iteration, some 750 loop
+  iterations per event of which `step` is about 580. That is the floor: with the simulation's
+  part at zero the storm would still need about 580 of the 600 loop iterations per event that
+  50,000 events/s allows at 30 million iterations/s, so the target needs `step` cheaper too
+  (row 1). What is left of the simulation's part, in instructions: reading the storm's 24
+  distinct answers (18%: about 500,000 instructions each, the detectors' keyword passes), the
+  3,667 `SimulatedLine`s (15%), and the loop, the answer lookup, the resets and re-timing each
+  call's end (7 slot writes: `CallEnded` keeps its `__weakref__` slot, so the scheduler's
+  twin-class builder cannot fill it).
 - **3, detection.** Long stdout goes through a sieve first: blocks of 64 KiB with the bytes no
   keyword needs dropped and the case folded (one `bytes.translate` with `delete`), then searched
   for what is left of each keyword; only blocks that pass are searched in full and only their
@@ -499,6 +507,8 @@ CHANGES = """\
   and a word known absent rules out every keyword holding it.
 - `simulate` reads each distinct answer once and resolves only the reset per call; a notice's
   reset is parsed once; each distinct call ending is built and checked once, then re-timed.
+  What it derives from checked values (a notice read again, a call's end, a wake, the lines)
+  is built by slot assignment: its own cost ~290 → ~180 loop iterations per event.
 - Cold start: `autodev_core` re-exports lazily (PEP 562), cattrs and YAML load on first use,
   each CLI command imports what it uses: `autodev --help` ~9× → ~2× `python -c pass`.
 - `step` builds what it derives (effects, the new state) by plain slot assignment without

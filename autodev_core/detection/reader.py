@@ -248,6 +248,8 @@ class PreparedClassification:
     """
 
     limit: _PreparedLimit
+    #: What the output says of login and the network, read when no limit can be in it (with a
+    #: limit structured or noticed, a limit is read at every instant: None, not looked for).
     login: str | None
     network: str | None
     # The answer when no limit can be in it (nothing structured, no notice): the same at every
@@ -297,8 +299,13 @@ def prepare_classification(
     if provider not in PROVIDERS:
         raise ValueError(f"unknown provider {provider!r} (known: {', '.join(PROVIDERS)})")
     output = cut_relevant(_text(stdout), _text(stderr), provider, _words("all", provider))
+    limit = _PreparedLimit.of(provider, output, None).resolved()
+    if limit.structured or any(limit.pieces):
+        # A limit is then read at every instant (the first notice, at worst, without a reset):
+        # what the output says of login or the network never counts, so it is not looked for.
+        return PreparedClassification(limit=limit, login=None, network=None)
     return PreparedClassification(
-        limit=_PreparedLimit.of(provider, output, None).resolved(),
+        limit=limit,
         login=_login(provider, output, None),
         network=_network(output, exit_code, None),
     )
