@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import math
 from datetime import UTC, date, datetime, tzinfo
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import attrs
+if TYPE_CHECKING:  # for the validators' signatures only: `autodev status` loads no attrs
+    import attrs
 
 
 def is_aware(value: object) -> bool:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from .clock import Clock
     from .runner import RunSummary, StreamLog
     from .sharing import LimitSharing, ShareSettings
+    from .status_read import StatusReading
     from .store import RunStore, StoreError
     from .stored_status import StoredStatus
     from .team import Team
@@ -327,8 +328,7 @@ def _stored_status(text: str) -> StoredStatus | None:
 
 def _status(store: RunStore, now: datetime) -> tuple[dict[str, Any], tzinfo]:
     """`status_facts`, and the zone status writes its times in (UTC when it has none)."""
-    from .runlock import daemon_holding
-    from .sharing_status import sharing_facts
+    from .status_read import StatusReading
 
     committed = store.committed_state()
     state: StoredStatus | None = None
@@ -338,22 +338,43 @@ def _status(store: RunStore, now: datetime) -> tuple[dict[str, Any], tzinfo]:
     except Exception:
         readable = False
     beat = store.last_heartbeat()
-    stand_in = _lock_time(store)
-    if beat is not None and stand_in is not None and stand_in <= beat.at + timedelta(seconds=2):
+    return _facts(StatusReading(
+        run_id=store.run_id,
+        store=str(store.path),
+        state=state,
+        readable=readable,
+        beat_at=beat.at if beat is not None else None,
+        beat_pid=beat.pid if beat is not None else None,
+        revision=committed.revision,
+        persistence=persistence_text(store),
+        posts=store.post_count(),
+    ), now)
+
+
+def _facts(read: StatusReading, now: datetime) -> tuple[dict[str, Any], tzinfo]:
+    """`_status` from what was read of the store (by a `RunStore`, or by `status_read` alone),
+    with the lock and the sharing file beside it."""
+    from .runlock import daemon_holding
+    from .sharing_status import sharing_facts
+
+    state = read.state
+    beat_at = read.beat_at
+    stand_in = _lock_time(read.store)
+    if beat_at is not None and stand_in is not None and stand_in <= beat_at + timedelta(seconds=2):
         stand_in = None  # only a lock touched after the heartbeat stands in for it
-    held, lock_pid = daemon_holding(store.path)
+    held, lock_pid = daemon_holding(read.store)
     facts: dict[str, Any] = {
-        "run_id": store.run_id,
-        "store": str(store.path),
+        "run_id": read.run_id,
+        "store": read.store,
         "status": state.status if state is not None else "not started",
-        "scheduler_state": "unreadable" if not readable else ("ok" if state else "none"),
+        "scheduler_state": "unreadable" if not read.readable else ("ok" if state else "none"),
         "daemon": {
             "running": held,
             "pid": lock_pid if held and lock_pid is not None else (
-                beat.pid if beat is not None else lock_pid),
-            "last_heartbeat": beat.at.isoformat() if beat is not None else None,
+                read.beat_pid if beat_at is not None else lock_pid),
+            "last_heartbeat": beat_at.isoformat() if beat_at is not None else None,
             "heartbeat_age_seconds": (
-                max((now - beat.at).total_seconds(), 0.0) if beat is not None else None),
+                max((now - beat_at).total_seconds(), 0.0) if beat_at is not None else None),
             "lock_file_time": stand_in.isoformat() if stand_in is not None else None,
         },
         "wait_until": None,
@@ -363,11 +384,11 @@ def _status(store: RunStore, now: datetime) -> tuple[dict[str, Any], tzinfo]:
         "failure_streak": None,
         "calls": None,
         "persistence": {
-            "summary": persistence_text(store),
-            "revision": committed.revision,
+            "summary": read.persistence,
+            "revision": read.revision,
         },
-        "posts": store.post_count(),
-        "sharing": sharing_facts(Path(store.path).parent / SHARING_FILE),
+        "posts": read.posts,
+        "sharing": sharing_facts(Path(read.store).parent / SHARING_FILE),
     }
     zone: tzinfo = UTC
     if state is not None:
@@ -457,11 +478,11 @@ def format_status(facts: dict[str, Any], now: datetime, zone: tzinfo) -> list[st
     return lines
 
 
-def _lock_time(store: RunStore) -> datetime | None:
+def _lock_time(db: str) -> datetime | None:
     from .runlock import lock_path
 
     try:
-        return datetime.fromtimestamp(lock_path(store.path).stat().st_mtime, UTC)
+        return datetime.fromtimestamp(lock_path(db).stat().st_mtime, UTC)
     except OSError:
         return None
 
@@ -509,15 +530,26 @@ def _span(revisions: list[int]) -> str:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    store = open_existing(Path(args.run))
-    try:
+    from .status_read import read_status
+
+    run_dir = Path(args.run)
+    # What a run normally holds is read with sqlite3 and json alone (no attrs, no planner:
+    # issue 13); anything else through a `RunStore` and the core, which decide.
+    read = read_status(run_db(run_dir))
+    if read is not None:
         now = datetime.now(UTC)
-        if getattr(args, "json", False):
-            print(json.dumps(status_facts(store, now), indent=2, sort_keys=True))
-        else:
-            print("\n".join(status_lines(store, now)))
-    finally:
-        store.close()
+        facts, zone = _facts(read, now)
+    else:
+        store = open_existing(run_dir)
+        try:
+            now = datetime.now(UTC)
+            facts, zone = _status(store, now)
+        finally:
+            store.close()
+    if getattr(args, "json", False):
+        print(json.dumps(facts, indent=2, sort_keys=True))
+    else:
+        print("\n".join(format_status(facts, now, zone)))
     return 0
 
 

@@ -32,6 +32,9 @@ from .store_controls import CONTROL_COMMANDS, CallProcess, Control, Heartbeat, S
 from .store_layout import LAYOUT, MARKER_VIEW
 from .store_revisions import CommitResult, Marker, Snapshot, StoreRevisions
 from .store_sql import (
+    _SQLITE_HEADER,
+    _TABLES,
+    BUSY_TIMEOUT_MS,
     StoreError,
     StoreErrorKind,
     _describe,
@@ -47,16 +50,6 @@ from .store_thread import NewPost, Post, StoreThread
 SCHEMA_VERSION: Final = LAYOUT
 #: The tier name this store reports to the persistence reducer (B5: canonical by default).
 CANONICAL_TIER: Final = "sqlite"
-#: How long a writer waits for another connection's write lock (a CLI enqueuing a control
-#: while the daemon commits) before the write fails, in milliseconds.
-BUSY_TIMEOUT_MS: Final = 5_000
-#: The first 16 bytes of every SQLite 3 database file.
-_SQLITE_HEADER: Final = b"SQLite format 3\x00"
-
-_TABLES: Final = (
-    "run", "aliases", "posts", "run_state", "commit_marker", "heartbeat", "controls",
-    "turn_inputs",
-)
 
 _SCHEMA: Final = """
 CREATE TABLE run (

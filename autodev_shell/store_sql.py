@@ -16,9 +16,23 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from autodev_core.errors import AutodevError
+
+# The layout's marks, which `RunStore.open` checks (store.py makes the tables) and `autodev
+# status` checks too when it reads the file without opening a `RunStore` (status_read.py).
+#: How long a writer waits for another connection's write lock (a CLI enqueuing a control
+#: while the daemon commits) before the write fails, in milliseconds.
+BUSY_TIMEOUT_MS: Final = 5_000
+#: The first 16 bytes of every SQLite 3 database file.
+_SQLITE_HEADER: Final = b"SQLite format 3\x00"
+#: The tables of the layout (store.py's `_SCHEMA`; `commit_marker` is a view from layout 2 on,
+#: store_layout.py).
+_TABLES: Final = (
+    "run", "aliases", "posts", "run_state", "commit_marker", "heartbeat", "controls",
+    "turn_inputs",
+)
 
 StoreErrorKind = Literal["missing", "not-a-store", "corrupt", "write-failed", "read-failed"]
 

@@ -21,6 +21,12 @@ if TYPE_CHECKING:
 #: them: restated here so that status does not load the scheduler to check one word;
 #: tests/test_stored_status.py holds the two equal.
 STATUSES: Final = ("running", "rate_limited", "unreachable", "backing_off", "paused", "stopped")
+#: The providers (A8), as `autodev_core.engine.PROVIDERS` states them, and the characters of a
+#: model name (A9): restated so that status does not load attrs for `Engine`; the tests hold
+#: them to `Engine.parse`.
+PROVIDERS: Final = ("claude", "codex", "agy")
+_MODEL_FIRST: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+_MODEL_CHARS: Final = _MODEL_FIRST | frozenset("._-[]/@")
 
 
 class StoredLimit(NamedTuple):
@@ -80,8 +86,6 @@ def read_stored_status(text: str) -> StoredStatus:
 def _read(data: dict[str, Any]) -> StoredStatus:
     from zoneinfo import ZoneInfo
 
-    from autodev_core.engine import PROVIDERS, Engine
-
     config = data["config"]
     team = _of(config["team"], list)
     due = _of(data["due"], int)
@@ -105,7 +109,7 @@ def _read(data: dict[str, Any]) -> StoredStatus:
         due=_of(_of(team[due], dict)["id"], str),
         wait_until=None if wait is None else _instant(wait),
         limits=tuple(
-            StoredLimit(str(Engine.parse(_of(r["engine"], str))), _instant(r["until"]),
+            StoredLimit(_engine(_of(r["engine"], str)), _instant(r["until"]),
                         _of(r["source"], str))
             for r in _of(data["limits"], list)
         ),
@@ -120,6 +124,18 @@ def _of(value: Any, kind: type) -> Any:
     if type(value) is not kind:
         raise TypeError(f"expected {kind.__name__}, found {value!r}")
     return value
+
+
+def _engine(text: str) -> str:
+    """An engine as the serializer writes it, `provider` or `provider:model`, unchanged (what
+    `str(Engine.parse(text))` gives back); anything else (spaces, an unknown provider, a
+    malformed model) is left to the full restore."""
+    provider, sep, model = text.partition(":")
+    if provider not in PROVIDERS:
+        raise ValueError(f"unknown provider {provider!r}")
+    if sep and not (model and model[0] in _MODEL_FIRST and _MODEL_CHARS.issuperset(model)):
+        raise ValueError(f"not a model name as the serializer writes it: {model!r}")
+    return text
 
 
 def _instant(value: Any) -> str:

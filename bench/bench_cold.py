@@ -5,7 +5,8 @@ with a bare `python -c pass`; the figure is the median over rounds of the per-ro
 the children's CPU time (user + system, from `getrusage`), which a shared machine disturbs
 less than the wall clock. Targets: `autodev --help` and `autodev status` at most 3x
 `python -c pass`, and `import autodev_core` at most 100 ms. `autodev pause` (an operator command)
-and `import attrs` (loaded by every command that opens a run store) are shown beside them.
+and `import attrs` (loaded by every command that opens a `RunStore`; `status` of a run as the
+daemon leaves it reads the file without one) are shown beside them.
 
     python bench/bench_cold.py [--rounds N]
 """
@@ -25,8 +26,9 @@ from pathlib import Path
 
 from bench_decision import median_ratio, record_trace
 
-from autodev_core.control.persistence import PersistenceState
+from autodev_core.control.identity import resolve_active_identity
 from autodev_core.serialization import to_json
+from autodev_shell.durability import Durability
 from autodev_shell.store import NewPost, RunStore
 
 TARGET_RATIO = 3.0
@@ -41,14 +43,18 @@ def _autodev() -> list[str]:
 
 
 def make_run(directory: Path) -> Path:
-    """A run store holding a scheduler state from a recorded run (limits, waits, posts)."""
+    """A run store holding a scheduler state from a recorded run (limits, waits, posts),
+    persisted as the daemon persists it (`Durability`: the state stored queued, beside its
+    commit marker, B6/B8)."""
     run = directory / "run"
     run.mkdir(parents=True)
     state = record_trace(300)[-1][0]
     store = RunStore.open(run / "run.db", create=True, run_id="bench", now=NOW)
     try:
-        store.commit(1, (NewPost("ana", "claude", "ok", NOW, key="turn-1/0"),), to_json(state),
-                     persistence_state_json=to_json(PersistenceState()), now=NOW)
+        identity = resolve_active_identity(run_id=store.run_id)
+        Durability.open(store, identity).persist_revision(
+            1, (NewPost("ana", "claude", "ok", NOW, key="turn-1/0"),), to_json(state),
+            identity=identity, now=NOW)
     finally:
         store.close()
     return run
@@ -77,7 +83,7 @@ def measure(rounds: int) -> dict[str, dict[str, float]]:
             # An operator command: queues a control, reads no state.
             "autodev pause": [*autodev, "pause", "--run", str(run)],
             "import autodev_core": [sys.executable, "-c", "import autodev_core"],
-            # What attrs alone costs: every command that opens a run store loads it.
+            # What attrs alone costs: every command that opens a `RunStore` loads it.
             "import attrs": [sys.executable, "-c", "import attrs"],
         }
         # Warm the file cache and write the bytecode an installed package has (with

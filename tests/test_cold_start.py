@@ -113,6 +113,52 @@ def test_C6_status_loads_neither_the_scheduler_nor_cattrs(stored_run: Path,
     assert sorted(m for m in NEVER_FOR_STATUS if m in loaded) == []
 
 
+def _daemon_run(directory: Path) -> Path:
+    """A run as the daemon leaves it: revisions persisted through `Durability` (each state
+    stored queued, before its own acceptance, with the commit marker beside it), a heartbeat."""
+    from autodev_core.control.identity import resolve_active_identity
+    from autodev_core.participant import Participant
+    from autodev_core.scheduler import SchedulerConfig, initial_state
+    from autodev_core.serialization import to_json
+    from autodev_shell.durability import Durability
+    from autodev_shell.store import NewPost, RunStore
+
+    at = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+    state = initial_state(SchedulerConfig(team=(Participant(id="ana", provider="claude"),),
+                                          timezone="Europe/Lisbon"))
+    run = directory / "daemon-run"
+    run.mkdir()
+    store = RunStore.open(run / "run.db", create=True, run_id="cold", now=at)
+    try:
+        identity = resolve_active_identity(run_id=store.run_id)
+        durability = Durability.open(store, identity)
+        for revision in (1, 2):
+            durability.persist_revision(
+                revision, (NewPost("ana", "claude", "hi", at, key=f"turn-{revision}/0"),),
+                to_json(state), identity=identity, now=at)
+        store.heartbeat(at, pid=4242)
+    finally:
+        store.close()
+    return run
+
+
+#: What a status of a run as it normally is has no use for either (issue 13): attrs itself (the
+#: store's records, the persistence planner and `Engine` are attrs classes) and the planner.
+NEVER_FOR_A_NORMAL_STATUS = (*NEVER_FOR_STATUS, "attr", "attrs", "autodev_core.engine",
+                             "autodev_core.control.persistence", "autodev_shell.store",
+                             "autodev_shell.on_disk")
+
+
+@pytest.mark.parametrize("json_flag", ([], ["--json"]), ids=("text", "json"))
+@pytest.mark.parametrize("daemon", (False, True), ids=("committed", "daemon-written"))
+def test_C6_status_of_a_normal_run_loads_no_attrs(stored_run: Path, tmp_path: Path,
+                                                  json_flag: list[str], daemon: bool) -> None:
+    run = _daemon_run(tmp_path) if daemon else stored_run
+    loaded = _loaded(_command(["status", "--run", str(run), *json_flag]))
+    assert "autodev_shell.stored_status" in loaded  # it did read the stored state
+    assert sorted(m for m in NEVER_FOR_A_NORMAL_STATUS if m in loaded) == []
+
+
 @pytest.mark.parametrize("command", (["say", "hello"], ["pause"], ["resume"], ["stop"]))
 def test_C6_operator_commands_load_only_the_store(stored_run: Path, command: list[str]) -> None:
     loaded = _loaded(_command([*command, "--run", str(stored_run)]))
