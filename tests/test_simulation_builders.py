@@ -15,6 +15,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+import autodev_core.simulation.driver as simulation
 from autodev_core.detection._resets import after_seconds, from_duration
 from autodev_core.detection.classification import (
     Classification,
@@ -22,9 +23,14 @@ from autodev_core.detection.classification import (
     limit_classification,
     limit_notice_of,
 )
+from autodev_core.engine import Engine
+from autodev_core.participant import Participant
 from autodev_core.scheduler.effects import Log
-from autodev_core.scheduler.events import Woke
-from autodev_core.simulation.driver import SimulatedLine, _lines, _woke
+from autodev_core.scheduler.events import Event, Woke
+from autodev_core.scheduler.state import SchedulerState
+from autodev_core.scheduler.step import step as real_step
+from autodev_core.simulation.driver import SimulatedLine, _woke
+from autodev_core.simulation.scenario import CallAnswer, Scenario
 
 ZONES = [UTC, ZoneInfo("Europe/Lisbon"), ZoneInfo("America/New_York"),
          ZoneInfo("Australia/Lord_Howe"), timezone(timedelta(hours=-5)),
@@ -85,15 +91,31 @@ def test_a_reset_that_is_not_aware_is_still_refused() -> None:
         limit_notice_of("claude", naive_ish, "x")
 
 
-@given(lines=st.lists(st.tuples(utc_instants, st.text(max_size=20)), max_size=8))
-def test_unchecked_simulated_lines_are_the_checked_ones(
-    lines: list[tuple[datetime, str]]
+def test_D_each_line_is_the_checked_line_of_a_log_step_wrote(
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    logs = [Log(at=at, message=message, kind="note") for at, message in lines]
-    built = _lines(logs)
-    assert type(built) is tuple and len(built) == len(lines)
-    for (at, message), line in zip(lines, built, strict=True):
-        same(SimulatedLine(at=at, message=message), line)
+    # Every Log effect `step` returns becomes, in order, the SimulatedLine built from its
+    # instant and message by the checked constructor.
+    logs: list[Log] = []
+
+    def recording(state: SchedulerState, event: Event) -> Any:
+        state, effects = real_step(state, event)
+        logs.extend(effect for effect in effects if isinstance(effect, Log))
+        return state, effects
+
+    team = (Participant(id="ana", provider="claude", failover=(Engine("codex"),)),
+            Participant(id="rui", provider="codex"))
+    notice = CallAnswer(stdout="You've hit your limit · resets 2:30am (Europe/Lisbon)", exit=1,
+                        duration=timedelta(minutes=7))
+    done = CallAnswer(post="done", duration=timedelta(minutes=3))
+    start = datetime(2026, 3, 28, 22, 0, tzinfo=UTC)
+    scenario = Scenario(start=start, timezone="Europe/Lisbon", team=team,
+                        calls=(("claude", (notice, done) * 10),), until=start + timedelta(days=2))
+    monkeypatch.setattr(simulation, "step", recording)
+    result = simulation.simulate(scenario)
+    assert type(result.lines) is tuple and len(result.lines) == len(logs) > 10
+    for log, line in zip(logs, result.lines, strict=True):
+        same(SimulatedLine(at=log.at, message=log.message), line)
 
 
 @given(at=utc_instants)

@@ -55,7 +55,7 @@ def horizon_line(horizon: timedelta = DEFAULT_HORIZON) -> str:
     )
 
 
-@attrs.frozen(weakref_slot=False)  # no weak references: see `_lines` below
+@attrs.frozen(weakref_slot=False)  # no weak references: see `_LineSlots` below
 class SimulatedLine:
     """One log line of the run, at the virtual instant it happened."""
 
@@ -146,7 +146,7 @@ def _setters(cls: type) -> tuple[Callable[[Any, Any], None], ...]:
     """The slot setters of the frozen attrs class `cls`, one per field in field order: they fill
     an instance made by `object.__new__` without attrs' checks and without the name lookup of
     `object.__setattr__` (for classes with a `__weakref__` slot, which cannot take a twin's
-    `__class__` as `_lines` does)."""
+    `__class__` as the lines are built)."""
     return tuple(getattr(cls, a.name).__set__ for a in attrs.fields(cls))
 
 
@@ -184,6 +184,12 @@ def _woke(now: datetime) -> Woke:
 
 
 class _LineSlots:
+    """SimulatedLine's twin: `_simulate` builds each line as the scheduler builds its own
+    effects (scheduler/_build.py), filling a twin with SimulatedLine's slots by plain assignment
+    and then making it a SimulatedLine by setting its `__class__` (CPython allows it between
+    classes of the same slot layout, none with a `__weakref__` slot). Equal, hashing and
+    repr'ing as the checked value (tests/test_simulation_builders.py)."""
+
     __slots__ = ("at", "message")  # in field order: SimulatedLine's layout
     at: datetime
     message: str
@@ -191,24 +197,6 @@ class _LineSlots:
 
 if getattr(SimulatedLine, "__slots__", None) != _LineSlots.__slots__:  # pragma: no cover
     raise ImportError("SimulatedLine's slots changed: update _LineSlots in simulation/driver.py")
-
-
-def _lines(logs: list[Log]) -> tuple[SimulatedLine, ...]:
-    """`SimulatedLine(at=log.at, message=log.message)` for each log, built as the scheduler
-    builds its own effects (scheduler/_build.py): a twin with SimulatedLine's slots, filled by
-    plain assignment, then made a SimulatedLine by setting its `__class__` (CPython allows it
-    between classes of the same slot layout, none with a `__weakref__` slot). Equal, hashing
-    and repr'ing as the checked value (tests/test_simulation_builders.py)."""
-    out: list[SimulatedLine] = []
-    add = out.append
-    twin = _LineSlots
-    for log in logs:
-        line: Any = _new(twin)
-        line.at = log.at
-        line.message = log.message
-        line.__class__ = SimulatedLine
-        add(line)
-    return tuple(out)
 
 
 class _Machine:
@@ -229,7 +217,8 @@ class _Machine:
     def calls(self) -> int:
         return sum(lane.used for lane in self.lanes.values())
 
-    def answer(self, effect: StartCall) -> tuple[datetime, CallEnded]:
+    def answer(self, effect: StartCall) -> CallEnded:
+        """How the call `effect` starts ends: at its `now`, `duration` after the start."""
         engine = effect.engine
         lane = self.lanes.get((engine.provider, engine.model))
         if lane is None:
@@ -260,7 +249,7 @@ class _Machine:
         # is built and checked once, then only its instant and a limit's notice change.
         known = reply.ended.get(effect.participant)
         if known is not None and known[1] == classification.kind:
-            return end, _retimed(known[0], end, classification.limit)
+            return _retimed(known[0], end, classification.limit)
         event = call_ended(
             end,
             effect.participant,
@@ -271,7 +260,7 @@ class _Machine:
             timed_out=reply.timed_out,
         )
         reply.ended[effect.participant] = (event, classification.kind)
-        return end, event
+        return event
 
     def _prepared(
         self, provider: str, answer: CallAnswer, exit_code: int | None
@@ -327,8 +316,9 @@ def _simulate(scenario: Scenario, source: str, max_events: int) -> SimulationRes
         key=lambda pair: pair[0],
     )
     peers.reverse()  # the next one last, popped when it is learned
-    logs: list[Log] = []
-    log = logs.append
+    lines: list[SimulatedLine] = []
+    add_line = lines.append
+    twin = _LineSlots
     answer = machine.answer
     call_at: datetime | None = None
     call: CallEnded | None = None
@@ -343,9 +333,16 @@ def _simulate(scenario: Scenario, source: str, max_events: int) -> SimulationRes
         for effect in effects:
             kind = type(effect)  # the classes step builds, never subclassed
             if kind is Log:
-                log(effect)  # type: ignore[arg-type]
+                # SimulatedLine(at=effect.at, message=effect.message), built at once (the log
+                # effect is then free to go): see `_LineSlots`.
+                line: Any = _new(twin)
+                line.at = effect.at  # type: ignore[union-attr]
+                line.message = effect.message  # type: ignore[union-attr]
+                line.__class__ = SimulatedLine
+                add_line(line)
             elif kind is StartCall:
-                call_at, call = answer(effect)  # type: ignore[arg-type]
+                call = answer(effect)  # type: ignore[arg-type]
+                call_at = call.now
             elif kind is Sleep:
                 wake_at = effect.until  # type: ignore[union-attr]
         if state.status in ("paused", "stopped"):
@@ -404,7 +401,7 @@ def _simulate(scenario: Scenario, source: str, max_events: int) -> SimulationRes
     over = state.status in ("paused", "stopped")
     ended_at = now if over else until
     return SimulationResult(
-        lines=_lines(logs),
+        lines=tuple(lines),
         state=state, events=events, calls=machine.calls, ended_at=ended_at,
         horizon_reached=not over and scenario.until is None,
     )
