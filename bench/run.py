@@ -447,19 +447,21 @@ NOTES = """\
   SQLite's work per commit went from about 158,000 to 118,000 instructions in user space
   (callgrind; about 35,000 in SQLite itself, the rest CPython's `sqlite3` calls and libc) and
   from 21.5 to 17 system calls (nine `pwrite`s, six `fcntl` locks of the shared-memory index,
-  which other processes need to queue controls). The floor, a bare SQLite commit of one small
-  row with the same settings, measured in the same rounds, is about 1.05-1.15× write + fsync:
-  one 1 KiB frame, the locks and SQLite's CPU, which any store on SQLite pays. The time ratio
-  follows the disk's fsync latency, which swings from 0.06 to 4 ms within minutes on these VMs.
-  On a busy disk (fsync 1.6-3.9 ms; the median of seven interleaved runs of 300 rounds) the
-  short revision went from 1.40 to 1.13 (floor 1.09); on the quiet disk of the page's run
-  (fsync about 0.2-0.45 ms) it was 1.85-1.94 before layout 2. What the store adds above the
-  floor is now the three or four more pages (two or three 4 KiB blocks for `fdatasync` instead
-  of one) and about 10 µs of Python; fewer pages would need another schema (a thread without
-  its key index) or larger pages for the run state, which write more bytes. A fresh store's WAL
-  grows until its first checkpoint (its `fdatasync` also writes the file's size, as the
-  baseline's append does); after it commits overwrite the WAL: the "WAL at working size"
-  column.
+  which other processes need to queue controls). The time ratio follows the disk's fsync
+  latency, which swings from 0.06 to 4 ms within minutes on these VMs; old and new code were
+  measured in the same interleaved rounds. On a busy disk (fsync 1.6-3.7 ms, median of seven
+  runs) the short revision went from 1.40 to 1.13. In quiet windows (fsync 0.3-1.4 ms, median
+  of sixteen runs) it went from 1.85 to 1.76 on a fresh store, and from 1.73 to 1.51 once the
+  WAL has reached its working size (the "WAL at working size" column); the floor, a bare SQLite
+  commit of one small row with the same settings, was 1.15: what any store on SQLite pays. What
+  is left above the floor: while a fresh store's WAL grows (its first ~200 short revisions
+  after each open) every commit extends the file by ~5 KB and its `fdatasync` also commits the
+  new blocks (bare SQLite, five pages per commit: 1.57 while the WAL grows, 0.91 once it is
+  overwritten; one page: 1.05 and 0.92); and the kernel's share of the nine `pwrite`s with
+  SQLite's own CPU, about 0.1 ms, a third of a 0.3 ms fsync. Python's `sqlite3` cannot size the
+  WAL ahead (no file control); fewer frames would need another schema (a thread without its
+  key index) or larger pages, which write more bytes (2 and 4 KiB pages measured 1.61 and 1.71
+  against 1.29 for 1 KiB in one quiet run of a prototype).
 - **6, cold start.** `autodev status` of a run as the daemon leaves it loads neither attrs nor
   the store's classes nor the persistence planner: it reads what it shows in one read
   transaction with sqlite3 and json alone (`status_read.py`) and words the persistence line
