@@ -399,16 +399,22 @@ NOTES = """\
 
 ## What stands in the way of the missed targets
 
-- **1, decision cost.** A step now builds what it derives (effects, the new state) by plain
-  slot assignment and without re-checking it, checks a `CallEnded` in one pass, and states the
-  limit test once (issue 15). Measured side by side with the code before (same run, loaded
-  machine): 1.66 → 1.00 tenacity attempts on the trace, 1.59 → 0.77 on a limit `CallEnded`;
-  on a quieter moment 0.89 and 0.76. In instructions (valgrind, deterministic) a trace step
-  went from 175,000 to 94,600 against 126,000 for a tenacity attempt. What is left on the
-  trace is mostly post steps (57% of it): building the `CallEnded` (attrs' own `__init__`,
-  about an eighth of a step), copying the 18 fields of the state in and out, and the limit
-  registry scanned once per lane entry looked at (`limit_of`, about five times per post step
-  with five limits recorded); a dict of the registry per step measured slower.
+- **1, decision cost.** A step builds what it derives (effects, the new state) by plain slot
+  assignment without re-checking it; a `CallEnded` checks its fields in one pass of a
+  hand-written `__init__` and fills itself through a twin class (no attrs `__init__`, no
+  `object.__setattr__` per field); the state carries its limit registry read by engine number
+  (`limit_index`), and a step works out once which engines are limited now, so a lane entry is
+  a bit test instead of a scan of the registry. In instructions (valgrind, deterministic) a
+  trace step with its event went from 175,000 to 95,700 in issue 13's first round and to
+  about 87,700 now (the event alone 13,600 → 9,200), against 126,000-139,000 for a tenacity
+  attempt; in bytecodes, from 1,790 to 1,478 per step. Time follows the instructions only
+  loosely: a limit step repeated from one state runs about a third faster per instruction than
+  the trace, whose 4,000 different states and mixed paths miss the caches and the branch
+  predictor (valgrind's simulation counts about 1,500 mispredicted indirect jumps per trace
+  step: the interpreter's dispatch). What is left on the trace is mostly post steps (57% of
+  it): copying the 18 fields of the state in and out (about 12% of the bytecodes), the turn's
+  own work (`_begin_turn`, `_start`, `_take_seat`, the `StartCall` and the `Call`), the posted
+  line and the event's construction (about 6%).
 - **2, simulation throughput.** `simulate` reads each distinct answer once (a notice confirmed
   and its reset parsed; login and network not looked for when a limit is certain) and at each
   call's end only resolves the reset: a duration by one addition, a clock time by the zone's
@@ -518,9 +524,11 @@ CHANGES = """\
 - Cold start: `autodev_core` re-exports lazily (PEP 562), cattrs and YAML load on first use,
   each CLI command imports what it uses: `autodev --help` ~9× → ~2× `python -c pass`.
 - `step` builds what it derives (effects, the new state) by plain slot assignment without
-  re-running validators, checks a `CallEnded` in one pass, works out the local day once per
-  step and merges the limit registry in place: ~1.5 → ~0.9 tenacity attempts on the trace,
-  ~1.3 → ~0.75 on a limit `CallEnded`. What callers build is still checked.
+  re-running validators, works out the local day once per step and merges the limit registry
+  in place; a `CallEnded` checks and fills itself in one hand-written `__init__`; the state
+  carries its registry read by engine number and a step works out once which engines are
+  limited: ~1.5 → ~0.9 tenacity attempts on the trace, ~1.3 → ~0.75 on a limit `CallEnded`.
+  What callers build is still checked.
 - `autodev status` reads the fields it shows from the stored JSON and counts the posts instead
   of reading them: no scheduler, cattrs, write path or sharing client; ~7× → ~4× `python -c
   pass`. Operator commands (`say`, `pause`, `resume`, `stop`) load the store alone: ~4× → ~3×.

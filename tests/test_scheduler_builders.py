@@ -10,25 +10,39 @@ then hold, and are checked here:
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+import copy
+import itertools
+import pickle
+import random
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
+import attrs
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from autodev_core.detection.classification import LimitNotice
 from autodev_core.engine import Engine
 from autodev_core.scheduler import (
     Call,
+    CallEnded,
     EngineLimit,
     Log,
     Outage,
+    RunStarted,
+    SchedulerConfig,
     SchedulerState,
     Sleep,
     StartCall,
     StatusChanged,
+    Woke,
+    initial_state,
+    step,
 )
 from autodev_core.scheduler._build import (
     new_call,
+    new_call_ended,
     new_engine_limit,
     new_log,
     new_outage,
@@ -37,6 +51,7 @@ from autodev_core.scheduler._build import (
     new_state,
     new_status_changed,
 )
+from autodev_core.scheduler.state import index_limits
 from autodev_core.testing import scheduler_configs
 
 instants = st.datetimes(
@@ -121,4 +136,223 @@ def test_an_unchecked_state_is_the_checked_state(
         "call": None, "wait_until": until, "fresh": False, "last_runner": config.team[0].id,
         "iterations": iterations, "runtime": runtime, "last_event_at": last,
     }
-    same(SchedulerState(**fields), new_state(**fields))
+    checked = SchedulerState(**fields)
+    unchecked = new_state(**fields)
+    same(checked, unchecked)
+    assert unchecked.limit_index == checked.limit_index  # not compared by `==`: checked here
+    assert checked.limit_index.earliest == until  # the one record's reset
+
+
+# -- CallEnded: a hand-written `__init__` (issue 13) against attrs' own, stated here on its own
+
+
+def _is_instant(_instance: object, attribute: Any, value: Any) -> None:
+    if not isinstance(value, datetime) or value.utcoffset() is None:
+        raise ValueError(f"{attribute.name} must be an aware datetime")
+
+
+def _in_utc(value: Any) -> Any:
+    if isinstance(value, datetime) and value.utcoffset() is not None:
+        return value.astimezone(UTC)
+    return value
+
+
+def _participant(_instance: object, attribute: Any, value: Any) -> None:
+    if not isinstance(value, str):
+        raise TypeError(f"{attribute.name} must be a str")
+    if not value:
+        raise ValueError(f"{attribute.name} cannot be empty")
+
+
+def _optional_int(_instance: object, attribute: Any, value: Any) -> None:
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+        raise TypeError(f"{attribute.name} must be an int")
+
+
+@attrs.frozen
+class ReferenceCallEnded:
+    """What CallEnded is, as attrs would build it with one validator per field, then the rules
+    of how the fields fit together (A2-A4, A17, A26, A28, A31, A32)."""
+
+    now: datetime = attrs.field(converter=_in_utc, validator=_is_instant)
+    participant: str = attrs.field(validator=_participant)
+    engine: Engine = attrs.field(validator=attrs.validators.instance_of(Engine))
+    kind: str = attrs.field(validator=attrs.validators.in_(
+        ("post", "limit", "network", "login", "exit", "timeout", "empty")))
+    posted: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
+    limit: LimitNotice | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.instance_of(
+            LimitNotice)))
+    exit_code: int | None = attrs.field(default=None, validator=_optional_int)
+
+    def __attrs_post_init__(self) -> None:
+        if (self.kind == "limit") != (self.limit is not None):
+            raise ValueError("a limit notice exactly when the kind is limit")
+        if self.limit is not None and self.limit.provider != self.engine.provider:
+            raise ValueError("the notice's provider is the engine's")
+        if self.kind == "post" and not self.posted:
+            raise ValueError("a post posted")
+        if self.posted and self.kind not in ("post", "limit"):
+            raise ValueError("posted only in a post or a limit")
+        if self.kind == "exit" and not self.exit_code:
+            raise ValueError("an exit has a non-zero code")
+
+
+def _fields(value: Any) -> dict[str, Any]:
+    return {f.name: getattr(value, f.name) for f in attrs.fields(type(value))}
+
+
+def call_fields(wrong_types: bool) -> st.SearchStrategy[dict[str, Any]]:
+    """Arguments of a call's end: every combination of kinds and fields (how they fit together),
+    and with `wrong_types` also values of the wrong type or zone."""
+
+    def maybe(right: st.SearchStrategy[Any], *wrong: Any) -> st.SearchStrategy[Any]:
+        return st.one_of(right, st.sampled_from(wrong)) if wrong_types else right
+
+    return st.fixed_dictionaries(
+        {
+            "now": st.one_of(
+                instants, instants.map(lambda t: t.astimezone(timezone(timedelta(hours=-3))))
+            ).flatmap(lambda t: maybe(st.just(t), t.replace(tzinfo=None), t.isoformat())),
+            "participant": maybe(names, "", 3, None),
+            "engine": maybe(engines, "codex", None),
+            "kind": maybe(st.sampled_from(
+                ("post", "limit", "network", "login", "exit", "timeout", "empty")), "crash", 1),
+        },
+        optional={
+            "posted": maybe(st.booleans(), "yes", 1, None),
+            "limit": st.none() | maybe(
+                st.builds(LimitNotice, provider=st.sampled_from(("claude", "codex", "agy")),
+                          reset_at=optional_instants, text=st.just("x")),
+                "limit"),
+            "exit_code": st.none() | maybe(st.integers(-2, 3), True, "1", 1.0),
+        },
+    )
+
+
+def agrees_with_the_reference(fields: dict[str, Any]) -> None:
+    """CallEnded(**fields) refuses what the reference refuses, with the same exception type,
+    and otherwise builds the value the reference builds."""
+    try:
+        reference = ReferenceCallEnded(**fields)
+    except (TypeError, ValueError) as refused:
+        with pytest.raises(type(refused)):
+            CallEnded(**fields)
+        return
+    built = CallEnded(**fields)
+    assert type(built) is CallEnded
+    assert _fields(built) == _fields(reference)
+    assert repr(built) == repr(reference).replace("ReferenceCallEnded(", "CallEnded(", 1)
+    assert built.now.tzinfo is UTC
+    same(built, new_call_ended(**_fields(built)))
+    same(built, CallEnded(*_fields(built).values()))  # positionally too
+    same(built, copy.copy(built))
+    same(built, pickle.loads(pickle.dumps(built)))
+    same(built, attrs.evolve(built))
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        built.kind = "post"  # type: ignore[misc]
+
+
+@given(fields=call_fields(wrong_types=False) | call_fields(wrong_types=True))
+def test_CallEnded_builds_and_refuses_exactly_what_a_checked_attrs_class_would(
+    fields: dict[str, Any],
+) -> None:
+    agrees_with_the_reference(fields)
+
+
+T0 = datetime(2026, 12, 1, 9, tzinfo=UTC)
+CODEX_NOTICE = LimitNotice(provider="codex", reset_at=None, text="limit")
+CLAUDE_NOTICE = LimitNotice(provider="claude", reset_at=None, text="limit")
+
+
+def test_CallEnded_agrees_on_every_combination_of_kind_posted_limit_and_exit_code() -> None:
+    for kind, posted, limit, exit_code in itertools.product(
+        ("post", "limit", "network", "login", "exit", "timeout", "empty"),
+        (False, True),
+        (None, CODEX_NOTICE, CLAUDE_NOTICE),
+        (None, 0, 1, -1),
+    ):
+        agrees_with_the_reference({"now": T0, "participant": "rui", "engine": Engine("codex"),
+                                   "kind": kind, "posted": posted, "limit": limit,
+                                   "exit_code": exit_code})
+
+
+@pytest.mark.parametrize(
+    "wrong",
+    [
+        {"now": datetime(2026, 12, 1, 9)}, {"now": "2026-12-01T09:00:00+00:00"}, {"now": None},
+        {"participant": ""}, {"participant": 3}, {"participant": None},
+        {"engine": "codex"}, {"engine": None},
+        {"kind": "crash"}, {"kind": None},
+        {"posted": "yes"}, {"posted": 1}, {"posted": None},
+        {"limit": "limit", "kind": "limit"},
+        {"exit_code": True}, {"exit_code": "1"}, {"exit_code": 1.0},
+    ],
+)
+def test_CallEnded_refuses_each_wrong_field_as_the_reference_does(wrong: dict[str, Any]) -> None:
+    fields: dict[str, Any] = {"now": T0, "participant": "rui", "engine": Engine("codex"),
+                              "kind": "exit", "exit_code": 2}
+    fields.update(wrong)
+    agrees_with_the_reference(fields)
+    with pytest.raises((TypeError, ValueError)):
+        CallEnded(**fields)
+
+
+
+
+# -- the limit registry read by engine number (issue 13), carried in the state
+
+
+def _a_run(seed: int, config: SchedulerConfig, steps: int) -> list[tuple[Any, Any]]:
+    """The (state, event) pairs of a run under random limits, outages and failures."""
+    rng = random.Random(seed)
+    state = initial_state(config)
+    now = T0
+    pairs: list[tuple[Any, Any]] = []
+    event: Any = RunStarted(now=now)
+    while len(pairs) < steps:
+        pairs.append((state, event))
+        state, _ = step(state, event)
+        if state.call is not None:
+            now += timedelta(minutes=rng.randint(1, 90))
+            call = state.call
+            roll = rng.random()
+            common: dict[str, Any] = {
+                "now": now, "participant": call.participant, "engine": call.engine}
+            if roll < 0.4:
+                reset = rng.choice((None, now + timedelta(minutes=rng.randint(1, 240))))
+                event = CallEnded(**common, kind="limit", posted=rng.random() < 0.3,
+                                  limit=LimitNotice(call.engine.provider, reset, "x"))
+            elif roll < 0.5:
+                event = CallEnded(**common, kind="network")
+            elif roll < 0.55:
+                event = CallEnded(**common, kind="exit", exit_code=2)
+            else:
+                event = CallEnded(**common, kind="post", posted=True)
+        elif state.wait_until is not None:
+            now = max(now, state.wait_until) if rng.random() < 0.8 else now
+            event = Woke(now=now)
+        else:
+            break
+    return pairs
+
+
+@given(seed=st.integers(0, 2**32), config=scheduler_configs(max_team=4))
+def test_steps_of_one_run_taken_in_any_order_decide_as_in_order(
+    seed: int, config: SchedulerConfig
+) -> None:
+    """States of one run share their registry's reading (`LimitIndex`) while the registry is
+    unchanged, with its cache of which engines are limited until the next reset: stepping the
+    run's states out of order, back in time as well, must decide exactly as in order."""
+    pairs = _a_run(seed, config, 40)
+    in_order = [step(state, event) for state, event in pairs]
+    order = list(range(len(pairs)))
+    random.Random(seed).shuffle(order)
+    for index in order:
+        state, event = pairs[index]
+        after, effects = step(state, event)
+        assert (after, effects) == in_order[index]
+        # the registry read by number, carried in the state, is the registry's own reading
+        assert after.limit_index == index_limits(config, after.limits)
+    for (state, _), (after, _) in zip(pairs[1:], in_order, strict=False):
+        assert state == after  # and in order, each step led to the next recorded state

@@ -26,9 +26,19 @@ from typing import Any
 
 import attrs
 
+from ..detection.classification import LimitNotice
 from ..engine import Engine
 from .effects import Log, LogKind, Sleep, StartCall, Status, StatusChanged, TurnKind
-from .state import Call, EngineLimit, Outage, SchedulerConfig, SchedulerState
+from .events import CallEnded, CallKind, _CallEndedSlots
+from .state import (
+    Call,
+    EngineLimit,
+    LimitIndex,
+    Outage,
+    SchedulerConfig,
+    SchedulerState,
+    index_limits,
+)
 
 _new = object.__new__
 
@@ -48,6 +58,33 @@ def _twin(cls: type, twin: type) -> None:
         probe.__class__ = cls
     except TypeError as exc:  # pragma: no cover - e.g. a `__weakref__` slot came back
         raise ImportError(f"{twin.__name__} cannot become a {cls.__name__}: {exc}") from None
+
+
+_twin(CallEnded, _CallEndedSlots)  # CallEnded's own `__init__` fills it through its twin
+
+
+def new_call_ended(
+    now: datetime,
+    participant: str,
+    engine: Engine,
+    kind: CallKind,
+    posted: bool = False,
+    limit: LimitNotice | None = None,
+    exit_code: int | None = None,
+) -> CallEnded:
+    """A `CallEnded` made from the fields of one already checked (e.g. the same call ended at
+    another instant, `now` an aware UTC datetime): the value `CallEnded(...)` builds from the
+    same arguments, without its checks."""
+    event = _new(_CallEndedSlots)
+    event.now = now
+    event.participant = participant
+    event.engine = engine
+    event.kind = kind
+    event.posted = posted
+    event.limit = limit
+    event.exit_code = exit_code
+    event.__class__ = CallEnded  # type: ignore[assignment]
+    return event  # type: ignore[return-value]
 
 
 class _LogSlots:
@@ -247,7 +284,7 @@ class StateSlots:
     __slots__ = (  # noqa: RUF023 - in field order: the frozen class's layout
         "config", "status", "due", "approved", "gates", "limits", "outages",
         "failures", "empties", "seats", "passed", "call", "wait_until", "fresh",
-        "last_runner", "iterations", "runtime", "last_event_at")
+        "last_runner", "iterations", "runtime", "last_event_at", "limit_index")
     config: SchedulerConfig
     status: Status
     due: int
@@ -266,6 +303,7 @@ class StateSlots:
     iterations: int
     runtime: timedelta
     last_event_at: datetime | None
+    limit_index: LimitIndex
 
 
 _twin(SchedulerState, StateSlots)
@@ -316,4 +354,5 @@ def new_state(
     state.iterations = iterations
     state.runtime = runtime
     state.last_event_at = last_event_at
+    state.limit_index = index_limits(config, limits)
     return freeze_state(state)

@@ -80,13 +80,33 @@ class RunStarted:
     now: datetime = attrs.field(converter=utc, validator=aware)
 
 
-@attrs.frozen
+class _CallEndedSlots:
+    """CallEnded's slots with no frozen `__setattr__`: `CallEnded.__init__` fills its instance
+    through this twin by plain assignment (see scheduler/_build.py for the class change)."""
+
+    __slots__ = (  # noqa: RUF023 - in field order: the frozen class's layout
+        "now", "participant", "engine", "kind", "posted", "limit", "exit_code")
+    now: datetime
+    participant: str
+    engine: Engine
+    kind: CallKind
+    posted: bool
+    limit: LimitNotice | None
+    exit_code: int | None
+
+
+_setattr = object.__setattr__
+
+
+@attrs.frozen(init=False, weakref_slot=False)  # `__init__` by hand; no weak references: _build.py
 class CallEnded:
     """The call the scheduler started has ended at `now` (A38: waits are measured from here).
 
     Every field is checked when it is built, in field order (`now` made UTC first), then how
-    they fit together; the checks run in one `__attrs_post_init__` rather than one validator
-    per field, because the shell builds one of these per call (issue 13)."""
+    they fit together. The shell builds one of these per call, so its `__init__` is written by
+    hand (issue 13): the checks in one pass, then the fields set by plain assignment; it takes
+    the arguments attrs' own `__init__` would, raises the same errors and builds the same value.
+    """
 
     now: datetime
     participant: str
@@ -96,28 +116,29 @@ class CallEnded:
     limit: LimitNotice | None = None
     exit_code: int | None = None
 
-    def __attrs_post_init__(self) -> None:
-        now = self.now
+    def __init__(
+        self,
+        now: datetime,
+        participant: str,
+        engine: Engine,
+        kind: CallKind,
+        posted: bool = False,
+        limit: LimitNotice | None = None,
+        exit_code: int | None = None,
+    ) -> None:
         if now.__class__ is not datetime or now.tzinfo is not UTC:  # else: aware, in UTC
             now = utc(now)
-            object.__setattr__(self, "now", now)
             aware(self, _field(CallEnded, "now"), now)
-        participant = self.participant
         if participant.__class__ is not str or not participant:
             _participant_id(self, _field(CallEnded, "participant"), participant)
-        engine = self.engine
         if engine.__class__ is not Engine:
             _engine(self, _field(CallEnded, "engine"), engine)
-        kind = self.kind
         if kind not in CALL_KINDS:
             _is_call_kind(self, _field(CallEnded, "kind"), kind)
-        posted = self.posted
         if posted is not True and posted is not False:
             _is_bool(self, _field(CallEnded, "posted"), posted)
-        limit = self.limit
         if limit is not None and limit.__class__ is not LimitNotice:
             _limit(self, _field(CallEnded, "limit"), limit)
-        exit_code = self.exit_code
         if exit_code is not None and exit_code.__class__ is not int:
             _exit_code(self, _field(CallEnded, "exit_code"), exit_code)
         if (kind == "limit") != (limit is not None):
@@ -132,6 +153,22 @@ class CallEnded:
             raise ValueError(f"a call that posted ends as 'post' or 'limit', not {kind!r}")
         if kind == "exit" and (exit_code is None or exit_code == 0):
             raise ValueError("CallEnded kind 'exit' needs a non-zero exit_code")
+        if self.__class__ is not CallEnded:  # a subclass: its own layout, set field by field
+            for name, value in zip(_CallEndedSlots.__slots__, (
+                    now, participant, engine, kind, posted, limit, exit_code), strict=True):
+                _setattr(self, name, value)
+            return
+        # The twin's plain assignments instead of seven `object.__setattr__` calls.
+        _setattr(self, "__class__", _CallEndedSlots)
+        this: _CallEndedSlots = self  # type: ignore[assignment]
+        this.now = now
+        this.participant = participant
+        this.engine = engine
+        this.kind = kind
+        this.posted = posted
+        this.limit = limit
+        this.exit_code = exit_code
+        this.__class__ = CallEnded  # type: ignore[assignment]
 
 
 @attrs.frozen

@@ -68,6 +68,11 @@ class SchedulerConfig:
     zone: tzinfo = attrs.field(init=False, eq=False, repr=False)
     #: whether a call or call-time budget is set (A30, A21; A43: unlimited when neither is)
     bounded: bool = attrs.field(init=False, eq=False, repr=False)
+    #: the team's distinct lane engines numbered, `(provider, model)` -> number, and each lane
+    #: written as those numbers: the limit registry is read by number (`LimitIndex`)
+    engine_numbers: Mapping[tuple[str, str | None], int] = attrs.field(
+        init=False, eq=False, repr=False)
+    lane_numbers: tuple[tuple[int, ...], ...] = attrs.field(init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         if not self.team:
@@ -101,6 +106,13 @@ class SchedulerConfig:
         object.__setattr__(self, "zone", _zone(self.timezone))
         bounded = self.max_iterations is not None or self.max_runtime is not None
         object.__setattr__(self, "bounded", bounded)
+        numbers: dict[tuple[str, str | None], int] = {}
+        lane_numbers = tuple(
+            tuple(numbers.setdefault((e.provider, e.model), len(numbers)) for e in lane)
+            for lane in lanes
+        )
+        object.__setattr__(self, "engine_numbers", MappingProxyType(numbers))
+        object.__setattr__(self, "lane_numbers", lane_numbers)
 
 
 @attrs.frozen(weakref_slot=False)  # no weak references: see _build.py
@@ -141,6 +153,56 @@ class Call:
     approved: bool = False
 
 
+class LimitIndex:
+    """The limit registry (`SchedulerState.limits`) read by the team's engine numbers
+    (`SchedulerConfig.engine_numbers`): derived from it, never serialised, never compared.
+
+    `untils[n]` is the reset recorded for engine number `n` (None: no record); `earliest` is the
+    earliest reset of the whole registry (None: it is empty), so a turn start knows without a
+    scan whether a limit has passed (A23). `step` asks "is engine n limited now" by number, in
+    one index instead of a scan of the registry per lane entry (issue 13).
+
+    `valid` is a cache for `step` (not compared): `(since, until, mask)`, the engine numbers
+    limited at any instant from `since` (included) to `until` (excluded), a bit each; between
+    two resets of the registry the answer does not change."""
+
+    __slots__ = ("earliest", "untils", "valid")
+
+    def __init__(
+        self, untils: tuple[datetime | None, ...], earliest: datetime | None
+    ) -> None:
+        self.untils = untils
+        self.earliest = earliest
+        self.valid: tuple[datetime, datetime, int] | None = None
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, LimitIndex):
+            return NotImplemented
+        return self.untils == other.untils and self.earliest == other.earliest
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"LimitIndex(untils={self.untils!r}, earliest={self.earliest!r})"
+
+
+def index_limits(config: SchedulerConfig, limits: tuple[EngineLimit, ...]) -> LimitIndex:
+    """`limits` read by `config`'s engine numbers (a record of an engine on no lane of the team
+    counts only for `earliest`)."""
+    numbers = config.engine_numbers
+    untils: list[datetime | None] = [None] * len(numbers)
+    earliest: datetime | None = None
+    for record in limits:
+        until = record.until
+        if earliest is None or until < earliest:
+            earliest = until
+        engine = record.engine
+        number = numbers.get((engine.provider, engine.model))
+        if number is not None:
+            untils[number] = until
+    return LimitIndex(tuple(untils), earliest)
+
+
 @attrs.frozen(weakref_slot=False)  # no weak references: see _build.py
 class SchedulerState:
     """Everything the scheduler knows. Build the first one with `initial_state(config)`.
@@ -177,6 +239,8 @@ class SchedulerState:
     iterations: int = 0
     runtime: timedelta = timedelta(0)
     last_event_at: datetime | None = None
+    #: `limits` read by engine number (derived: not an argument, not compared, not serialised)
+    limit_index: LimitIndex = attrs.field(init=False, eq=False, repr=False)
 
     # Times inside the state are checked once, as events (their source) are built; the state is
     # rebuilt at every step, so its own checks are kept to what an event cannot guarantee.
@@ -188,6 +252,7 @@ class SchedulerState:
             raise ValueError("empties, seats and passed hold one entry per participant")
         if not 0 <= self.due < n:
             raise ValueError(f"due index {self.due} outside a team of {n}")
+        object.__setattr__(self, "limit_index", index_limits(self.config, self.limits))
 
 
 def initial_state(config: SchedulerConfig) -> SchedulerState:

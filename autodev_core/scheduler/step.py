@@ -14,7 +14,7 @@ frozen state is built at the end, which keeps the hot path cheap.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from types import MappingProxyType
 from typing import Any, Final
 
@@ -49,7 +49,7 @@ from .events import (
     Woke,
 )
 from .registry import merge_limit
-from .state import EngineLimit, SchedulerState
+from .state import EngineLimit, LimitIndex, SchedulerState, index_limits
 
 
 class SchedulerProtocolError(AutodevError):
@@ -61,6 +61,8 @@ class SchedulerProtocolError(AutodevError):
 
 
 _new = object.__new__
+_DAWN: Final = datetime.min.replace(tzinfo=UTC)
+_DUSK: Final = datetime.max.replace(tzinfo=UTC)
 
 
 class _Draft:
@@ -78,10 +80,12 @@ class _Draft:
         "failures",
         "fresh",
         "gates",
+        "index",
         "iterations",
         "last_event_at",
         "last_runner",
         "limits",
+        "mask",
         "now",
         "outages",
         "passed",
@@ -113,6 +117,10 @@ class _Draft:
         self.effects: list[Effect] = []
         self.now: datetime = s.last_event_at  # type: ignore[assignment]  # set by `step`
         self.day: date | None = None  # the local day of `now`, once a line needs it
+        #: `limits` read by engine number (None: `limits` changed in this step, not read yet)
+        self.index: LimitIndex | None = s.limit_index
+        #: the engine numbers limited at `now`, a bit each (None: not worked out yet)
+        self.mask: int | None = None
 
     def freeze(self) -> SchedulerState:
         state = _new(StateSlots)
@@ -134,6 +142,8 @@ class _Draft:
         state.iterations = self.iterations
         state.runtime = self.runtime
         state.last_event_at = self.last_event_at
+        index = self.index
+        state.limit_index = index if index is not None else index_limits(self.config, self.limits)
         return freeze_state(state)
 
     # -- small helpers ----------------------------------------------------------------------
@@ -152,17 +162,40 @@ class _Draft:
             self.status = status
             self.effects.append(new_status_changed(now, status))
 
+    def in_force(self) -> int:
+        """The engine numbers (`config.engine_numbers`) limited now, a bit each: THE statement
+        of the limit test (A8; A38: a reset at `t` has passed when `now >= t`), worked out once
+        per step and again only when the registry changes."""
+        index = self.index
+        if index is None:
+            index = self.index = index_limits(self.config, self.limits)
+        now = self.now
+        valid = index.valid  # the answer at an earlier step, if no reset passed since
+        if valid is not None and valid[0] <= now < valid[1]:
+            mask = valid[2]
+        else:
+            mask = 0
+            since = _DAWN
+            until_next = _DUSK
+            for number, until in enumerate(index.untils):
+                if until is None:
+                    continue
+                if until > now:
+                    mask |= 1 << number
+                    if until < until_next:
+                        until_next = until
+                elif until > since:
+                    since = until
+            index.valid = (since, until_next, mask)
+        self.mask = mask
+        return mask
+
     def limit_of(self, engine: Engine) -> datetime | None:
-        """When `engine` comes back, if it is known limited now: THE statement of the limit
-        test (A8; A38: a reset at `t` has passed when `now >= t`). The registry holds one
-        record per engine."""
-        provider = engine.provider
-        model = engine.model
-        for record in self.limits:
-            other = record.engine  # fields compared inline: cheaper than Engine.__eq__
-            if other.provider == provider and other.model == model:
-                until = record.until
-                return until if until > self.now else None
+        """When `engine`, an engine of the team's lanes, comes back if it is limited now."""
+        number = self.config.engine_numbers[(engine.provider, engine.model)]
+        mask = self.mask if self.mask is not None else self.in_force()
+        if mask >> number & 1:
+            return self.index.untils[number]  # type: ignore[union-attr]  # read by in_force
         return None
 
     def outage_of(self, provider: str) -> datetime | None:
@@ -175,13 +208,18 @@ class _Draft:
 
     def earliest_free(self, runner: int) -> int | None:
         """A23/A24: the first lane entry of `runner` that is neither limited nor unreachable."""
-        if not self.limits and not self.outages:
-            return 0  # the common case, kept cheap: nothing is out
         outages = self.outages
-        for position, engine in enumerate(self.config.lanes[runner]):
-            if self.limit_of(engine) is None and (
-                not outages or self.outage_of(engine.provider) is None
-            ):
+        if not self.limits and not outages:
+            return 0  # the common case, kept cheap: nothing is out
+        mask = self.mask if self.mask is not None else self.in_force()
+        if not outages:
+            for position, number in enumerate(self.config.lane_numbers[runner]):
+                if not mask >> number & 1:
+                    return position
+            return None
+        lane = self.config.lanes[runner]
+        for position, number in enumerate(self.config.lane_numbers[runner]):
+            if not mask >> number & 1 and self.outage_of(lane[position].provider) is None:
                 return position
         return None
 
@@ -219,6 +257,7 @@ def _merge_limit(
     merged = merge_limit(record, observed, now)
     if merged is not record:
         d.limits = (*limits[:at], merged, *limits[at + (record is not None):])
+        d.index = d.mask = None
     return record, merged
 
 
@@ -287,10 +326,14 @@ def _record_reachable(d: _Draft, now: datetime, provider: str) -> None:
 
 def _lift_passed_limits(d: _Draft, now: datetime) -> None:
     """A23: at the start of every turn, limits whose reset has passed are lifted."""
-    for record in d.limits:
-        if record.until <= now:
+    if d.limits:
+        index = d.index
+        if index is None:
+            index = d.index = index_limits(d.config, d.limits)
+        earliest = index.earliest
+        if earliest is not None and earliest <= now:
             d.limits = tuple([r for r in d.limits if r.until > now])
-            return
+            d.index = d.mask = None
 
 
 # ------------------------------------------------------------------------------------------------
@@ -316,11 +359,12 @@ def _limits_reached(d: _Draft, now: datetime) -> bool:
 
 def _seat(d: _Draft, now: datetime, runner: int, position: int) -> None:
     """Remember where `runner` sits, and which earlier entries it passed because of a limit."""
-    lane = d.config.lanes[runner]
     mask = 0
-    if d.limits:
+    if position and d.limits:
+        limited = d.mask if d.mask is not None else d.in_force()
+        numbers = d.config.lane_numbers[runner]
         for i in range(position):
-            if d.limit_of(lane[i]) is not None:
+            if limited >> numbers[i] & 1:
                 mask |= 1 << i
     if d.seats[runner] != position:
         d.seats = _replace(d.seats, runner, position)
