@@ -403,18 +403,26 @@ NOTES = """\
   assignment without re-checking it; a `CallEnded` checks its fields in one pass of a
   hand-written `__init__` and fills itself through a twin class (no attrs `__init__`, no
   `object.__setattr__` per field); the state carries its limit registry read by engine number
-  (`limit_index`), and a step works out once which engines are limited now, so a lane entry is
-  a bit test instead of a scan of the registry. In instructions (valgrind, deterministic) a
-  trace step with its event went from 175,000 to 95,700 in issue 13's first round and to
-  about 87,700 now (the event alone 13,600 → 9,200), against 126,000-139,000 for a tenacity
-  attempt; in bytecodes, from 1,790 to 1,478 per step. Time follows the instructions only
-  loosely: a limit step repeated from one state runs about a third faster per instruction than
-  the trace, whose 4,000 different states and mixed paths miss the caches and the branch
-  predictor (valgrind's simulation counts about 1,500 mispredicted indirect jumps per trace
-  step: the interpreter's dispatch). What is left on the trace is mostly post steps (57% of
-  it): copying the 18 fields of the state in and out (about 12% of the bytecodes), the turn's
-  own work (`_begin_turn`, `_start`, `_take_seat`, the `StartCall` and the `Call`), the posted
-  line and the event's construction (about 6%).
+  (`limit_index`, changed in place of a rebuild when one record changes), a step works out
+  once which engines are limited now (a bit each), and a lane entry or a colleague's lane is
+  then a bit test instead of a scan of the registry. Deterministic counts over the trace,
+  before → now: bytecodes per step 1,790 → 1,375; instructions (valgrind) 95,700 → 82,800
+  (175,000 before issue 13's first round; the event alone 13,600 → 9,200), against 139,000
+  for a tenacity attempt; a single limit step stays at about 1,350 bytecodes and 92,000
+  instructions. Time follows these only loosely, and on this loaded machine the gain in time
+  (a few per cent) was within the noise of the measurement (two copies of the same code,
+  timed side by side in one process, differ by up to 5%). valgrind's cache and branch
+  simulation counts, per trace step, about 1,700 instruction-cache misses and 1,300
+  mispredicted indirect jumps (the interpreter's dispatch over many different paths and
+  4,000 different states) for 82,800 instructions, where a tenacity attempt, one path
+  repeated, has 2,100 and 1,800 for 139,000: the trace pays for its variety, not for its
+  instructions. What is left on a post step (57% of the trace, about 1,180 bytecodes): the
+  call's end and the posted line (`_on_call_ended`, `new_log`, about 20%), copying the 19
+  fields of the state in and out (about 15%), the turn's start (`_begin_turn`, `_start`,
+  `_seat`, the `Call` and the `StartCall`, about 25%), the event's construction (about 8%)
+  and which engines are limited now (about 10%). Reaching 0.8 on the trace likely needs a
+  step that does fewer, cheaper Python operations per call than this design allows — for
+  example not copying the state's fields at all.
 - **2, simulation throughput.** `simulate` reads each distinct answer once (a notice confirmed
   and its reset parsed; login and network not looked for when a limit is certain) and at each
   call's end only resolves the reset: a duration by one addition, a clock time by the zone's
@@ -527,8 +535,9 @@ CHANGES = """\
   re-running validators, works out the local day once per step and merges the limit registry
   in place; a `CallEnded` checks and fills itself in one hand-written `__init__`; the state
   carries its registry read by engine number and a step works out once which engines are
-  limited: ~1.5 → ~0.9 tenacity attempts on the trace, ~1.3 → ~0.75 on a limit `CallEnded`.
-  What callers build is still checked.
+  limited (a bit each): ~1.5 → ~0.9 tenacity attempts on the trace (1,790 → 1,375 bytecodes
+  per step since issue 13's first round), ~1.3 → ~0.75 on a limit `CallEnded`. What callers
+  build is still checked.
 - `autodev status` reads the fields it shows from the stored JSON and counts the posts instead
   of reading them: no scheduler, cattrs, write path or sharing client; ~7× → ~4× `python -c
   pass`. Operator commands (`say`, `pause`, `resume`, `stop`) load the store alone: ~4× → ~3×.

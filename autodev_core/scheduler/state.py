@@ -69,10 +69,11 @@ class SchedulerConfig:
     #: whether a call or call-time budget is set (A30, A21; A43: unlimited when neither is)
     bounded: bool = attrs.field(init=False, eq=False, repr=False)
     #: the team's distinct lane engines numbered, `(provider, model)` -> number, and each lane
-    #: written as those numbers: the limit registry is read by number (`LimitIndex`)
+    #: written as its engines' bits (`1 << number`): the limit registry is read by number
+    #: (`LimitIndex`), the engines limited at an instant as a mask of those bits
     engine_numbers: Mapping[tuple[str, str | None], int] = attrs.field(
         init=False, eq=False, repr=False)
-    lane_numbers: tuple[tuple[int, ...], ...] = attrs.field(init=False, eq=False, repr=False)
+    lane_bits: tuple[tuple[int, ...], ...] = attrs.field(init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         if not self.team:
@@ -107,12 +108,12 @@ class SchedulerConfig:
         bounded = self.max_iterations is not None or self.max_runtime is not None
         object.__setattr__(self, "bounded", bounded)
         numbers: dict[tuple[str, str | None], int] = {}
-        lane_numbers = tuple(
-            tuple(numbers.setdefault((e.provider, e.model), len(numbers)) for e in lane)
+        lane_bits = tuple(
+            tuple(1 << numbers.setdefault((e.provider, e.model), len(numbers)) for e in lane)
             for lane in lanes
         )
         object.__setattr__(self, "engine_numbers", MappingProxyType(numbers))
-        object.__setattr__(self, "lane_numbers", lane_numbers)
+        object.__setattr__(self, "lane_bits", lane_bits)
 
 
 @attrs.frozen(weakref_slot=False)  # no weak references: see _build.py
@@ -157,40 +158,39 @@ class LimitIndex:
     """The limit registry (`SchedulerState.limits`) read by the team's engine numbers
     (`SchedulerConfig.engine_numbers`): derived from it, never serialised, never compared.
 
-    `untils[n]` is the reset recorded for engine number `n` (None: no record); `earliest` is the
-    earliest reset of the whole registry (None: it is empty), so a turn start knows without a
-    scan whether a limit has passed (A23). `step` asks "is engine n limited now" by number, in
-    one index instead of a scan of the registry per lane entry (issue 13).
+    `entries` maps the number of each engine of the team's lanes that has a record to its reset
+    (never changed once built); `earliest` is the earliest reset of the whole registry (None: it
+    is empty), so a turn start knows without a scan whether a limit has passed (A23). `step`
+    asks "is engine n limited now" by number, a bit test instead of a scan of the registry
+    (issue 13).
 
     `valid` is a cache for `step` (not compared): `(since, until, mask)`, the engine numbers
     limited at any instant from `since` (included) to `until` (excluded), a bit each; between
     two resets of the registry the answer does not change."""
 
-    __slots__ = ("earliest", "untils", "valid")
+    __slots__ = ("earliest", "entries", "valid")
 
-    def __init__(
-        self, untils: tuple[datetime | None, ...], earliest: datetime | None
-    ) -> None:
-        self.untils = untils
+    def __init__(self, entries: Mapping[int, datetime], earliest: datetime | None) -> None:
+        self.entries = entries
         self.earliest = earliest
         self.valid: tuple[datetime, datetime, int] | None = None
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, LimitIndex):
             return NotImplemented
-        return self.untils == other.untils and self.earliest == other.earliest
+        return self.entries == other.entries and self.earliest == other.earliest
 
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        return f"LimitIndex(untils={self.untils!r}, earliest={self.earliest!r})"
+        return f"LimitIndex(entries={self.entries!r}, earliest={self.earliest!r})"
 
 
 def index_limits(config: SchedulerConfig, limits: tuple[EngineLimit, ...]) -> LimitIndex:
     """`limits` read by `config`'s engine numbers (a record of an engine on no lane of the team
     counts only for `earliest`)."""
     numbers = config.engine_numbers
-    untils: list[datetime | None] = [None] * len(numbers)
+    entries: dict[int, datetime] = {}
     earliest: datetime | None = None
     for record in limits:
         until = record.until
@@ -199,8 +199,8 @@ def index_limits(config: SchedulerConfig, limits: tuple[EngineLimit, ...]) -> Li
         engine = record.engine
         number = numbers.get((engine.provider, engine.model))
         if number is not None:
-            untils[number] = until
-    return LimitIndex(tuple(untils), earliest)
+            entries[number] = until
+    return LimitIndex(entries, earliest)
 
 
 @attrs.frozen(weakref_slot=False)  # no weak references: see _build.py

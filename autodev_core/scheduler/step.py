@@ -95,7 +95,7 @@ class _Draft:
         "wait_until",
     )
 
-    def __init__(self, s: SchedulerState) -> None:
+    def __init__(self, s: SchedulerState, now: datetime) -> None:
         self.config = s.config
         self.status: Status = s.status
         self.due = s.due
@@ -113,9 +113,9 @@ class _Draft:
         self.last_runner = s.last_runner
         self.iterations = s.iterations
         self.runtime = s.runtime
-        self.last_event_at = s.last_event_at
+        self.last_event_at: datetime | None = now
         self.effects: list[Effect] = []
-        self.now: datetime = s.last_event_at  # type: ignore[assignment]  # set by `step`
+        self.now = now
         self.day: date | None = None  # the local day of `now`, once a line needs it
         #: `limits` read by engine number (None: `limits` changed in this step, not read yet)
         self.index: LimitIndex | None = s.limit_index
@@ -177,9 +177,7 @@ class _Draft:
             mask = 0
             since = _DAWN
             until_next = _DUSK
-            for number, until in enumerate(index.untils):
-                if until is None:
-                    continue
+            for number, until in index.entries.items():
                 if until > now:
                     mask |= 1 << number
                     if until < until_next:
@@ -195,7 +193,7 @@ class _Draft:
         number = self.config.engine_numbers[(engine.provider, engine.model)]
         mask = self.mask if self.mask is not None else self.in_force()
         if mask >> number & 1:
-            return self.index.untils[number]  # type: ignore[union-attr]  # read by in_force
+            return self.index.entries[number]  # type: ignore[union-attr]  # read by in_force
         return None
 
     def outage_of(self, provider: str) -> datetime | None:
@@ -213,13 +211,13 @@ class _Draft:
             return 0  # the common case, kept cheap: nothing is out
         mask = self.mask if self.mask is not None else self.in_force()
         if not outages:
-            for position, number in enumerate(self.config.lane_numbers[runner]):
-                if not mask >> number & 1:
+            for position, bit in enumerate(self.config.lane_bits[runner]):
+                if not mask & bit:
                     return position
             return None
         lane = self.config.lanes[runner]
-        for position, number in enumerate(self.config.lane_numbers[runner]):
-            if not mask >> number & 1 and self.outage_of(lane[position].provider) is None:
+        for position, bit in enumerate(self.config.lane_bits[runner]):
+            if not mask & bit and self.outage_of(lane[position].provider) is None:
                 return position
         return None
 
@@ -257,7 +255,18 @@ def _merge_limit(
     merged = merge_limit(record, observed, now)
     if merged is not record:
         d.limits = (*limits[:at], merged, *limits[at + (record is not None):])
-        d.index = d.mask = None
+        d.mask = None
+        index = d.index
+        if index is not None:  # the registry's reading follows the one record that changed
+            until = merged.until
+            earliest = index.earliest
+            if record is not None and record.until == earliest and until > earliest:
+                d.index = None  # the earliest reset moved later: read the registry again
+            else:
+                number = d.config.engine_numbers.get((provider, model))
+                d.index = LimitIndex(
+                    index.entries if number is None else {**index.entries, number: until},
+                    until if earliest is None or until < earliest else earliest)
     return record, merged
 
 
@@ -332,8 +341,19 @@ def _lift_passed_limits(d: _Draft, now: datetime) -> None:
             index = d.index = index_limits(d.config, d.limits)
         earliest = index.earliest
         if earliest is not None and earliest <= now:
-            d.limits = tuple([r for r in d.limits if r.until > now])
-            d.index = d.mask = None
+            kept = []
+            earliest = None
+            for record in d.limits:
+                until = record.until
+                if until > now:
+                    kept.append(record)
+                    if earliest is None or until < earliest:
+                        earliest = until
+            d.limits = tuple(kept)
+            d.index = LimitIndex(
+                {number: until for number, until in index.entries.items() if until > now},
+                earliest)
+            d.mask = None
 
 
 # ------------------------------------------------------------------------------------------------
@@ -362,9 +382,9 @@ def _seat(d: _Draft, now: datetime, runner: int, position: int) -> None:
     mask = 0
     if position and d.limits:
         limited = d.mask if d.mask is not None else d.in_force()
-        numbers = d.config.lane_numbers[runner]
+        bits = d.config.lane_bits[runner]
         for i in range(position):
-            if limited >> numbers[i] & 1:
+            if limited & bits[i]:
                 mask |= 1 << i
     if d.seats[runner] != position:
         d.seats = _replace(d.seats, runner, position)
@@ -514,11 +534,20 @@ def _wait_for_anyone(d: _Draft, now: datetime) -> None:
 def _colleague(d: _Draft, now: datetime, owner: int) -> tuple[int, int] | None:
     """A15/A33: the first participant after the owner, in team order, with a free entry."""
     n = len(d.config.team)
+    if not d.outages:  # `earliest_free` of each in turn, inline: a bit test per entry
+        mask = d.mask if d.mask is not None else d.in_force()
+        lane_bits = d.config.lane_bits
+        for offset in range(1, n + 1):
+            runner = (owner + offset) % n
+            for position, bit in enumerate(lane_bits[runner]):
+                if not mask & bit:
+                    return runner, position
+        return None
     for offset in range(1, n + 1):
         runner = (owner + offset) % n
-        position = d.earliest_free(runner)
-        if position is not None:
-            return runner, position
+        free = d.earliest_free(runner)
+        if free is not None:
+            return runner, free
     return None
 
 
@@ -837,7 +866,7 @@ _AFTER_DECIDING: Final[frozenset[Status]] = frozenset(
 )
 
 
-def _table() -> Mapping[tuple[Status, type], tuple[Handler, frozenset[Status]]]:
+def _table() -> dict[tuple[Status, type], tuple[Handler, frozenset[Status]]]:
     t: dict[tuple[Status, type], tuple[Handler, frozenset[Status]]] = {}
     for status in _ALL:
         t[(status, CallEnded)] = (
@@ -872,16 +901,19 @@ def _table() -> Mapping[tuple[Status, type], tuple[Handler, frozenset[Status]]]:
     t[("backing_off", MessageArrived)] = (_on_message_in_backoff, _AFTER_DECIDING)
     t[("rate_limited", MessageArrived)] = (_on_message, frozenset(("rate_limited",)))
     t[("unreachable", MessageArrived)] = (_on_message, frozenset(("unreachable",)))
-    return MappingProxyType(t)
+    return t
 
 
+_TABLE: Final = _table()  # `step` looks up the dict itself, not through the read-only view
 #: Every legal (status, event) pair, its handler and the statuses it may lead to.
-TRANSITIONS: Final = _table()
+TRANSITIONS: Final[Mapping[tuple[Status, type], tuple[Handler, frozenset[Status]]]] = (
+    MappingProxyType(_TABLE)
+)
 
 
 def step(state: SchedulerState, event: Event) -> tuple[SchedulerState, tuple[Effect, ...]]:
     """Feed one event to the scheduler: the new state and what the shell must do, in order."""
-    entry = TRANSITIONS.get((state.status, type(event)))
+    entry = _TABLE.get((state.status, type(event)))
     if entry is None:
         if type(event) not in EVENT_TYPES:
             raise TypeError(
@@ -900,8 +932,7 @@ def step(state: SchedulerState, event: Event) -> tuple[SchedulerState, tuple[Eff
             f"{last.isoformat()}: time never goes backwards (A38); feed events in the order "
             "they happened"
         )
-    draft = _Draft(state)
-    draft.last_event_at = draft.now = now
+    draft = _Draft(state, now)
     handler(draft, event)
     if draft.status not in targets:  # pragma: no cover - the table and the handlers disagree
         raise AssertionError(
