@@ -429,17 +429,18 @@ NOTES = """\
   rules. What it derives from values already checked (the `LimitNotice` and `Classification`
   of a notice read again, the call's `CallEnded`, a wake, the result's `SimulatedLine`s) is
   built by slot assignment, as `step` builds its effects. Its own cost (`step`'s outcomes
-  replayed, see the details) went from 260-320 to 150-210 loop iterations per event
-  (valgrind: 45,800 → 27,700 instructions per event), and `step` is now three quarters of the
-  time: the storm runs at about 0.0013 events per trivial-loop iteration, some 750 loop
-  iterations per event of which `step` is about 580. That is the floor: with the simulation's
-  part at zero the storm would still need about 580 of the 600 loop iterations per event that
-  50,000 events/s allows at 30 million iterations/s, so the target needs `step` cheaper too
-  (row 1). What is left of the simulation's part, in instructions: reading the storm's 24
-  distinct answers (18%: about 500,000 instructions each, the detectors' keyword passes), the
-  3,667 `SimulatedLine`s (15%), and the loop, the answer lookup, the resets and re-timing each
-  call's end (7 slot writes: `CallEnded` keeps its `__weakref__` slot, so the scheduler's
-  twin-class builder cannot fill it).
+  replayed, see the details) went from about 300 to about 200 loop iterations per event
+  (valgrind, which does not swing: 45,800 → 26,700 instructions per event), and `step` is now
+  about three quarters of the time: the storm runs at 0.00128 events per trivial-loop
+  iteration against 0.00109 before (medians of 11 runs alternating the two, loaded machine),
+  some 780 loop iterations per event of which `step` is about 580. That is the floor: with the
+  simulation's part at zero the storm would still need about 580 of the 600 loop iterations
+  per event that 50,000 events/s allows at 30 million iterations/s, so the target needs `step`
+  cheaper too (row 1). What is left of the simulation's part, in instructions: reading the
+  storm's 24 distinct answers (about 18%: some 500,000 instructions each, the detectors'
+  keyword passes), the 3,667 `SimulatedLine`s (about 12%), and the loop, the answer lookup,
+  the resets and re-timing each call's end (7 slot writes: `CallEnded` keeps its `__weakref__`
+  slot, so the scheduler's twin-class builder cannot fill it).
 - **3, detection.** Long stdout goes through a sieve first: blocks of 64 KiB with the bytes no
   keyword needs dropped and the case folded (one `bytes.translate` with `delete`), then searched
   for what is left of each keyword; only blocks that pass are searched in full and only their
@@ -528,7 +529,7 @@ CHANGES = """\
 - `simulate` reads each distinct answer once and resolves only the reset per call; a notice's
   reset is parsed once; each distinct call ending is built and checked once, then re-timed.
   What it derives from checked values (a notice read again, a call's end, a wake, the lines)
-  is built by slot assignment: its own cost ~290 → ~180 loop iterations per event.
+  is built by slot assignment: its own cost ~300 → ~200 loop iterations per event.
 - Cold start: `autodev_core` re-exports lazily (PEP 562), cattrs and YAML load on first use,
   each CLI command imports what it uses: `autodev --help` ~9× → ~2× `python -c pass`.
 - `step` builds what it derives (effects, the new state) by plain slot assignment without
