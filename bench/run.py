@@ -465,9 +465,10 @@ NOTES = """\
   which other processes need to queue controls). The time ratio follows the disk's fsync
   latency, which swings from 0.06 to 4 ms within minutes on these VMs; old and new code were
   measured in the same interleaved rounds. On a busy disk (fsync 1.6-3.7 ms, median of seven
-  runs) the short revision went from 1.40 to 1.13. In quiet windows (fsync 0.3-1.4 ms, median
-  of sixteen runs) it went from 1.85 to 1.76 on a fresh store, and from 1.73 to 1.51 once the
-  WAL has reached its working size (the "WAL at working size" column); the floor, a bare SQLite
+  runs) the short revision went from 1.40 to 1.13. In quiet windows (fsync 0.3-1.4 ms; medians
+  of 76 runs, the new code below the old in 65 and 71 of them) it went from 2.31 to 2.06 on a
+  fresh store, and from 1.87 to 1.58 once the WAL has reached its working size (the "WAL at
+  working size" column); the floor, a bare SQLite
   commit of one small row with the same settings, was 1.15: what any store on SQLite pays. What
   is left above the floor: while a fresh store's WAL grows (its first ~200 short revisions
   after each open) every commit extends the file by ~5 KB and its `fdatasync` also commits the
