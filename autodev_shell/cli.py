@@ -3,16 +3,20 @@ in one clear sentence and a non-zero exit, never a traceback."""
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from autodev_core import AutodevError
 from autodev_core.errors import ConfigError
 
-from .commands import add_commands, restore_hint
+from .commands import DEFAULT_RUN_DIR, add_commands, cmd_status, restore_hint
+
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Sequence
+    from types import SimpleNamespace
 
 EXIT_USAGE = 2
 #: A reader that closed our output early (`| head`): as if ended by SIGPIPE (128 + 13).
@@ -20,6 +24,8 @@ EXIT_BROKEN_PIPE = 141
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import argparse
+
     parser = argparse.ArgumentParser(
         prog="autodev",
         description="Run a team of AI coding CLIs with failover, waits and durable run state.",
@@ -84,13 +90,42 @@ def _stdout_closed() -> int:
     return EXIT_BROKEN_PIPE
 
 
+def quick_status_args(argv: Sequence[str]) -> SimpleNamespace | None:
+    """The arguments the parser makes of `status [--run DIR] [--json]`, each option spelt in
+    full and given at most once, DIR not starting with `-`; None for anything else, which the
+    parser reads (and refuses, abbreviates, or prints help for) as always. `autodev status` then
+    builds no parser: argparse, with the gettext, locale and shutil it loads, is a fifth of a
+    bare interpreter's start (issue 13). tests/test_cold_start.py holds the two readings equal."""
+    from types import SimpleNamespace
+
+    if not argv or argv[0] != "status":
+        return None
+    run, json_flag, seen = DEFAULT_RUN_DIR, False, set()
+    rest = list(argv[1:])
+    while rest:
+        option = rest.pop(0)
+        if option in seen:
+            return None
+        seen.add(option)
+        if option == "--json":
+            json_flag = True
+        elif option == "--run" and rest and not rest[0].startswith("-"):
+            run = rest.pop(0)
+        else:
+            return None
+    return SimpleNamespace(command="status", run=run, json=json_flag, handler=cmd_status)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    handler = getattr(args, "handler", None)
-    if handler is None:
-        parser.print_help()
-        return 0
+    args: argparse.Namespace | SimpleNamespace | None = quick_status_args(
+        sys.argv[1:] if argv is None else argv)
+    if args is None:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if getattr(args, "handler", None) is None:
+            parser.print_help()
+            return 0
+    handler = args.handler
     try:
         code = int(handler(args))
         sys.stdout.flush()  # a closed pipe shows here, not as a warning at exit

@@ -7,7 +7,6 @@ bad participant file, a missing CLI, a locked run, a corrupt database, an unknow
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -22,6 +21,9 @@ from autodev_core.errors import AutodevError, ConfigError
 # Each command imports what it uses when it runs: `autodev --help` builds the parser alone, and
 # `autodev status` does not load the loop, the CLIs' adapters or YAML (issue 13).
 if TYPE_CHECKING:
+    import argparse
+    from types import SimpleNamespace
+
     from autodev_core.control.identity import RunIdentity
     from autodev_core.scheduler import SchedulerConfig
 
@@ -529,7 +531,7 @@ def _span(revisions: list[int]) -> str:
     return str(revisions[0]) if len(revisions) == 1 else f"{revisions[0]}-{revisions[-1]}"
 
 
-def cmd_status(args: argparse.Namespace) -> int:
+def cmd_status(args: argparse.Namespace | SimpleNamespace) -> int:
     from .status_read import read_status
 
     run_dir = Path(args.run)
@@ -612,6 +614,8 @@ MAX_SPEED: Final = 100_000.0
 
 
 def _speed(text: str) -> float:
+    import argparse
+
     try:
         value = float(text)
     except ValueError:

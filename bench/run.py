@@ -483,16 +483,17 @@ NOTES = """\
   transaction with sqlite3 and json alone (`status_read.py`) and words the persistence line
   itself for the two states a daemon leaves (nothing pending, or the last write still marked
   queued and covered by its own commit marker); anything else goes through the store and the
-  planner as before. Measured side by side with the code before (same run, loaded machine,
-  15 interleaved rounds): 4.1× → 2.2× `python -c pass` on the benchmark's run, 3.7× → 2.2× on
-  a run the daemon wrote; in instructions (valgrind, deterministic) 365 → 192 million against
-  88 million for a bare interpreter (4.2× → 2.2×). What is left, in instructions over a bare
-  interpreter (about 105 million): the zone (`zoneinfo`, which imports `sysconfig`, ~17
-  million), sqlite3 (~13), `typing` (~13, loaded by `autodev_core`'s lazy names), argparse
-  with the `gettext`, `locale` and `shutil` it loads to build the parser (~22), json and
-  datetime (~12), and the CLI's, the reader's and the core's own modules the rest. `autodev
-  --help` is about 1.7×, an operator command (`autodev pause`: the store alone, attrs
-  included) about 3.2×.
+  planner as before. `status [--run DIR] [--json]` spelt in full is read without building the
+  argument parser (argparse, gettext, locale and shutil are not loaded). Measured side by side
+  with the code before (same run, loaded machine, 15 interleaved rounds), the reader alone:
+  4.1× → 2.2× `python -c pass` on the benchmark's run, 3.7× → 2.2× on a run the daemon wrote.
+  In instructions (valgrind, deterministic; a bare interpreter is 88 million): 365 → 194
+  million with the reader, 159 million without the parser (4.2× → 1.8×). What is left over a
+  bare interpreter (about 71 million instructions): the zone (`zoneinfo`, which imports
+  `sysconfig`, ~17 million), sqlite3 (~13), `typing` (~13, loaded by `autodev_core`'s lazy
+  names), json and datetime (~12), and the CLI's, the reader's and the core's own modules the
+  rest. `autodev --help` builds the parser and is about 1.8× (158 million instructions); an
+  operator command (`autodev pause`: the store alone, attrs included) about 3.2×.
 """
 
 
@@ -545,7 +546,8 @@ CHANGES = """\
   pass`. Operator commands (`say`, `pause`, `resume`, `stop`) load the store alone: ~4× → ~3×.
 - `autodev status` of a run as the daemon leaves it reads the store with sqlite3 and json alone
   and words the persistence line itself when B8 settles it from the commit marker: no attrs,
-  no store classes, no planner; ~4× → ~2.2× `python -c pass`.
+  no store classes, no planner; ~4× → ~2.2× `python -c pass`. `status [--run DIR] [--json]`
+  spelt in full is read without building the argument parser: ~2.2× → ~1.8×.
 - Store: 1 KiB pages for new stores: a short revision writes ~7 KiB instead of ~21 KiB.
 - Store layout 2: the commit marker in the run state's row, no index of posts by revision,
   state and marker in one `UPDATE`: a short revision writes 4.6 WAL pages instead of 6.6

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import attrs
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 # Heavy or unneeded at import: YAML and cattrs (read on first use), the test harness, the
 # scheduler (step, events), detection and the simulator.
@@ -143,10 +145,11 @@ def _daemon_run(directory: Path) -> Path:
 
 
 #: What a status of a run as it normally is has no use for either (issue 13): attrs itself (the
-#: store's records, the persistence planner and `Engine` are attrs classes) and the planner.
+#: store's records, the persistence planner and `Engine` are attrs classes), the planner, and
+#: argparse (`status [--run DIR] [--json]` spelt in full is read without building the parser).
 NEVER_FOR_A_NORMAL_STATUS = (*NEVER_FOR_STATUS, "attr", "attrs", "autodev_core.engine",
                              "autodev_core.control.persistence", "autodev_shell.store",
-                             "autodev_shell.on_disk")
+                             "autodev_shell.on_disk", "argparse")
 
 
 @pytest.mark.parametrize("json_flag", ([], ["--json"]), ids=("text", "json"))
@@ -178,3 +181,43 @@ def test_B4_the_persistence_state_is_read_without_cattrs() -> None:
         "assert from_json(" + repr('{"pending_persist": true, "queued_revision": 4, '
                                    '"queued_run_id": "r"}') + ", PersistenceState) == state")
     assert "cattrs" not in loaded
+
+
+# --- `status [--run DIR] [--json]` read without the parser -------------------------------------
+
+_TOKENS = ("status", "--json", "--run", "runs/a", "", "-x", "--run=b", "--js", "--ru", "-h",
+           "--help", "--", "-5", "a b", "say", "--fast")
+
+
+def _parsed(argv: list[str]) -> object:
+    """What the parser makes of `argv`: its arguments, or the exit it asks for."""
+    import contextlib
+    import io
+
+    from autodev_shell.cli import build_parser
+
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        try:
+            return vars(build_parser().parse_args(argv))
+        except SystemExit as exc:
+            return ("exit", exc.code)
+
+
+@given(st.lists(st.sampled_from(_TOKENS), max_size=6).map(lambda rest: ["status", *rest])
+       | st.lists(st.sampled_from(_TOKENS), max_size=6))
+def test_C6_status_arguments_read_without_the_parser_are_the_parser_s(argv: list[str]) -> None:
+    from autodev_shell.cli import quick_status_args
+
+    quick = quick_status_args(argv)
+    if quick is not None:
+        assert vars(quick) == _parsed(argv)
+
+
+@pytest.mark.parametrize("argv", (["status"], ["status", "--json"], ["status", "--run", "d"],
+                                  ["status", "--json", "--run", ""],
+                                  ["status", "--run", "a b", "--json"]))
+def test_C6_status_as_users_write_it_is_read_without_the_parser(argv: list[str]) -> None:
+    from autodev_shell.cli import quick_status_args
+
+    quick = quick_status_args(argv)
+    assert quick is not None and vars(quick) == _parsed(argv)
