@@ -25,11 +25,12 @@ from autodev_core.detection.classification import (
 )
 from autodev_core.engine import Engine
 from autodev_core.participant import Participant
+from autodev_core.scheduler._build import new_woke
 from autodev_core.scheduler.effects import Log
 from autodev_core.scheduler.events import Event, Woke
 from autodev_core.scheduler.state import SchedulerState
 from autodev_core.scheduler.step import step as real_step
-from autodev_core.simulation.driver import SimulatedLine, _woke
+from autodev_core.simulation.driver import SimulatedLine
 from autodev_core.simulation.scenario import CallAnswer, Scenario
 
 ZONES = [UTC, ZoneInfo("Europe/Lisbon"), ZoneInfo("America/New_York"),
@@ -120,7 +121,7 @@ def test_D_each_line_is_the_checked_line_of_a_log_step_wrote(
 
 @given(at=utc_instants)
 def test_an_unchecked_wake_is_the_checked_one(at: datetime) -> None:
-    same(Woke(now=at), _woke(at))
+    same(Woke(now=at), new_woke(at))  # the driver's wake
 
 
 durations = st.one_of(

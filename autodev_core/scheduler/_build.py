@@ -29,7 +29,7 @@ import attrs
 from ..detection.classification import LimitNotice
 from ..engine import Engine
 from .effects import Log, LogKind, Sleep, StartCall, Status, StatusChanged, TurnKind
-from .events import CallEnded, CallKind, _CallEndedSlots
+from .events import CallEnded, CallKind, Woke, _CallEndedSlots
 from .state import (
     Call,
     EngineLimit,
@@ -84,6 +84,23 @@ def new_call_ended(
     event.limit = limit
     event.exit_code = exit_code
     event.__class__ = CallEnded  # type: ignore[assignment]
+    return event  # type: ignore[return-value]
+
+
+class _WokeSlots:
+    __slots__ = ("now",)
+    now: datetime
+
+
+_twin(Woke, _WokeSlots)
+
+
+def new_woke(now: datetime) -> Woke:
+    """`Woke(now)` for an instant already held as an aware UTC datetime (the `until` of a
+    `Sleep` the core planned), without its checks."""
+    event = _new(_WokeSlots)
+    event.now = now
+    event.__class__ = Woke  # type: ignore[assignment]
     return event  # type: ignore[return-value]
 
 

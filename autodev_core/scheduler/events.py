@@ -182,7 +182,7 @@ class CallCancelled:
     now: datetime = attrs.field(validator=aware)
 
 
-@attrs.frozen
+@attrs.frozen(weakref_slot=False)  # no weak references: see _build.py
 class Woke:
     """A sleep the scheduler asked for ended (or the shell checked the clock, C2)."""
 

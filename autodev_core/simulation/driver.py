@@ -10,7 +10,7 @@ reads no clock and touches no file: the CLI reads the scenario and prints the li
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any, Final
 
@@ -20,6 +20,7 @@ from ..detection.classification import Classification, LimitNotice
 from ..detection.reader import PreparedClassification, prepare_classification
 from ..engine import Engine
 from ..errors import ConfigError
+from ..scheduler._build import new_call_ended, new_woke
 from ..scheduler.effects import Log, Sleep, StartCall
 from ..scheduler.events import (
     CallEnded,
@@ -27,7 +28,6 @@ from ..scheduler.events import (
     LimitObserved,
     MessageArrived,
     RunStarted,
-    Woke,
     call_ended,
 )
 from ..scheduler.policy import default_limit_wait
@@ -44,6 +44,7 @@ MAX_EVENTS_AT_ONE_INSTANT: Final = 10_000
 #: Events (calls ending, wakes, messages) beyond which a scenario is refused with one line rather
 #: than run for minutes and gigabytes: about 70 days of one-minute calls.
 MAX_EVENTS: Final = 100_000
+_new: Final = object.__new__
 
 
 def horizon_line(horizon: timedelta = DEFAULT_HORIZON) -> str:
@@ -142,45 +143,14 @@ class _Lane:
         self.replies: dict[tuple[str, str, int, bool, str | None], _Reply] = {}
 
 
-def _setters(cls: type) -> tuple[Callable[[Any, Any], None], ...]:
-    """The slot setters of the frozen attrs class `cls`, one per field in field order: they fill
-    an instance made by `object.__new__` without attrs' checks and without the name lookup of
-    `object.__setattr__` (for classes with a `__weakref__` slot, which cannot take a twin's
-    `__class__` as the lines are built)."""
-    return tuple(getattr(cls, a.name).__set__ for a in attrs.fields(cls))
-
-
-_CALL_ENDED_FIELDS: Final = ("now", "participant", "engine", "kind", "posted", "limit", "exit_code")
-if tuple(a.name for a in attrs.fields(CallEnded)) != _CALL_ENDED_FIELDS:  # pragma: no cover
-    raise ImportError("CallEnded's fields changed: update _retimed in simulation/driver.py")
-(_now, _participant, _engine, _kind, _posted, _limit, _exit_code) = _setters(CallEnded)
-if tuple(a.name for a in attrs.fields(Woke)) != ("now",):  # pragma: no cover
-    raise ImportError("Woke's fields changed: update _woke in simulation/driver.py")
-(_woke_now,) = _setters(Woke)
-_new: Final = object.__new__
-
-
 def _retimed(event: CallEnded, now: datetime, limit: LimitNotice | None) -> CallEnded:
     """`event` ending at `now` with `limit` (when it is a limit), without checking again what
     was checked when `event` was built: `now` is a validated call's start plus a duration (an
-    aware UTC instant), and `limit` was validated when detection built it. Every field of
-    `CallEnded` is set here (tests/test_simulation_reads_once.py compares with `call_ended`)."""
-    retimed: CallEnded = _new(CallEnded)
-    _now(retimed, now)
-    _participant(retimed, event.participant)
-    _engine(retimed, event.engine)
-    _kind(retimed, event.kind)
-    _posted(retimed, event.posted)
-    _limit(retimed, limit if event.limit is not None else None)
-    _exit_code(retimed, event.exit_code)
-    return retimed
-
-
-def _woke(now: datetime) -> Woke:
-    """`Woke(now=now)` for an instant the driver already holds in UTC: not checked again."""
-    woke: Woke = _new(Woke)
-    _woke_now(woke, now)
-    return woke
+    aware UTC instant), and `limit` was validated when detection built it. Built as `step`
+    builds its own values (scheduler/_build.py); tests/test_simulation_reads_once.py compares
+    it with `call_ended`."""
+    return new_call_ended(now, event.participant, event.engine, event.kind, event.posted,
+                          limit if event.limit is not None else None, event.exit_code)
 
 
 class _LineSlots:
@@ -382,7 +352,7 @@ def _simulate(scenario: Scenario, source: str, max_events: int) -> SimulationRes
             event = call
             call_at = call = None
         elif wake_at is not None and state.wait_until is not None and wake_at == at:
-            event = _woke(at)  # `at` is a Sleep's `until`: an aware UTC instant
+            event = new_woke(at)  # `at` is a Sleep's `until`: an aware UTC instant
             wake_at = None
         else:
             event = MessageArrived(now=at)
