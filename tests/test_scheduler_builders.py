@@ -19,6 +19,7 @@ from typing import Any
 
 import attrs
 import pytest
+from builder_helpers import same
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -63,14 +64,6 @@ engines = st.builds(
     model=st.none() | st.sampled_from(("sonnet", "o3", "gpt-5.1")),
 )
 names = st.text(alphabet="abcxyz", min_size=1, max_size=4)
-
-
-def same(checked: Any, unchecked: Any) -> None:
-    assert type(unchecked) is type(checked)
-    assert unchecked == checked
-    assert checked == unchecked
-    assert hash(unchecked) == hash(checked)
-    assert repr(unchecked) == repr(checked)
 
 
 @given(
@@ -356,3 +349,30 @@ def test_steps_of_one_run_taken_in_any_order_decide_as_in_order(
         assert after.limit_index == index_limits(config, after.limits)
     for (state, _), (after, _) in zip(pairs[1:], in_order, strict=False):
         assert state == after  # and in order, each step led to the next recorded state
+
+
+def test_a_twin_that_does_not_match_its_class_is_refused_at_import() -> None:
+    """autodev_core/_twins.py: a builder can never leave a slot unset or fail to change class."""
+    from autodev_core._twins import check_twin
+
+    @attrs.frozen(weakref_slot=False)
+    class Pair:
+        a: int
+        b: int
+
+    class Swapped:
+        __slots__ = ("b", "a")  # noqa: RUF023 - out of field order on purpose
+
+    class Right:
+        __slots__ = ("a", "b")
+
+    @attrs.frozen
+    class WithWeakref:
+        a: int
+        b: int
+
+    check_twin(Pair, Right, "here")  # the matching twin passes
+    with pytest.raises(ImportError, match="update Swapped in here"):
+        check_twin(Pair, Swapped, "here")
+    with pytest.raises(ImportError, match=r"'__weakref__'.*update Right in here"):
+        check_twin(WithWeakref, Right, "here")

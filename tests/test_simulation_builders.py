@@ -12,6 +12,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
+from builder_helpers import same
 from hypothesis import example, given
 from hypothesis import strategies as st
 
@@ -51,14 +52,6 @@ edge_instants = st.one_of(
     st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(1, 1, 31),
                  timezones=st.sampled_from(ZONES)),
 )
-
-
-def same(checked: Any, unchecked: Any) -> None:
-    assert type(unchecked) is type(checked)
-    assert unchecked == checked
-    assert checked == unchecked
-    assert hash(unchecked) == hash(checked)
-    assert repr(unchecked) == repr(checked)
 
 
 @given(provider=st.sampled_from(("claude", "codex", "agy")), reset=st.none() | instants,

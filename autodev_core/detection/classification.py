@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 import attrs
 
+from .._twins import check_twin
 from ..engine import PROVIDERS
 from ..times import utc, utc_or_none
 
@@ -78,15 +79,7 @@ class _ClassificationSlots:
 
 
 def _twin(cls: type, twin: type) -> None:
-    """Check that `twin` holds exactly `cls`'s fields, in order, and can become a `cls`."""
-    fields = tuple(a.name for a in attrs.fields(cls))
-    if getattr(cls, "__slots__", None) != fields or getattr(twin, "__slots__", None) != fields:
-        raise ImportError(  # pragma: no cover - a class changed under its builder
-            f"{cls.__name__}'s slots are {getattr(cls, '__slots__', None)}, its fields {fields}: "
-            f"update {twin.__name__} in detection/classification.py"
-        )
-    probe: Any = object.__new__(twin)
-    probe.__class__ = cls  # TypeError (at import) if the layouts ever differ
+    check_twin(cls, twin, "detection/classification.py")
 
 
 _twin(LimitNotice, _LimitNoticeSlots)

@@ -10,22 +10,17 @@ they build is equal to, hashes and reprs as the checked value built from the sam
 tests/test_scheduler_builders.py holds them to it, and the scheduler's state machine rebuilds
 every derived value through the checked constructors after every step.
 
-How: a frozen attrs instance can only be filled through `object.__setattr__` (a C call per
-field, about nine times the cost of a plain assignment). Each class here has a twin with the
-same slots and no `__setattr__` of its own: the builder fills a twin by plain assignment, then
-makes it an instance of the frozen class by setting its `__class__`, which CPython allows
-between classes of the same slot layout. (CPython refuses it when a class also has a
-`__weakref__` slot, so these classes are declared with `weakref_slot=False`.) The import fails
-if a class and its twin ever stop matching, so a builder cannot leave a slot unset.
+How: each class here has a twin (`autodev_core/_twins.py`): a class with the same slots and no
+`__setattr__` of its own, filled by plain assignment and then made an instance of the frozen
+class by setting its `__class__`. The import fails if a class and its twin ever stop matching,
+so a builder cannot leave a slot unset.
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
 
-import attrs
-
+from .._twins import check_twin
 from ..detection.classification import LimitNotice
 from ..engine import Engine
 from .effects import Log, LogKind, Sleep, StartCall, Status, StatusChanged, TurnKind
@@ -44,20 +39,7 @@ _new = object.__new__
 
 
 def _twin(cls: type, twin: type) -> None:
-    """Check that `twin` holds exactly `cls`'s fields, in order, and can become a `cls`."""
-    fields = tuple(a.name for a in attrs.fields(cls))
-    if getattr(cls, "__slots__", None) != fields or getattr(twin, "__slots__", None) != fields:
-        raise ImportError(  # pragma: no cover - a class changed under its builder
-            f"{cls.__name__}'s slots are {getattr(cls, '__slots__', None)}, its fields {fields}: "
-            f"update {twin.__name__} in scheduler/_build.py"
-        )
-    probe: Any = _new(twin)
-    for name in fields:
-        setattr(probe, name, None)
-    try:
-        probe.__class__ = cls
-    except TypeError as exc:  # pragma: no cover - e.g. a `__weakref__` slot came back
-        raise ImportError(f"{twin.__name__} cannot become a {cls.__name__}: {exc}") from None
+    check_twin(cls, twin, "scheduler/_build.py")
 
 
 _twin(CallEnded, _CallEndedSlots)  # CallEnded's own `__init__` fills it through its twin

@@ -16,6 +16,7 @@ from typing import Any, Final
 
 import attrs
 
+from .._twins import check_twin
 from ..detection.classification import Classification, LimitNotice
 from ..detection.reader import PreparedClassification, prepare_classification
 from ..engine import Engine
@@ -165,8 +166,7 @@ class _LineSlots:
     message: str
 
 
-if getattr(SimulatedLine, "__slots__", None) != _LineSlots.__slots__:  # pragma: no cover
-    raise ImportError("SimulatedLine's slots changed: update _LineSlots in simulation/driver.py")
+check_twin(SimulatedLine, _LineSlots, "simulation/driver.py")
 
 
 class _Machine:
