@@ -431,12 +431,15 @@ NOTES = """\
   built by slot assignment, as `step` builds its effects. Its own cost (`step`'s outcomes
   replayed, see the details) went from about 300 to about 200 loop iterations per event
   (valgrind, which does not swing: 45,800 → 26,700 instructions per event), and `step` is now
-  about three quarters of the time: the storm runs at 0.00128 events per trivial-loop
-  iteration against 0.00109 before (medians of 11 runs alternating the two, loaded machine),
-  some 780 loop iterations per event of which `step` is about 580. That is the floor: with the
-  simulation's part at zero the storm would still need about 580 of the 600 loop iterations
-  per event that 50,000 events/s allows at 30 million iterations/s, so the target needs `step`
-  cheaper too (row 1). What is left of the simulation's part, in instructions: reading the
+  about three quarters of the time. Measured alternately, before row 1's cheaper `step`:
+  0.00128 events per trivial-loop iteration against 0.00109 before (medians of 11 runs, loaded
+  machine), some 780 loop iterations per event of which `step` was about 580, so the simulation's
+  part alone could not reach 600. With row 1's `step` and the builders below, this page's run
+  (a quiet machine, but a host whose trivial loop ran at only 16 million iterations/s where it
+  ran at 25-30 million before) gives 0.00175 events per loop iteration, about 570 loop
+  iterations per event: under the 600 that 50,000 events/s needs at 30 million iterations/s,
+  but 28,000 events/s on this host at this hour, so the row's verdict, on events/s, stays
+  missed. What is left of the simulation's part, in instructions: reading the
   storm's 24 distinct answers (about 18%: some 500,000 instructions each, the detectors'
   keyword passes), the 3,667 `SimulatedLine`s (about 12%), and the loop, the answer lookup,
   the resets and re-timing each call's end (now through the scheduler's twin-class builders,
