@@ -559,6 +559,8 @@ CHANGES = """\
 
 Issue 6's changes (shared keyword passes, repeated notices read once, plain codex stderr kept
 whole, the JSON scanner called directly) are described in the CHANGELOG.
+
+Rule numbers on this page (A…, B…, C…, D, 0.x) are explained in [rules.md](rules.md).
 """
 
 
