@@ -535,23 +535,31 @@ def cmd_status(args: argparse.Namespace | SimpleNamespace) -> int:
     from .status_read import read_status
 
     run_dir = Path(args.run)
-    # What a run normally holds is read with sqlite3 and json alone (no attrs, no planner:
-    # issue 13); anything else through a `RunStore` and the core, which decide.
-    read = read_status(run_db(run_dir))
-    if read is not None:
-        now = datetime.now(UTC)
-        facts, zone = _facts(read, now)
-    else:
-        store = open_existing(run_dir)
-        try:
+    db = run_db(run_dir)
+    try:
+        # What a run normally holds is read with sqlite3 and json alone (no attrs, no planner:
+        # issue 13); anything else through a `RunStore` and the core, which decide.
+        read = read_status(db)
+        if read is not None:
             now = datetime.now(UTC)
-            facts, zone = _status(store, now)
-        finally:
-            store.close()
-    if getattr(args, "json", False):
-        print(json.dumps(facts, indent=2, sort_keys=True))
-    else:
-        print("\n".join(format_status(facts, now, zone)))
+            facts, zone = _facts(read, now)
+        else:
+            store = open_existing(run_dir)
+            try:
+                now = datetime.now(UTC)
+                facts, zone = _status(store, now)
+            finally:
+                store.close()
+        text = (json.dumps(facts, indent=2, sort_keys=True) if getattr(args, "json", False)
+                else "\n".join(format_status(facts, now, zone)))
+    except (ValueError, TypeError) as exc:
+        # A value changed by hand in the store (a time without its offset, a garbage date):
+        # status only reads, so it says which file holds it, in one line, and changes nothing.
+        from .store import StoreError
+
+        raise StoreError(f"{db} holds a value status cannot read ({exc})", path=db,
+                         kind="read-failed") from None
+    print(text)
     return 0
 
 

@@ -356,6 +356,33 @@ def _cli(args: list[str]) -> tuple[int | str, str, str]:
 def test_C6_status_prints_what_the_full_path_prints(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damage: str, json_flag: list[str],
 ) -> None:
+    run = _daemon_run(tmp_path, damage)
+    answered = read_status(run / "run.db") is not None
+    assert answered or damage  # the store as the daemon left it is read by the fast path
+    monkeypatch.setattr(commands, "datetime", _Now)
+    args = ["status", "--run", str(run), *json_flag]
+    fast = _cli(args)
+    monkeypatch.setattr(status_read, "read_status", lambda _db: None)
+    assert fast == _cli(args)
+    if not damage:
+        assert fast[0] == 0 and "revision 3 confirmed by sqlite" in fast[1]
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+def test_C6_status_of_a_store_damaged_by_hand_ends_in_a_line_not_a_traceback(
+    tmp_path: Path, damage: str,
+) -> None:
+    """A value edited by hand: status shows what it can or says in one line which file holds
+    what it cannot read (exit 2); it never lets an exception escape."""
+    run = _daemon_run(tmp_path, damage)
+    code, _out, err = _cli(["status", "--run", str(run)])
+    assert isinstance(code, int), code
+    if code != 0:
+        assert code == 2 and err.count("\n") <= 2 and "run.db" in err, (code, err)
+
+
+def _daemon_run(tmp_path: Path, damage: str) -> Path:
+    """A run folder as the daemon leaves it after three revisions, then `damage` done to it."""
     run = tmp_path / "run"
     run.mkdir()
     from autodev_core.participant import Participant
@@ -376,12 +403,4 @@ def test_C6_status_prints_what_the_full_path_prints(
         store.close()
     if damage:
         _damage(run, damage)
-    answered = read_status(run / "run.db") is not None
-    assert answered or damage  # the store as the daemon left it is read by the fast path
-    monkeypatch.setattr(commands, "datetime", _Now)
-    args = ["status", "--run", str(run), *json_flag]
-    fast = _cli(args)
-    monkeypatch.setattr(status_read, "read_status", lambda _db: None)
-    assert fast == _cli(args)
-    if not damage:
-        assert fast[0] == 0 and "revision 3 confirmed by sqlite" in fast[1]
+    return run
