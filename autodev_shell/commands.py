@@ -283,6 +283,8 @@ def cmd_control(args: argparse.Namespace) -> int:
     """`autodev stop|pause|resume|say`: queue a command for the run's daemon."""
     command = args.command
     arg = " ".join(args.message) if command == "say" else ""
+    if command == "say" and args.message == ["-"]:
+        arg = _message_from_stdin()
     if command == "say" and not arg.strip():
         raise AutodevError('`autodev say` needs a message, e.g. autodev say "please review".')
     store = open_existing(Path(args.run))
@@ -292,6 +294,14 @@ def cmd_control(args: argparse.Namespace) -> int:
         store.close()
     print(f"{command}: queued for the run at {args.run}")
     return 0
+
+
+def _message_from_stdin() -> str:
+    """`autodev say -`: the message is standard input, whole (a message too long for a command
+    line: the system refuses an argument over 128 KiB), queued as it is; the post, as for an
+    argument, is the message without the white space around it. Bytes that are not UTF-8 are
+    kept as the store keeps an undecodable argument (U+FFFD)."""
+    return sys.stdin.buffer.read().decode("utf-8", "surrogateescape")
 
 
 def _ago(then: datetime, now: datetime) -> str:
@@ -681,7 +691,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         with_run(sub)
         sub.set_defaults(handler=cmd_control)
     say = commands.add_parser("say", help="post a user message to the thread")
-    say.add_argument("message", nargs="+", help="the message")
+    say.add_argument("message", nargs="+", help="the message; - reads it from standard input")
     with_run(say)
     say.set_defaults(handler=cmd_control)
 
