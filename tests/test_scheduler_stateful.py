@@ -6,7 +6,8 @@ Issue 13: `step` builds its effects and new state without attrs' checks (it deri
 checked event and state), so after every step each of them is also rebuilt through the checked
 constructors — `attrs.evolve` runs the validators and `__attrs_post_init__` — which must accept
 it and give back an equal value: what the core derives is as legal as what a caller builds. The
-state's `limit_index` (not compared by `==`) must be the one a checked build derives."""
+state's derived fields (not compared by `==`: `limit_index`, and the scratch `step` makes it
+with) must be the ones a checked build derives."""
 
 from __future__ import annotations
 
@@ -41,9 +42,13 @@ class SchedulerRuns(SchedulerMachine):
         super().check_step(before, event, after, effects)
         again = rebuilt(after)
         assert again == after
-        # The registry read by engine number, carried from step to step (issue 13), is what a
-        # checked build reads from the registry itself.
-        assert after.limit_index == again.limit_index
+        # Every derived field (not compared by `==`) is what a checked build derives: the
+        # registry read by engine number, carried from step to step (issue 13), is what a
+        # checked build reads from the registry itself, and the scratch `step` fills the new
+        # state with while it is made (its effects, the engines limited) is gone.
+        for field in attrs.fields(SchedulerState):
+            if not field.init:
+                assert getattr(after, field.name) == getattr(again, field.name), field.name
         for effect in effects:
             assert rebuilt(effect) == effect
 

@@ -283,7 +283,8 @@ class StateSlots:
     __slots__ = (  # noqa: RUF023 - in field order: the frozen class's layout
         "config", "status", "due", "approved", "gates", "limits", "outages",
         "failures", "empties", "seats", "passed", "call", "wait_until", "fresh",
-        "last_runner", "iterations", "runtime", "last_event_at", "limit_index")
+        "last_runner", "iterations", "runtime", "last_event_at", "limit_index", "_effects",
+        "_mask")
     config: SchedulerConfig
     status: Status
     due: int
@@ -303,6 +304,8 @@ class StateSlots:
     runtime: timedelta
     last_event_at: datetime | None
     limit_index: LimitIndex
+    _effects: None
+    _mask: None
 
 
 _twin(SchedulerState, StateSlots)
@@ -354,4 +357,6 @@ def new_state(
     state.runtime = runtime
     state.last_event_at = last_event_at
     state.limit_index = index_limits(config, limits)
+    state._effects = None
+    state._mask = None
     return freeze_state(state)

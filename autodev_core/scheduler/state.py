@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta, tzinfo
 from types import MappingProxyType
+from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import attrs
@@ -241,6 +242,12 @@ class SchedulerState:
     last_event_at: datetime | None = None
     #: `limits` read by engine number (derived: not an argument, not compared, not serialised)
     limit_index: LimitIndex = attrs.field(init=False, eq=False, repr=False)
+    # `step` makes the new state in place (step.py's `_Draft`, a twin of this class): these two
+    # hold its scratch — the effects being collected and which engines are limited at its
+    # instant — only while it runs. None on every state a caller sees; not arguments, not
+    # compared, not serialised.
+    _effects: list[Any] | None = attrs.field(init=False, default=None, eq=False, repr=False)
+    _mask: int | None = attrs.field(init=False, default=None, eq=False, repr=False)
 
     # Times inside the state are checked once, as events (their source) are built; the state is
     # rebuilt at every step, so its own checks are kept to what an event cannot guarantee.

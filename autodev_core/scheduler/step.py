@@ -14,16 +14,16 @@ frozen state is built at the end, which keeps the hot path cheap.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 from typing import Any, Final
 
+from .._twins import check_twin
 from ..engine import Engine
 from ..errors import AutodevError
 from . import logs
 from ._build import (
     StateSlots,
-    freeze_state,
     new_call,
     new_engine_limit,
     new_log,
@@ -49,7 +49,15 @@ from .events import (
     Woke,
 )
 from .registry import merge_limit
-from .state import EngineLimit, LimitIndex, SchedulerState, index_limits
+from .state import (
+    Call,
+    EngineLimit,
+    LimitIndex,
+    Outage,
+    SchedulerConfig,
+    SchedulerState,
+    index_limits,
+)
 
 
 class SchedulerProtocolError(AutodevError):
@@ -66,110 +74,56 @@ _DUSK: Final = datetime.max.replace(tzinfo=UTC)
 
 
 class _Draft:
-    """A scratch copy of the state that one step mutates, then freezes once (`now`: the step's
-    instant)."""
+    """The state one step makes, mutable while it runs: a twin of SchedulerState (same slots,
+    `_twins.py`) filled from the state before, changed in place by the handlers, then made a
+    SchedulerState by setting its `__class__` (no second copy of the fields). Its instant is
+    `last_event_at`; `limit_index` is None while `limits` changed and was not read again;
+    `_effects` collects what the shell must do, and `_mask` which engines are limited at the
+    step's instant (None: not worked out yet)."""
 
-    __slots__ = (
-        "approved",
-        "call",
-        "config",
-        "day",
-        "due",
-        "effects",
-        "empties",
-        "failures",
-        "fresh",
-        "gates",
-        "index",
-        "iterations",
-        "last_event_at",
-        "last_runner",
-        "limits",
-        "mask",
-        "now",
-        "outages",
-        "passed",
-        "runtime",
-        "seats",
-        "status",
-        "wait_until",
-    )
-
-    def __init__(self, s: SchedulerState, now: datetime) -> None:
-        self.config = s.config
-        self.status: Status = s.status
-        self.due = s.due
-        self.approved = s.approved
-        self.gates = s.gates
-        self.limits = s.limits
-        self.outages = s.outages
-        self.failures = s.failures
-        self.empties = s.empties
-        self.seats = s.seats
-        self.passed = s.passed
-        self.call = s.call
-        self.wait_until = s.wait_until
-        self.fresh = s.fresh
-        self.last_runner = s.last_runner
-        self.iterations = s.iterations
-        self.runtime = s.runtime
-        self.last_event_at: datetime | None = now
-        self.effects: list[Effect] = []
-        self.now = now
-        self.day: date | None = None  # the local day of `now`, once a line needs it
-        #: `limits` read by engine number (None: `limits` changed in this step, not read yet)
-        self.index: LimitIndex | None = s.limit_index
-        #: the engine numbers limited at `now`, a bit each (None: not worked out yet)
-        self.mask: int | None = None
-
-    def freeze(self) -> SchedulerState:
-        state = _new(StateSlots)
-        state.config = self.config
-        state.status = self.status
-        state.due = self.due
-        state.approved = self.approved
-        state.gates = self.gates
-        state.limits = self.limits
-        state.outages = self.outages
-        state.failures = self.failures
-        state.empties = self.empties
-        state.seats = self.seats
-        state.passed = self.passed
-        state.call = self.call
-        state.wait_until = self.wait_until
-        state.fresh = self.fresh
-        state.last_runner = self.last_runner
-        state.iterations = self.iterations
-        state.runtime = self.runtime
-        state.last_event_at = self.last_event_at
-        index = self.index
-        state.limit_index = index if index is not None else index_limits(self.config, self.limits)
-        return freeze_state(state)
+    __slots__ = StateSlots.__slots__
+    config: SchedulerConfig
+    status: Status
+    due: int
+    approved: str | None
+    gates: frozenset[str]
+    limits: tuple[EngineLimit, ...]
+    outages: tuple[Outage, ...]
+    failures: int
+    empties: tuple[int, ...]
+    seats: tuple[int, ...]
+    passed: tuple[int, ...]
+    call: Call | None
+    wait_until: datetime | None
+    fresh: bool
+    last_runner: str | None
+    iterations: int
+    runtime: timedelta
+    last_event_at: datetime
+    limit_index: LimitIndex | None
+    _effects: list[Effect]
+    _mask: int | None
 
     # -- small helpers ----------------------------------------------------------------------
 
     def clock(self, at: datetime) -> str:
-        """`<time>` of `at` in a line written now (logs.clock), the local day of `now` worked
-        out once per step."""
+        """`<time>` of `at` in a line written at the step's instant (logs.clock)."""
         zone = self.config.zone
-        day = self.day
-        if day is None:
-            day = self.day = self.now.astimezone(zone).date()
-        return logs.local_clock(at.astimezone(zone), day)
+        return logs.local_clock(at.astimezone(zone), self.last_event_at.astimezone(zone).date())
 
     def set_status(self, now: datetime, status: Status) -> None:
         if status != self.status:
             self.status = status
-            self.effects.append(new_status_changed(now, status))
+            self._effects.append(new_status_changed(now, status))
 
     def in_force(self) -> int:
         """The engine numbers (`config.engine_numbers`) limited now, a bit each: THE statement
         of the limit test (A8; A38: a reset at `t` has passed when `now >= t`), worked out once
         per step and again only when the registry changes."""
-        index = self.index
+        index = self.limit_index
         if index is None:
-            index = self.index = index_limits(self.config, self.limits)
-        now = self.now
+            index = self.limit_index = index_limits(self.config, self.limits)
+        now = self.last_event_at
         valid = index.valid  # the answer at an earlier step, if no reset passed since
         if valid is not None and valid[0] <= now < valid[1]:
             mask = valid[2]
@@ -185,15 +139,15 @@ class _Draft:
                 elif until > since:
                     since = until
             index.valid = (since, until_next, mask)
-        self.mask = mask
+        self._mask = mask
         return mask
 
     def limit_of(self, engine: Engine) -> datetime | None:
         """When `engine`, an engine of the team's lanes, comes back if it is limited now."""
         number = self.config.engine_numbers[(engine.provider, engine.model)]
-        mask = self.mask if self.mask is not None else self.in_force()
+        mask = self._mask if self._mask is not None else self.in_force()
         if mask >> number & 1:
-            return self.index.entries[number]  # type: ignore[union-attr]  # read by in_force
+            return self.limit_index.entries[number]  # type: ignore[union-attr]  # read by in_force
         return None
 
     def outage_of(self, provider: str) -> datetime | None:
@@ -201,7 +155,7 @@ class _Draft:
         for record in self.outages:
             if record.provider == provider:
                 retry_at = record.retry_at
-                return retry_at if retry_at > self.now else None
+                return retry_at if retry_at > self.last_event_at else None
         return None
 
     def earliest_free(self, runner: int) -> int | None:
@@ -209,7 +163,7 @@ class _Draft:
         outages = self.outages
         if not self.limits and not outages:
             return 0  # the common case, kept cheap: nothing is out
-        mask = self.mask if self.mask is not None else self.in_force()
+        mask = self._mask if self._mask is not None else self.in_force()
         if not outages:
             for position, bit in enumerate(self.config.lane_bits[runner]):
                 if not mask & bit:
@@ -220,6 +174,9 @@ class _Draft:
             if not mask & bit and self.outage_of(lane[position].provider) is None:
                 return position
         return None
+
+
+check_twin(SchedulerState, _Draft, "scheduler/step.py")
 
 
 def _replace(values: tuple[Any, ...], index: int, value: Any) -> tuple[Any, ...]:
@@ -255,16 +212,16 @@ def _merge_limit(
     merged = merge_limit(record, observed, now)
     if merged is not record:
         d.limits = (*limits[:at], merged, *limits[at + (record is not None):])
-        d.mask = None
-        index = d.index
+        d._mask = None
+        index = d.limit_index
         if index is not None:  # the registry's reading follows the one record that changed
             until = merged.until
             earliest = index.earliest
             if record is not None and record.until == earliest and until > earliest:
-                d.index = None  # the earliest reset moved later: read the registry again
+                d.limit_index = None  # the earliest reset moved later: read the registry again
             else:
                 number = d.config.engine_numbers.get((provider, model))
-                d.index = LimitIndex(
+                d.limit_index = LimitIndex(
                     index.entries if number is None else {**index.entries, number: until},
                     until if earliest is None or until < earliest else earliest)
     return record, merged
@@ -279,7 +236,7 @@ def _record_limit(d: _Draft, now: datetime, engine: Engine, reset_at: datetime |
     _before, merged = _merge_limit(
         d, now, new_engine_limit(engine, until, read, now, "")
     )
-    d.effects.append(new_log(
+    d._effects.append(new_log(
         now, logs.limited_until(engine, d.clock(merged.until)), "limit", engine=engine,
         until=merged.until))
 
@@ -301,7 +258,7 @@ def _observe_limit(d: _Draft, event: LimitObserved) -> bool:
         # An ended limit (A38), kept until the next turn start: nothing to say, also when it
         # ends a defaulted one still in force (a read reset replaces a default, even earlier).
         return True
-    d.effects.append(new_log(
+    d._effects.append(new_log(
         now, logs.limited_elsewhere(event.engine, d.clock(merged.until), merged.source),
         "limit", engine=event.engine, until=merged.until))
     return True
@@ -320,7 +277,7 @@ def _record_outage(d: _Draft, now: datetime, provider: str) -> None:
     kept.append(new_outage(provider, retry_at, attempts))
     kept.sort(key=lambda r: r.provider)
     d.outages = tuple(kept)
-    d.effects.append(new_log(
+    d._effects.append(new_log(
         now, logs.could_not_reach(provider, d.clock(retry_at)), "outage", provider=provider,
         until=retry_at, count=attempts))
 
@@ -329,16 +286,16 @@ def _record_reachable(d: _Draft, now: datetime, provider: str) -> None:
     """A27/A40: any answer proves a provider reachable; its outage ends."""
     if any(record.provider == provider for record in d.outages):
         d.outages = tuple(r for r in d.outages if r.provider != provider)
-        d.effects.append(new_log(
+        d._effects.append(new_log(
             now, logs.reachable_again(provider), "reachable", provider=provider))
 
 
 def _lift_passed_limits(d: _Draft, now: datetime) -> None:
     """A23: at the start of every turn, limits whose reset has passed are lifted."""
     if d.limits:
-        index = d.index
+        index = d.limit_index
         if index is None:
-            index = d.index = index_limits(d.config, d.limits)
+            index = d.limit_index = index_limits(d.config, d.limits)
         earliest = index.earliest
         if earliest is not None and earliest <= now:
             kept = []
@@ -350,10 +307,10 @@ def _lift_passed_limits(d: _Draft, now: datetime) -> None:
                     if earliest is None or until < earliest:
                         earliest = until
             d.limits = tuple(kept)
-            d.index = LimitIndex(
+            d.limit_index = LimitIndex(
                 {number: until for number, until in index.entries.items() if until > now},
                 earliest)
-            d.mask = None
+            d._mask = None
 
 
 # ------------------------------------------------------------------------------------------------
@@ -364,10 +321,10 @@ def _limits_reached(d: _Draft, now: datetime) -> bool:
     """A30/A43: stop when the calls or the call time allowed are used up (unlimited when unset)."""
     config = d.config
     if config.max_iterations is not None and d.iterations >= config.max_iterations:
-        d.effects.append(new_log(
+        d._effects.append(new_log(
             now, logs.max_iterations_reached(d.iterations), "max-iterations", count=d.iterations))
     elif config.max_runtime is not None and d.runtime >= config.max_runtime:
-        d.effects.append(new_log(
+        d._effects.append(new_log(
             now, logs.max_runtime_reached(config.max_runtime.total_seconds() / 60), "max-runtime",
             count=d.iterations))
     else:
@@ -381,7 +338,7 @@ def _seat(d: _Draft, now: datetime, runner: int, position: int) -> None:
     """Remember where `runner` sits, and which earlier entries it passed because of a limit."""
     mask = 0
     if position and d.limits:
-        limited = d.mask if d.mask is not None else d.in_force()
+        limited = d._mask if d._mask is not None else d.in_force()
         bits = d.config.lane_bits[runner]
         for i in range(position):
             if limited & bits[i]:
@@ -410,7 +367,7 @@ def _start(d: _Draft, now: datetime, runner: int, position: int, owner: int) -> 
     d.call = new_call(runner_id, engine, now, owner_id, d.approved is not None)
     if d.status != "running":
         d.set_status(now, "running")
-    d.effects.append(
+    d._effects.append(
         new_start_call(
             now,
             runner_id,
@@ -428,7 +385,7 @@ def _take_seat(d: _Draft, now: datetime, runner: int, position: int, owner: int)
     if position < d.seats[runner] and d.passed[runner] >> position & 1:
         member = d.config.team[runner]
         engine = d.config.lanes[runner][position]
-        d.effects.append(new_log(
+        d._effects.append(new_log(
             now,
             # back on the primary: the provider alone (A9), compared without building it
             logs.lifted(member.id, engine, engine.provider == member.provider
@@ -492,7 +449,7 @@ def _soonest(
 def _sleep(d: _Draft, now: datetime, until: datetime, status: Status, on_message: bool) -> None:
     d.wait_until = until
     d.set_status(now, status)
-    d.effects.append(new_sleep(until, status, on_message))
+    d._effects.append(new_sleep(until, status, on_message))
 
 
 def _waited_for(d: _Draft, what: str, until: datetime) -> dict[str, Any]:
@@ -510,7 +467,7 @@ def _wait_for_own(d: _Draft, now: datetime, owner: int) -> None:
         _wait_for_anyone(d, now)
         return
     until, what, limited = _soonest(d, now, (owner,))
-    d.effects.append(new_log(
+    d._effects.append(new_log(
         now, logs.cannot_hand_over(d.config.team[owner].id, what, d.clock(until)), "wait-own",
         participant=d.config.team[owner].id, until=until, **_waited_for(d, what, until)))
     _sleep(d, now, until, "rate_limited" if limited else "unreachable", False)
@@ -520,12 +477,12 @@ def _wait_for_anyone(d: _Draft, now: datetime) -> None:
     """A18/A27/A40: nobody can take the turn; sleep until the first entry comes back."""
     until, what, limited = _soonest(d, now, range(len(d.config.team)))
     if limited:
-        d.effects.append(new_log(
+        d._effects.append(new_log(
             now, logs.every_participant_limited(what, d.clock(until)), "wait-limited",
             until=until, **_waited_for(d, what, until)))
         _sleep(d, now, until, "rate_limited", False)
     else:
-        d.effects.append(new_log(
+        d._effects.append(new_log(
             now, logs.no_provider_reachable(d.clock(until)), "wait-unreachable", until=until,
             **_waited_for(d, what, until)))
         _sleep(d, now, until, "unreachable", False)
@@ -535,7 +492,7 @@ def _colleague(d: _Draft, now: datetime, owner: int) -> tuple[int, int] | None:
     """A15/A33: the first participant after the owner, in team order, with a free entry."""
     n = len(d.config.team)
     if not d.outages:  # `earliest_free` of each in turn, inline: a bit test per entry
-        mask = d.mask if d.mask is not None else d.in_force()
+        mask = d._mask if d._mask is not None else d.in_force()
         lane_bits = d.config.lane_bits
         for offset in range(1, n + 1):
             runner = (owner + offset) % n
@@ -574,12 +531,12 @@ def _begin_turn(d: _Draft, now: datetime) -> None:
     lane = d.config.lanes[owner]
     if all(d.limit_of(engine) is None for engine in lane):
         # A36: the owner is out only because its providers cannot be reached.
-        d.effects.append(new_log(
+        d._effects.append(new_log(
             now, logs.handover_unreachable(member.id, lane[0].provider, d.config.team[runner].id),
             "handover-unreachable", participant=member.id, provider=lane[0].provider,
             colleague=d.config.team[runner].id))
     else:
-        d.effects.append(new_log(  # A15, A24
+        d._effects.append(new_log(  # A15, A24
             now, logs.handover_limited(member.id, d.config.team[runner].id), "handover-limited",
             participant=member.id, colleague=d.config.team[runner].id))
     _take_seat(d, now, runner, runner_position, owner)
@@ -594,11 +551,11 @@ def _reroute(d: _Draft, now: datetime, runner: int, source: Engine, unreachable:
     if position is not None:
         target = d.config.lanes[runner][position]
         if unreachable:
-            d.effects.append(new_log(
+            d._effects.append(new_log(
                 now, logs.hop_unreachable(member.id, source, target), "hop-unreachable",
                 participant=member.id, engine=source, target=target))
         else:
-            d.effects.append(new_log(
+            d._effects.append(new_log(
                 now, logs.hop_limited(member.id, source, target), "hop-limited",
                 participant=member.id, engine=source, target=target))
         _start(d, now, runner, position, owner)
@@ -619,12 +576,12 @@ def _reroute(d: _Draft, now: datetime, runner: int, source: Engine, unreachable:
         return
     other, other_position = found
     if unreachable:
-        d.effects.append(new_log(
+        d._effects.append(new_log(
             now, logs.handover_unreachable(member.id, source.provider, d.config.team[other].id),
             "handover-unreachable", participant=member.id, engine=source, provider=source.provider,
             colleague=d.config.team[other].id))
     else:
-        d.effects.append(new_log(
+        d._effects.append(new_log(
             now, logs.handover_limited(member.id, d.config.team[other].id), "handover-limited",
             participant=member.id, engine=source, colleague=d.config.team[other].id))
     _take_seat(d, now, other, other_position, owner)
@@ -645,14 +602,14 @@ def _fail(d: _Draft, now: datetime, runner: int, event: CallEnded) -> None:
     member = d.config.team[runner]
     policy = d.config.policy
     if event.kind == "empty" and d.empties[runner] >= policy.empty_turns:
-        d.effects.append(new_log(
+        d._effects.append(new_log(
             now, logs.empty_turns(member.id, policy.empty_turns), "empty-turns",
             participant=member.id, count=d.empties[runner]))
         d.set_status(now, "paused")
         return
     if d.failures >= policy.attempts:
         waited = logs.span(policy.give_up_span())
-        d.effects.append(new_log(
+        d._effects.append(new_log(
             now, logs.gave_up(what, policy.attempts, waited), "gave-up", count=d.failures,
             failure=what))
         d.set_status(now, "paused")
@@ -663,7 +620,7 @@ def _fail(d: _Draft, now: datetime, runner: int, event: CallEnded) -> None:
     for record in d.limits:
         if now < record.until < until:
             until = record.until  # A30: a limited engine back first brings the attempt forward
-    d.effects.append(new_log(
+    d._effects.append(new_log(
         now, logs.failed(member.id, event.engine, what, d.clock(until)), "failed",
         participant=member.id, engine=event.engine, until=until, count=d.failures, failure=what))
     _sleep(d, now, until, "backing_off", True)
@@ -705,7 +662,7 @@ def _on_call_ended(d: _Draft, event: CallEnded) -> None:
     elif d.outages:  # (with nothing out, nothing ends)
         _record_reachable(d, now, engine.provider)  # A40
     if event.posted:
-        d.effects.append(new_log(
+        d._effects.append(new_log(
             now, logs.posted_via(event.participant, engine), "posted",
             participant=event.participant, engine=engine))
         d.failures = 0  # A30: a call that works resets the count
@@ -727,7 +684,7 @@ def _on_call_ended(d: _Draft, event: CallEnded) -> None:
     if not live:
         return
     if kind == "login":
-        d.effects.append(new_log(  # A32
+        d._effects.append(new_log(  # A32
             now, logs.not_logged_in(engine.provider, event.participant), "not-logged-in",
             participant=event.participant, engine=engine, provider=engine.provider))
         d.set_status(now, "paused")
@@ -759,7 +716,7 @@ def _on_woke(d: _Draft, event: Woke) -> None:
     now = event.now
     until = d.wait_until
     if until is not None and now < until:  # woke early: keep sleeping (A38: `now >= t`)
-        d.effects.append(new_sleep(until, d.status, d.status == "backing_off"))
+        d._effects.append(new_sleep(until, d.status, d.status == "backing_off"))
         return
     d.wait_until = None
     _begin_turn(d, now)
@@ -838,12 +795,12 @@ def _on_limit_observed(d: _Draft, event: LimitObserved) -> None:
         _sleep(d, now, until, status, True)
         return
     if changed:
-        mark = len(d.effects)
+        mark = len(d._effects)
         d.wait_until = None
         _begin_turn(d, now)
         if d.call is not None or d.wait_until != until or d.status != status:
             return
-        del d.effects[mark:]  # the same wait as before: nothing new to say
+        del d._effects[mark:]  # the same wait as before: nothing new to say
     _sleep(d, now, until, status, False)
 
 
@@ -932,13 +889,39 @@ def step(state: SchedulerState, event: Event) -> tuple[SchedulerState, tuple[Eff
             f"{last.isoformat()}: time never goes backwards (A38); feed events in the order "
             "they happened"
         )
-    draft = _Draft(state, now)
-    handler(draft, event)
-    if draft.status not in targets:  # pragma: no cover - the table and the handlers disagree
+    d = _new(_Draft)  # the new state, filled from the one before
+    d.config = state.config
+    d.status = state.status
+    d.due = state.due
+    d.approved = state.approved
+    d.gates = state.gates
+    d.limits = state.limits
+    d.outages = state.outages
+    d.failures = state.failures
+    d.empties = state.empties
+    d.seats = state.seats
+    d.passed = state.passed
+    d.call = state.call
+    d.wait_until = state.wait_until
+    d.fresh = state.fresh
+    d.last_runner = state.last_runner
+    d.iterations = state.iterations
+    d.runtime = state.runtime
+    d.last_event_at = now
+    d.limit_index = state.limit_index
+    effects: list[Effect] = []
+    d._effects = effects
+    d._mask = None
+    handler(d, event)
+    if d.status not in targets:  # pragma: no cover - the table and the handlers disagree
         raise AssertionError(
-            f"{type(event).__name__} led {state.status} to {draft.status}, not in the table"
+            f"{type(event).__name__} led {state.status} to {d.status}, not in the table"
         )
-    return draft.freeze(), tuple(draft.effects)
+    if d.limit_index is None:
+        d.limit_index = index_limits(d.config, d.limits)
+    d._effects = d._mask = None  # type: ignore[assignment]  # scratch: None once made
+    d.__class__ = SchedulerState  # type: ignore[assignment]
+    return d, tuple(effects)  # type: ignore[return-value]
 
 
 def next_deadline(state: SchedulerState) -> datetime | None:
