@@ -566,8 +566,11 @@ def cmd_status(args: argparse.Namespace | SimpleNamespace) -> int:
         # A value changed by hand in the store (a time without its offset, a garbage date):
         # status only reads, so it says which file holds it, in one line, and changes nothing.
         from .store import StoreError
+        from .store_diagnose import first_unreadable
 
-        raise StoreError(f"{db} holds a value status cannot read ({exc})", path=db,
+        where = first_unreadable(db)
+        what = f"{where} ({exc})" if where else f"a value status cannot read ({exc})"
+        raise StoreError(f"{db}: {what}; status changed nothing", path=db,
                          kind="read-failed") from None
     print(text)
     return 0
