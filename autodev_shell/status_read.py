@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Final, NamedTuple
 
 from .store_layout import LAYOUT
-from .store_sql import _SQLITE_HEADER, _TABLES, BUSY_TIMEOUT_MS
+from .store_sql import _TABLES, BUSY_TIMEOUT_MS
 from .stored_status import StoredStatus, read_stored_status
 
 #: The shadow copy beside the store (`on_disk.SHADOW_SUFFIX`, restated so that status does not
@@ -73,9 +73,11 @@ def read_status(db: Path) -> StatusReading | None:
 
 
 def _read(db: Path) -> StatusReading:
-    with db.open("rb") as handle:  # a missing, empty or foreign file: the full path says so
-        if handle.read(len(_SQLITE_HEADER)) != _SQLITE_HEADER:
-            raise _Unusual("not an SQLite file")
+    # A missing or empty file: the full path says so (a foreign one fails SQLite's first
+    # statement below). Never opened here but by SQLite: closing any other descriptor of the
+    # file would drop the process's SQLite locks on it (see `RunStore.open`).
+    if db.stat().st_size == 0:
+        raise _Unusual("an empty file")
     try:  # as `on_disk._read_shadow` looks: anything but "no such file" is for the full path
         db.with_name(db.name + SHADOW_SUFFIX).stat()
     except FileNotFoundError:

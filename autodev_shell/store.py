@@ -32,7 +32,6 @@ from .store_controls import CONTROL_COMMANDS, CallProcess, Control, Heartbeat, S
 from .store_layout import LAYOUT, MARKER_VIEW
 from .store_revisions import CommitResult, Marker, Snapshot, StoreRevisions
 from .store_sql import (
-    _SQLITE_HEADER,
     _TABLES,
     BUSY_TIMEOUT_MS,
     StoreError,
@@ -144,6 +143,12 @@ class RunStore(StoreRevisions, StoreThread, StoreControls):
 
         `check` runs `PRAGMA integrity_check` first, so a corrupt or truncated file is refused
         with a `StoreError` (kind "corrupt") instead of failing later mid-run.
+
+        The file is opened by SQLite alone, never read here first: closing any other descriptor
+        of it would silently drop every lock this process's SQLite connections hold on it (POSIX
+        record locks belong to the process and the file), and another process could then take
+        the store for unused and delete the WAL under them. An orchestrator may hold a store
+        open and open it again (`tests/test_store_locks.py`).
         """
         where = Path(path)
         exists = where.exists() and where.stat().st_size > 0
@@ -154,7 +159,6 @@ class RunStore(StoreRevisions, StoreThread, StoreControls):
         if not exists:
             _create_file(where, run_id.strip(), integrity_id.strip(), aliases, now or _utcnow(),
                          factory)
-        _check_header(where)
         try:
             conn = sqlite3.connect(
                 str(where), isolation_level=None, factory=factory, timeout=BUSY_TIMEOUT_MS / 1000
@@ -211,20 +215,6 @@ class RunStore(StoreRevisions, StoreThread, StoreControls):
                          (name, _text(now or _utcnow())))
 
 
-def _check_header(path: Path) -> None:
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(len(_SQLITE_HEADER))
-    except OSError as exc:
-        raise StoreError(f"The run store {path} cannot be read ({_describe(exc)}).",
-                         path=path, kind="read-failed", detail=_describe(exc)) from exc
-    if head != _SQLITE_HEADER:
-        raise StoreError(
-            f"The run store {path} is not an SQLite database (corrupt or overwritten).",
-            path=path, kind="corrupt", detail="bad header",
-        )
-
-
 def _configure(conn: sqlite3.Connection, path: Path) -> None:
     try:
         mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()
@@ -232,6 +222,11 @@ def _configure(conn: sqlite3.Connection, path: Path) -> None:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         conn.execute("PRAGMA foreign_keys = ON")
     except sqlite3.DatabaseError as exc:
+        if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_NOTADB:
+            raise StoreError(
+                f"The run store {path} is not an SQLite database (corrupt or overwritten).",
+                path=path, kind="corrupt", detail="not a database",
+            ) from exc
         raise _corrupt(path, exc) from exc
     if mode is None or str(mode[0]).lower() != "wal":
         raise StoreError(f"The run store {path} cannot be switched to WAL mode.",

@@ -25,8 +25,6 @@ from autodev_core.errors import AutodevError
 #: How long a writer waits for another connection's write lock (a CLI enqueuing a control
 #: while the daemon commits) before the write fails, in milliseconds.
 BUSY_TIMEOUT_MS: Final = 5_000
-#: The first 16 bytes of every SQLite 3 database file.
-_SQLITE_HEADER: Final = b"SQLite format 3\x00"
 #: The tables of the layout (store.py's `_SCHEMA`; `commit_marker` is a view from layout 2 on,
 #: store_layout.py).
 _TABLES: Final = (

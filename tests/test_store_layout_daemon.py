@@ -14,6 +14,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+from contextlib import closing
 from pathlib import Path
 
 from daemon_helpers import WAIT, Daemon, wait_for
@@ -23,7 +24,7 @@ MEMBERS = {"ana": "claude", "rui": "codex", "eva": "agy"}
 
 
 def _rows(db: Path, sql: str) -> list[tuple[object, ...]]:
-    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+    with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
         return conn.execute(sql).fetchall()
 
 
