@@ -12,9 +12,11 @@ user message — and the two results must be equal in every field (lines, final 
 
 from __future__ import annotations
 
+import copy
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import attrs
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
@@ -318,3 +320,27 @@ def test_D_the_storm_replays_as_the_plain_replay(days: int) -> None:
     result = simulate(scenario)
     assert result == replay(scenario)
     assert sum(" limited until " in line.message for line in result.lines) > 20
+
+
+def test_D_a_result_reads_as_one_built_with_its_lines() -> None:
+    # `simulate` builds the lines when they are first read: whichever way a result is first
+    # read, it is the result built with its lines (fields, eq both ways, repr, evolve, copy).
+    plain = replay(LISBON_STORM)
+    built = SimulationResult(lines=plain.lines, state=plain.state, events=plain.events,
+                             calls=plain.calls, ended_at=plain.ended_at)
+    assert built == plain and built.lines is plain.lines
+    firsts: list[Any] = [
+        lambda r: r.lines, lambda r: repr(r), lambda r: r == plain, lambda r: plain == r,
+        lambda r: attrs.evolve(r), lambda r: copy.copy(r), lambda r: attrs.asdict(r),
+        lambda r: r.render(), lambda r: attrs.astuple(r, recurse=False),
+    ]
+    for first in firsts:
+        result = simulate(LISBON_STORM)
+        first(result)
+        assert result == plain and plain == result
+        assert type(result.lines) is tuple and result.lines == plain.lines
+        assert repr(result) == repr(plain)
+        assert attrs.evolve(result) == plain
+        assert attrs.fields(SimulationResult).lines.name == "lines"
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        simulate(LISBON_STORM).lines = ()  # type: ignore[misc]

@@ -17,7 +17,7 @@ from typing import Any, Final
 import attrs
 
 from .._twins import check_twin
-from ..detection.classification import Classification, LimitNotice
+from ..detection.classification import Classification, limit_notice_of
 from ..detection.reader import PreparedClassification, prepare_classification
 from ..engine import Engine
 from ..errors import ConfigError
@@ -25,6 +25,7 @@ from ..scheduler._build import new_call_ended, new_woke
 from ..scheduler.effects import Log, Sleep, StartCall
 from ..scheduler.events import (
     CallEnded,
+    CallKind,
     Event,
     LimitObserved,
     MessageArrived,
@@ -91,6 +92,61 @@ class SimulationResult:
         return tuple(out)
 
 
+class _Pending:
+    """The lines of a result not looked at yet: the log effects `step` returned, in order. The
+    `SimulatedLine`s are built from them when `SimulationResult.lines` is first read (a caller
+    that only counts events, or reads the state, never pays for them)."""
+
+    __slots__ = ("logs",)
+
+    def __init__(self, logs: list[Log]) -> None:
+        self.logs = logs
+
+    def lines(self) -> tuple[SimulatedLine, ...]:
+        # SimulatedLine(at=log.at, message=log.message), built as `step` builds its values: a
+        # twin filled by plain assignment, then made a SimulatedLine (see `_LineSlots`).
+        twin = _LineSlots
+        lines: list[Any] = []
+        add = lines.append
+        for log in self.logs:
+            line: Any = _new(twin)
+            line.at = log.at
+            line.message = log.message
+            line.__class__ = SimulatedLine
+            add(line)
+        return tuple(lines)
+
+
+#: The slot that holds `SimulationResult.lines` (attrs made it).
+_LINES_SLOT: Final[Any] = SimulationResult.__dict__["lines"]
+
+
+class _LinesOnFirstRead:
+    """`SimulationResult.lines`: the slot as attrs made it, except that a result `simulate`
+    returns holds its lines pending (`_Pending`) until they are first read; they are then built
+    and kept in the slot. Every way of reading a result (the attribute, eq, hash, repr, evolve,
+    pickle, `attrs.asdict`) reads the attribute, so it sees the tuple of `SimulatedLine`s a
+    result built with them would hold (tests/test_simulation_reference.py)."""
+
+    def __get__(self, result: object, owner: type | None = None) -> Any:
+        if result is None:
+            return _LINES_SLOT
+        lines = _LINES_SLOT.__get__(result, owner)
+        if lines.__class__ is _Pending:
+            lines = lines.lines()
+            _LINES_SLOT.__set__(result, lines)
+        return lines
+
+    def __set__(self, result: object, lines: Any) -> None:
+        _LINES_SLOT.__set__(result, lines)  # only attrs' own `__init__` sets it: frozen
+
+    def __delete__(self, result: object) -> None:
+        _LINES_SLOT.__delete__(result)
+
+
+type.__setattr__(SimulationResult, "lines", _LinesOnFirstRead())
+
+
 def _stamp(at: datetime, zone: tzinfo) -> str:
     local = at.astimezone(zone)
     return (
@@ -115,10 +171,10 @@ def scheduler_config(scenario: Scenario, *, source: str = "<string>") -> Schedul
 
 class _Reply:
     """One distinct scripted answer on one engine, read once (SPEC D): what its output means
-    (resolved at each call's end when it depends on the instant) and, per participant, the
-    event it ended a call with."""
+    (resolved at each call's end when it depends on the instant) and, per participant, how it
+    ends that participant's calls."""
 
-    __slots__ = ("ended", "exit_code", "fixed", "posted", "prepared", "timed_out")
+    __slots__ = ("ended", "exit_code", "fixed", "limit", "posted", "prepared", "timed_out")
 
     def __init__(
         self, answer: CallAnswer, exit_code: int | None, prepared: PreparedClassification
@@ -129,29 +185,25 @@ class _Reply:
         self.prepared = prepared
         #: The classification when it is the same at every instant (no limit in the output).
         self.fixed: Classification | None = getattr(prepared, "fixed", None)
-        self.ended: dict[str, tuple[CallEnded, str]] = {}
+        #: Else a limit is in the output and is read at every instant: its notice and reset,
+        #: read as `prepared.at` reads them (None: only `prepared.at` knows how).
+        self.limit: Any = getattr(prepared, "limit", None) if self.fixed is None else None
+        #: Per participant, the fields of the `CallEnded` this answer ends its calls with,
+        #: after `now` and before `limit` (see `_Machine.answer`).
+        self.ended: dict[str, tuple[str, Engine, CallKind, bool]] = {}
 
 
 class _Lane:
     """One engine's scripted answers, how many were used, and what each distinct one means."""
 
-    __slots__ = ("answers", "replies", "used")
+    __slots__ = ("answers", "count", "replies", "used")
 
     def __init__(self, answers: tuple[CallAnswer, ...]) -> None:
         self.answers = answers
+        self.count = len(answers)
         self.used = 0
         # Keyed by the answer's fields as written (its duration aside).
         self.replies: dict[tuple[str, str, int, bool, str | None], _Reply] = {}
-
-
-def _retimed(event: CallEnded, now: datetime, limit: LimitNotice | None) -> CallEnded:
-    """`event` ending at `now` with `limit` (when it is a limit), without checking again what
-    was checked when `event` was built: `now` is a validated call's start plus a duration (an
-    aware UTC instant), and `limit` was validated when detection built it. Built as `step`
-    builds its own values (scheduler/_build.py); tests/test_simulation_reads_once.py compares
-    it with `call_ended`."""
-    return new_call_ended(now, event.participant, event.engine, event.kind, event.posted,
-                          limit if event.limit is not None else None, event.exit_code)
 
 
 class _LineSlots:
@@ -195,31 +247,41 @@ class _Machine:
             lane = self.lanes[engine.provider, engine.model] = _Lane(())
         index = lane.used
         lane.used = index + 1
-        answers = lane.answers
-        answer = answers[index] if index < len(answers) else self.fallback
-        key = (answer.stdout, answer.stderr, answer.exit, answer.timeout, answer.post)
-        reply = lane.replies.get(key)
+        answer = lane.answers[index] if index < lane.count else self.fallback
+        reply = lane.replies.get(
+            (answer.stdout, answer.stderr, answer.exit, answer.timeout, answer.post)
+        )
         if reply is None:
-            # SPEC D: a call that timed out was killed by the shell and has no exit code, as a
-            # real one has none; its output is classified as such (endless reconnects are an
-            # outage, A37).
-            exit_code = None if answer.timeout else answer.exit
-            reply = lane.replies[key] = _Reply(
-                answer, exit_code, self._prepared(engine.provider, answer, exit_code)
-            )
-        start = effect.at
-        if start.tzinfo is not UTC:
-            start = start.astimezone(UTC)
-        end = start + answer.duration  # A6: elapsed time
-        # Each distinct answer is read once; only what depends on the instant (a limit's reset)
-        # is worked out at each call's end, as `classify_output` would.
-        classification = reply.fixed or reply.prepared.at(end, self.zone)
-        # The same answer ends the same participant's call on this engine the same way (its kind
-        # follows the classification's kind, the post and the exit, not the instant): the event
-        # is built and checked once, then only its instant and a limit's notice change.
+            reply = self._reply(lane, engine.provider, answer)
+        end = effect.at
+        if end.tzinfo is not UTC:
+            end = end.astimezone(UTC)
+        end += answer.duration  # A6: elapsed time
+        # The same answer ends the same participant's calls on this engine the same way: the
+        # kind follows the classification's kind (the same at every instant: a limit is in the
+        # output or it is not), the post and the exit, not the instant. The first such call's
+        # event is built and checked by `call_ended`; later ones are built from its fields as
+        # `step` builds its own values (scheduler/_build.py), with only the instant and a
+        # limit's notice new (tests/test_simulation_reads_once.py, test_simulation_reference.py).
         known = reply.ended.get(effect.participant)
-        if known is not None and known[1] == classification.kind:
-            return _retimed(known[0], end, classification.limit)
+        if known is not None:
+            participant, engine, kind, posted = known
+            limit = reply.limit
+            if limit is None:
+                if reply.fixed is not None:
+                    return new_call_ended(end, participant, engine, kind, posted, None,
+                                          reply.exit_code)
+            elif end.__class__ is datetime and end.tzinfo is UTC:  # what `prepared.at` checks
+                # Each distinct answer is read once; only what depends on the instant (a
+                # limit's reset) is worked out at each call's end, as `classify_output` would.
+                read = limit.read(end, self.zone)
+                if read is not None:  # always: a limit is in the output
+                    # The provider was checked when the answer was read, the reset built by a
+                    # reader: `prepared.at`'s notice, not checked again.
+                    return new_call_ended(end, participant, engine, kind, posted,
+                                          limit_notice_of(limit.provider, read[0], read[1]),
+                                          reply.exit_code)
+        classification = reply.fixed or reply.prepared.at(end, self.zone)
         event = call_ended(
             end,
             effect.participant,
@@ -229,8 +291,21 @@ class _Machine:
             exit_code=reply.exit_code,
             timed_out=reply.timed_out,
         )
-        reply.ended[effect.participant] = (event, classification.kind)
+        if known is None and event.exit_code == reply.exit_code:
+            reply.ended[effect.participant] = (
+                event.participant, event.engine, event.kind, event.posted
+            )
         return event
+
+    def _reply(self, lane: _Lane, provider: str, answer: CallAnswer) -> _Reply:
+        # SPEC D: a call that timed out was killed by the shell and has no exit code, as a real
+        # one has none; its output is classified as such (endless reconnects are an outage,
+        # A37).
+        exit_code = None if answer.timeout else answer.exit
+        reply = lane.replies[
+            answer.stdout, answer.stderr, answer.exit, answer.timeout, answer.post
+        ] = _Reply(answer, exit_code, self._prepared(provider, answer, exit_code))
+        return reply
 
     def _prepared(
         self, provider: str, answer: CallAnswer, exit_code: int | None
@@ -286,9 +361,8 @@ def _simulate(scenario: Scenario, source: str, max_events: int) -> SimulationRes
         key=lambda pair: pair[0],
     )
     peers.reverse()  # the next one last, popped when it is learned
-    lines: list[SimulatedLine] = []
-    add_line = lines.append
-    twin = _LineSlots
+    logs: list[Log] = []  # the result's lines, built when first read (`_Pending`)
+    add_log = logs.append
     answer = machine.answer
     call_at: datetime | None = None
     call: CallEnded | None = None
@@ -303,13 +377,7 @@ def _simulate(scenario: Scenario, source: str, max_events: int) -> SimulationRes
         for effect in effects:
             kind = type(effect)  # the classes step builds, never subclassed
             if kind is Log:
-                # SimulatedLine(at=effect.at, message=effect.message), built at once (the log
-                # effect is then free to go): see `_LineSlots`.
-                line: Any = _new(twin)
-                line.at = effect.at  # type: ignore[union-attr]
-                line.message = effect.message  # type: ignore[union-attr]
-                line.__class__ = SimulatedLine
-                add_line(line)
+                add_log(effect)  # type: ignore[arg-type]
             elif kind is StartCall:
                 call = answer(effect)  # type: ignore[arg-type]
                 call_at = call.now
@@ -371,7 +439,7 @@ def _simulate(scenario: Scenario, source: str, max_events: int) -> SimulationRes
     over = state.status in ("paused", "stopped")
     ended_at = now if over else until
     return SimulationResult(
-        lines=tuple(lines),
+        lines=_Pending(logs),  # type: ignore[arg-type]  # SimulationResult.lines builds them
         state=state, events=events, calls=machine.calls, ended_at=ended_at,
         horizon_reached=not over and scenario.until is None,
     )
