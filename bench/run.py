@@ -405,24 +405,31 @@ NOTES = """\
   `object.__setattr__` per field); the state carries its limit registry read by engine number
   (`limit_index`, changed in place of a rebuild when one record changes), a step works out
   once which engines are limited now (a bit each), and a lane entry or a colleague's lane is
-  then a bit test instead of a scan of the registry. Deterministic counts over the trace,
-  before → now: bytecodes per step 1,790 → 1,375; instructions (valgrind) 95,700 → 82,800
-  (175,000 before issue 13's first round; the event alone 13,600 → 9,200), against 139,000
-  for a tenacity attempt; a single limit step stays at about 1,350 bytecodes and 92,000
-  instructions. Time follows these only loosely, and on this loaded machine the gain in time
-  (a few per cent) was within the noise of the measurement (two copies of the same code,
-  timed side by side in one process, differ by up to 5%). valgrind's cache and branch
-  simulation counts, per trace step, about 1,700 instruction-cache misses and 1,300
-  mispredicted indirect jumps (the interpreter's dispatch over many different paths and
-  4,000 different states) for 82,800 instructions, where a tenacity attempt, one path
-  repeated, has 2,100 and 1,800 for 139,000: the trace pays for its variety, not for its
-  instructions. What is left on a post step (57% of the trace, about 1,180 bytecodes): the
-  call's end and the posted line (`_on_call_ended`, `new_log`, about 20%), copying the 19
-  fields of the state in and out (about 15%), the turn's start (`_begin_turn`, `_start`,
-  `_seat`, the `Call` and the `StartCall`, about 25%), the event's construction (about 8%)
-  and which engines are limited now (about 10%). Reaching 0.8 on the trace likely needs a
-  step that does fewer, cheaper Python operations per call than this design allows — for
-  example not copying the state's fields at all.
+  then a bit test instead of a scan of the registry. Since the last page (issue 13, this
+  round): a step makes its new state in place — the draft it changes is a twin of
+  `SchedulerState` (`_twins.py`) filled once from the state before and made the new state by
+  setting its class, where a scratch copy had its 19 fields copied in and out again — and
+  what a set of limited engines means for the lanes (each participant's first free entry, the
+  entries a seat further down passed, who takes a turn a participant cannot) is worked out
+  once per set and config (`Limited`), carried from step to step and changed in place when
+  one record changes or limits are lifted. Deterministic counts over the trace, since issue
+  13's first round → last page → now: bytecodes per step 1,790 → 1,375 → 1,141; instructions
+  (valgrind) 95,700 → 82,800 → 69,700 (175,000 before issue 13), against about 130,000-139,000
+  for a tenacity attempt; a single limit step 1,350 → 1,100 bytecodes. Time follows these
+  only loosely: timed side by side in one process on a loaded machine (load 4-6 on 2 cores),
+  the last page's code and this one gave 0.95 and 0.85 tenacity attempts (medians of 25
+  rounds; 8-11% less in three runs), so the page's 0.87 should come to about 0.78-0.80, at
+  the target's edge. valgrind's cache and branch simulation shows why time lags: per trace
+  step some 1,700 instruction-cache misses and 1,300 mispredicted indirect jumps (the
+  interpreter's dispatch over many different paths and 4,000 different states), about as many
+  as a tenacity attempt that has nearly twice the instructions. What is left on a post step
+  (57% of the trace, 953 bytecodes): the call's end and its posted line (`_on_call_ended`,
+  `new_log`, about 24%), filling the new state (`step`, about 16%), the event's construction
+  (about 10%) and the turn's start (`_begin_turn`, lifting passed limits, `_start`, `_seat`,
+  the `Call` and the `StartCall`, about 40%). In C, each twin's `__class__` assignment costs
+  some 600 instructions (CPython compares the two classes' slot names; about six per step),
+  and each engine a log line formats (`str(engine)`, a call back into Python from the
+  f-string) about 1,200: fewer of both is what a further step would aim at.
 - **2, simulation throughput.** `simulate` reads each distinct answer once (a notice confirmed
   and its reset parsed; login and network not looked for when a limit is certain) and at each
   call's end only resolves the reset: a duration by one addition, a clock time by the zone's
@@ -545,6 +552,10 @@ CHANGES = """\
   limited (a bit each): ~1.5 → ~0.9 tenacity attempts on the trace (1,790 → 1,375 bytecodes
   per step since issue 13's first round), ~1.3 → ~0.75 on a limit `CallEnded`. What callers
   build is still checked.
+- `step` makes its new state in place (a twin of the state filled once, no second copy of its
+  fields) and reads what a set of limited engines means for the lanes (first free entries,
+  passed entries, who takes a turn) from a record worked out once per set: 1,375 → 1,141
+  bytecodes and 82,800 → 69,700 instructions per trace step, 8-11% less time side by side.
 - `autodev status` reads the fields it shows from the stored JSON and counts the posts instead
   of reading them: no scheduler, cattrs, write path or sharing client; ~7× → ~4× `python -c
   pass`. Operator commands (`say`, `pause`, `resume`, `stop`) load the store alone: ~4× → ~3×.

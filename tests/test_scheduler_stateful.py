@@ -11,14 +11,24 @@ with) must be the ones a checked build derives."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import attrs
 import pytest
 
 from autodev_core.engine import Engine
-from autodev_core.scheduler import Effect, Event, Log, SchedulerState
+from autodev_core.participant import Participant
+from autodev_core.scheduler import (
+    Effect,
+    EngineLimit,
+    Event,
+    Log,
+    SchedulerConfig,
+    SchedulerState,
+    initial_state,
+)
+from autodev_core.scheduler.state import limited_at
 from autodev_core.testing import SchedulerMachine, scheduler_configs
 
 
@@ -51,6 +61,49 @@ class SchedulerRuns(SchedulerMachine):
                 assert getattr(after, field.name) == getattr(again, field.name), field.name
         for effect in effects:
             assert rebuilt(effect) == effect
+        check_carried_answer(after)
+
+
+def lanes_at(state: SchedulerState, at: datetime) -> tuple[
+        int, tuple[int | None, ...], tuple[int, ...], tuple[tuple[int, int] | None, ...]]:
+    """The rule restated from the registry itself (A8: limited while `at` is before the reset;
+    A23, A15, A33): the engines limited at `at` as the config's engine bits, each participant's
+    first free lane entry, its limited entries (a bit per position), and for each owner the
+    first participant after it in team order with a free entry."""
+    config = state.config
+    out = {(r.engine.provider, r.engine.model) for r in state.limits if at < r.until}
+    mask = sum(1 << n for key, n in config.engine_numbers.items() if key in out)
+    first: list[int | None] = []
+    passed: list[int] = []
+    for lane in config.lanes:
+        limited = [(e.provider, e.model) in out for e in lane]
+        first.append(limited.index(False) if False in limited else None)
+        passed.append(sum(1 << i for i, x in enumerate(limited) if x))
+    n = len(first)
+    colleague: list[tuple[int, int] | None] = []
+    for owner in range(n):
+        after = [(r, first[r]) for r in [(owner + k) % n for k in range(1, n + 1)]]
+        colleague.append(next(((r, p) for r, p in after if p is not None), None))
+    return mask, tuple(first), tuple(passed), tuple(colleague)
+
+
+def check_carried_answer(state: SchedulerState) -> None:
+    """Issue 13: the registry's reading carries its last answer — the engines limited over a
+    span of time, and what that means for each lane — from step to step, changed in place of
+    worked out again when one record changes or limits are lifted. It must hold over its whole
+    span: at its first instant, at its last, and now."""
+    valid = state.limit_index.valid
+    if valid is None:
+        return
+    since, until, limited = valid
+    assert since < until
+    instants = [since, until - timedelta(microseconds=1)]
+    now = state.last_event_at
+    if now is not None and since <= now < until:
+        instants.append(now)
+    for at in instants:
+        assert (limited.mask, limited.first, limited.limited, limited.colleague) == lanes_at(
+            state, at), at
 
 
 class SmallTeams(SchedulerRuns):
@@ -69,3 +122,37 @@ def test_rebuilding_refuses_an_illegal_derived_value() -> None:
     object.__setattr__(log, "at", datetime(2026, 12, 1, 9))  # what a checked build refuses
     with pytest.raises(ValueError, match="aware datetime"):
         rebuilt(log)
+
+
+def test_what_a_set_of_limited_engines_means_is_worked_out_once_and_forgotten_in_time() -> None:
+    """Issue 13: the lanes under each set of limited engines are worked out the first time a
+    step meets it and kept on the config — the same answer as the rule restated from a registry
+    holding exactly those engines, every time, and never more than 1,024 sets remembered."""
+    team = (
+        Participant(id="ana", provider="claude", model="opus",
+                    failover=(Engine("codex"), Engine("claude", "sonnet"))),
+        Participant(id="rui", provider="codex", failover=(Engine("agy"), Engine("claude"))),
+        Participant(id="eva", provider="agy", failover=(Engine("codex", "o3"),)),
+    )
+    config = SchedulerConfig(team=team)
+    now = datetime(2026, 12, 1, 9, tzinfo=UTC)
+    engines = sorted(config.engine_numbers.items(), key=lambda item: item[1])
+
+    def holding(mask: int) -> SchedulerState:
+        """A registry holding exactly the engines of `mask`, each limited for an hour."""
+        limits = tuple(
+            EngineLimit(Engine(provider, model), now + timedelta(hours=1))
+            for (provider, model), number in engines if mask >> number & 1)
+        return attrs.evolve(initial_state(config), limits=limits, last_event_at=now)
+
+    def answer(mask: int) -> tuple[Any, ...]:
+        limited = limited_at(config, mask)
+        return limited.mask, limited.first, limited.limited, limited.colleague
+
+    for mask in range(1 << len(engines)):
+        assert answer(mask) == lanes_at(holding(mask), now)
+        assert answer(mask) == lanes_at(holding(mask), now)  # remembered: the same answer
+    for mask in range(3_000):  # more sets than it remembers
+        limited_at(config, mask)
+        assert len(config.limited_cache) <= 1_024
+    assert answer(5) == lanes_at(holding(5), now)  # forgotten, then worked out again

@@ -284,7 +284,7 @@ class StateSlots:
         "config", "status", "due", "approved", "gates", "limits", "outages",
         "failures", "empties", "seats", "passed", "call", "wait_until", "fresh",
         "last_runner", "iterations", "runtime", "last_event_at", "limit_index", "_effects",
-        "_mask")
+        "_limited")
     config: SchedulerConfig
     status: Status
     due: int
@@ -305,7 +305,7 @@ class StateSlots:
     last_event_at: datetime | None
     limit_index: LimitIndex
     _effects: None
-    _mask: None
+    _limited: None
 
 
 _twin(SchedulerState, StateSlots)
@@ -358,5 +358,5 @@ def new_state(
     state.last_event_at = last_event_at
     state.limit_index = index_limits(config, limits)
     state._effects = None
-    state._mask = None
+    state._limited = None
     return freeze_state(state)

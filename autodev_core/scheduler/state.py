@@ -75,6 +75,9 @@ class SchedulerConfig:
     engine_numbers: Mapping[tuple[str, str | None], int] = attrs.field(
         init=False, eq=False, repr=False)
     lane_bits: tuple[tuple[int, ...], ...] = attrs.field(init=False, eq=False, repr=False)
+    #: what each set of limited engines (a mask of their bits) means for the lanes, worked out
+    #: the first time a step meets it (`limited_at`)
+    limited_cache: dict[int, Limited] = attrs.field(init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         if not self.team:
@@ -115,6 +118,7 @@ class SchedulerConfig:
         )
         object.__setattr__(self, "engine_numbers", MappingProxyType(numbers))
         object.__setattr__(self, "lane_bits", lane_bits)
+        object.__setattr__(self, "limited_cache", {})
 
 
 @attrs.frozen(weakref_slot=False)  # no weak references: see _build.py
@@ -165,8 +169,8 @@ class LimitIndex:
     asks "is engine n limited now" by number, a bit test instead of a scan of the registry
     (issue 13).
 
-    `valid` is a cache for `step` (not compared): `(since, until, mask)`, the engine numbers
-    limited at any instant from `since` (included) to `until` (excluded), a bit each; between
+    `valid` is a cache for `step` (not compared): `(since, until, limited)`, the engines
+    limited at any instant from `since` (included) to `until` (excluded) (`Limited`); between
     two resets of the registry the answer does not change."""
 
     __slots__ = ("earliest", "entries", "valid")
@@ -174,7 +178,7 @@ class LimitIndex:
     def __init__(self, entries: Mapping[int, datetime], earliest: datetime | None) -> None:
         self.entries = entries
         self.earliest = earliest
-        self.valid: tuple[datetime, datetime, int] | None = None
+        self.valid: tuple[datetime, datetime, Limited] | None = None
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, LimitIndex):
@@ -185,6 +189,62 @@ class LimitIndex:
 
     def __repr__(self) -> str:
         return f"LimitIndex(entries={self.entries!r}, earliest={self.earliest!r})"
+
+
+class Limited:
+    """The team's lanes when the engines of `mask` (a bit per engine number,
+    `SchedulerConfig.engine_numbers`) are limited and no provider is out, for each participant
+    by its place in the team: `first`, its first free lane entry (None: none is free, A23);
+    `limited`, its lane entries that are limited, a bit per position (the entries a seat
+    further down passed, `SchedulerState.passed`); `colleague`, for a turn it owes, the first
+    participant after it in team order with a free entry, and that entry (None: nobody, A15,
+    A33). Worked out once per mask and config (`limited_at`), read by `step`; never changed."""
+
+    __slots__ = ("colleague", "first", "limited", "mask")
+
+    def __init__(self, config: SchedulerConfig, mask: int) -> None:
+        self.mask = mask
+        first: list[int | None] = []
+        limited: list[int] = []
+        for bits in config.lane_bits:
+            free = None
+            out = 0
+            for position, bit in enumerate(bits):
+                if mask & bit:
+                    out |= 1 << position
+                elif free is None:
+                    free = position
+            first.append(free)
+            limited.append(out)
+        n = len(first)
+        colleague: list[tuple[int, int] | None] = []
+        for owner in range(n):
+            found = None
+            for offset in range(1, n + 1):
+                runner = (owner + offset) % n
+                entry = first[runner]
+                if entry is not None:
+                    found = (runner, entry)
+                    break
+            colleague.append(found)
+        self.first = tuple(first)
+        self.limited = tuple(limited)
+        self.colleague = tuple(colleague)
+
+
+#: The most masks a config remembers (`SchedulerConfig.limited_cache`): a run meets few.
+LIMITED_CACHE_SIZE = 1024
+
+
+def limited_at(config: SchedulerConfig, mask: int) -> Limited:
+    """`Limited(config, mask)`, worked out once per config and mask."""
+    cache = config.limited_cache
+    found = cache.get(mask)
+    if found is None:
+        if len(cache) >= LIMITED_CACHE_SIZE:
+            cache.clear()
+        found = cache[mask] = Limited(config, mask)
+    return found
 
 
 def index_limits(config: SchedulerConfig, limits: tuple[EngineLimit, ...]) -> LimitIndex:
@@ -247,7 +307,7 @@ class SchedulerState:
     # instant — only while it runs. None on every state a caller sees; not arguments, not
     # compared, not serialised.
     _effects: list[Any] | None = attrs.field(init=False, default=None, eq=False, repr=False)
-    _mask: int | None = attrs.field(init=False, default=None, eq=False, repr=False)
+    _limited: Limited | None = attrs.field(init=False, default=None, eq=False, repr=False)
 
     # Times inside the state are checked once, as events (their source) are built; the state is
     # rebuilt at every step, so its own checks are kept to what an event cannot guarantee.

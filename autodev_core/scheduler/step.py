@@ -52,11 +52,13 @@ from .registry import merge_limit
 from .state import (
     Call,
     EngineLimit,
+    Limited,
     LimitIndex,
     Outage,
     SchedulerConfig,
     SchedulerState,
     index_limits,
+    limited_at,
 )
 
 
@@ -78,7 +80,7 @@ class _Draft:
     `_twins.py`) filled from the state before, changed in place by the handlers, then made a
     SchedulerState by setting its `__class__` (no second copy of the fields). Its instant is
     `last_event_at`; `limit_index` is None while `limits` changed and was not read again;
-    `_effects` collects what the shell must do, and `_mask` which engines are limited at the
+    `_effects` collects what the shell must do, and `_limited` which engines are limited at the
     step's instant (None: not worked out yet)."""
 
     __slots__ = StateSlots.__slots__
@@ -102,7 +104,7 @@ class _Draft:
     last_event_at: datetime
     limit_index: LimitIndex | None
     _effects: list[Effect]
-    _mask: int | None
+    _limited: Limited | None
 
     # -- small helpers ----------------------------------------------------------------------
 
@@ -116,17 +118,18 @@ class _Draft:
             self.status = status
             self._effects.append(new_status_changed(now, status))
 
-    def in_force(self) -> int:
-        """The engine numbers (`config.engine_numbers`) limited now, a bit each: THE statement
-        of the limit test (A8; A38: a reset at `t` has passed when `now >= t`), worked out once
-        per step and again only when the registry changes."""
+    def in_force(self) -> Limited:
+        """The engines limited now (`Limited`: their numbers, `config.engine_numbers`, a bit
+        each, and what follows for the lanes): THE statement of the limit test (A8; A38: a
+        reset at `t` has passed when `now >= t`), worked out once per step and again only when
+        the registry changes."""
         index = self.limit_index
         if index is None:
             index = self.limit_index = index_limits(self.config, self.limits)
         now = self.last_event_at
         valid = index.valid  # the answer at an earlier step, if no reset passed since
         if valid is not None and valid[0] <= now < valid[1]:
-            mask = valid[2]
+            limited = valid[2]
         else:
             mask = 0
             since = _DAWN
@@ -138,15 +141,15 @@ class _Draft:
                         until_next = until
                 elif until > since:
                     since = until
-            index.valid = (since, until_next, mask)
-        self._mask = mask
-        return mask
+            limited = limited_at(self.config, mask)
+            index.valid = (since, until_next, limited)
+        self._limited = limited
+        return limited
 
     def limit_of(self, engine: Engine) -> datetime | None:
         """When `engine`, an engine of the team's lanes, comes back if it is limited now."""
         number = self.config.engine_numbers[(engine.provider, engine.model)]
-        mask = self._mask if self._mask is not None else self.in_force()
-        if mask >> number & 1:
+        if (self._limited or self.in_force()).mask >> number & 1:
             return self.limit_index.entries[number]  # type: ignore[union-attr]  # read by in_force
         return None
 
@@ -163,12 +166,10 @@ class _Draft:
         outages = self.outages
         if not self.limits and not outages:
             return 0  # the common case, kept cheap: nothing is out
-        mask = self._mask if self._mask is not None else self.in_force()
+        limited = self._limited or self.in_force()
         if not outages:
-            for position, bit in enumerate(self.config.lane_bits[runner]):
-                if not mask & bit:
-                    return position
-            return None
+            return limited.first[runner]
+        mask = limited.mask
         lane = self.config.lanes[runner]
         for position, bit in enumerate(self.config.lane_bits[runner]):
             if not mask & bit and self.outage_of(lane[position].provider) is None:
@@ -212,7 +213,7 @@ def _merge_limit(
     merged = merge_limit(record, observed, now)
     if merged is not record:
         d.limits = (*limits[:at], merged, *limits[at + (record is not None):])
-        d._mask = None
+        d._limited = None
         index = d.limit_index
         if index is not None:  # the registry's reading follows the one record that changed
             until = merged.until
@@ -221,9 +222,27 @@ def _merge_limit(
                 d.limit_index = None  # the earliest reset moved later: read the registry again
             else:
                 number = d.config.engine_numbers.get((provider, model))
-                d.limit_index = LimitIndex(
+                changed = LimitIndex(
                     index.entries if number is None else {**index.entries, number: until},
                     until if earliest is None or until < earliest else earliest)
+                valid = index.valid
+                if valid is not None and valid[0] <= now < valid[1]:
+                    # The engines limited now, but for the one that changed; the span they
+                    # hold for only narrows (a narrower span is read again sooner: still true).
+                    since, until_next, limited = valid
+                    if number is not None:
+                        if until > now:
+                            mask = limited.mask | 1 << number
+                            if until < until_next:
+                                until_next = until
+                        else:
+                            mask = limited.mask & ~(1 << number)
+                            if until > since:
+                                since = until
+                        if mask != limited.mask:
+                            limited = limited_at(d.config, mask)
+                    changed.valid = (since, until_next, limited)
+                d.limit_index = changed
     return record, merged
 
 
@@ -307,10 +326,20 @@ def _lift_passed_limits(d: _Draft, now: datetime) -> None:
                     if earliest is None or until < earliest:
                         earliest = until
             d.limits = tuple(kept)
-            d.limit_index = LimitIndex(
-                {number: until for number, until in index.entries.items() if until > now},
-                earliest)
-            d._mask = None
+            # Every reset left is still to come: all of them limit their engine until the
+            # first of them passes.
+            entries = {}
+            mask = 0
+            until_next = _DUSK
+            for number, until in index.entries.items():
+                if until > now:
+                    entries[number] = until
+                    mask |= 1 << number
+                    if until < until_next:
+                        until_next = until
+            lifted = d.limit_index = LimitIndex(entries, earliest)
+            lifted.valid = (now, until_next, limited_at(d.config, mask))
+            d._limited = None
 
 
 # ------------------------------------------------------------------------------------------------
@@ -337,12 +366,8 @@ def _limits_reached(d: _Draft, now: datetime) -> bool:
 def _seat(d: _Draft, now: datetime, runner: int, position: int) -> None:
     """Remember where `runner` sits, and which earlier entries it passed because of a limit."""
     mask = 0
-    if position and d.limits:
-        limited = d._mask if d._mask is not None else d.in_force()
-        bits = d.config.lane_bits[runner]
-        for i in range(position):
-            if limited & bits[i]:
-                mask |= 1 << i
+    if position and d.limits:  # the limited entries before `position`
+        mask = (d._limited or d.in_force()).limited[runner] & ((1 << position) - 1)
     if d.seats[runner] != position:
         d.seats = _replace(d.seats, runner, position)
     if d.passed[runner] != mask:
@@ -490,16 +515,9 @@ def _wait_for_anyone(d: _Draft, now: datetime) -> None:
 
 def _colleague(d: _Draft, now: datetime, owner: int) -> tuple[int, int] | None:
     """A15/A33: the first participant after the owner, in team order, with a free entry."""
+    if not d.outages:  # worked out once for the engines limited now
+        return (d._limited or d.in_force()).colleague[owner]
     n = len(d.config.team)
-    if not d.outages:  # `earliest_free` of each in turn, inline: a bit test per entry
-        mask = d._mask if d._mask is not None else d.in_force()
-        lane_bits = d.config.lane_bits
-        for offset in range(1, n + 1):
-            runner = (owner + offset) % n
-            for position, bit in enumerate(lane_bits[runner]):
-                if not mask & bit:
-                    return runner, position
-        return None
     for offset in range(1, n + 1):
         runner = (owner + offset) % n
         free = d.earliest_free(runner)
@@ -513,8 +531,11 @@ def _begin_turn(d: _Draft, now: datetime) -> None:
     if d.call is not None:  # resumed or restarted while a call ran: its end decides
         d.set_status(now, "running")
         return
-    _lift_passed_limits(d, now)
-    owner = _owner(d)
+    if d.limits:
+        index = d.limit_index
+        if index is None or (index.earliest is not None and index.earliest <= now):
+            _lift_passed_limits(d, now)
+    owner = d.due if d.approved is None else d.config.index[d.approved]  # `_owner`, inline
     position = d.earliest_free(owner)
     if position is not None:
         _take_seat(d, now, owner, position, owner)
@@ -662,9 +683,8 @@ def _on_call_ended(d: _Draft, event: CallEnded) -> None:
     elif d.outages:  # (with nothing out, nothing ends)
         _record_reachable(d, now, engine.provider)  # A40
     if event.posted:
-        d._effects.append(new_log(
-            now, logs.posted_via(event.participant, engine), "posted",
-            participant=event.participant, engine=engine))
+        d._effects.append(new_log(  # (participant, engine): positional, cheaper
+            now, logs.posted_via(event.participant, engine), "posted", event.participant, engine))
         d.failures = 0  # A30: a call that works resets the count
         if d.empties[runner]:
             d.empties = _replace(d.empties, runner, 0)  # A31: a post resets the count
@@ -911,7 +931,7 @@ def step(state: SchedulerState, event: Event) -> tuple[SchedulerState, tuple[Eff
     d.limit_index = state.limit_index
     effects: list[Effect] = []
     d._effects = effects
-    d._mask = None
+    d._limited = None
     handler(d, event)
     if d.status not in targets:  # pragma: no cover - the table and the handlers disagree
         raise AssertionError(
@@ -919,7 +939,7 @@ def step(state: SchedulerState, event: Event) -> tuple[SchedulerState, tuple[Eff
         )
     if d.limit_index is None:
         d.limit_index = index_limits(d.config, d.limits)
-    d._effects = d._mask = None  # type: ignore[assignment]  # scratch: None once made
+    d._effects = d._limited = None  # type: ignore[assignment]  # scratch: None once made
     d.__class__ = SchedulerState  # type: ignore[assignment]
     return d, tuple(effects)  # type: ignore[return-value]
 
