@@ -7,8 +7,9 @@ effects built by `logs`. `TRANSITIONS` is the table of what each event may do in
 (h2's style); an event outside it is a caller's mistake and raises `SchedulerProtocolError`;
 the diagram in docs/scheduler.md is generated from it (`diagram.py`).
 
-Inside one step a `_Draft` (a private, mutable scratch copy) collects changes so that a single
-frozen state is built at the end, which keeps the hot path cheap.
+Inside one step the new state is made in place: a `_Draft` (a twin of `SchedulerState`, see
+`_twins.py`) is filled once from the state before, changed by the handlers, and becomes the
+frozen new state by setting its class, which keeps the hot path cheap.
 """
 
 from __future__ import annotations
