@@ -414,11 +414,11 @@ NOTES = """\
   once per set and config (`Limited`), carried from step to step and changed in place when
   one record changes or limits are lifted. Deterministic counts over the trace, since issue
   13's first round → last page → now: bytecodes per step 1,790 → 1,375 → 1,141; instructions
-  (valgrind) 95,700 → 82,800 → 69,700 (175,000 before issue 13), against about 130,000-139,000
-  for a tenacity attempt; a single limit step 1,350 → 1,100 bytecodes. Time follows these
+  (valgrind) 95,700 → 82,800 → 69,700 (175,000 before issue 13), against 128,000-139,000
+  for a tenacity attempt; a single limit step 1,320 → 1,200 bytecodes. Time follows these
   only loosely: timed side by side in one process on a loaded machine (load 4-6 on 2 cores),
   the last page's code and this one gave 0.95 and 0.85 tenacity attempts (medians of 25
-  rounds; 8-11% less in three runs), so the page's 0.87 should come to about 0.78-0.80, at
+  rounds; 8-14% less in two such runs), so the page's 0.87 should come to about 0.78-0.80, at
   the target's edge. valgrind's cache and branch simulation shows why time lags: per trace
   step some 1,700 instruction-cache misses and 1,300 mispredicted indirect jumps (the
   interpreter's dispatch over many different paths and 4,000 different states), about as many
@@ -426,7 +426,7 @@ NOTES = """\
   (57% of the trace, 953 bytecodes): the call's end and its posted line (`_on_call_ended`,
   `new_log`, about 24%), filling the new state (`step`, about 16%), the event's construction
   (about 10%) and the turn's start (`_begin_turn`, lifting passed limits, `_start`, `_seat`,
-  the `Call` and the `StartCall`, about 40%). In C, each twin's `__class__` assignment costs
+  the `Call` and the `StartCall`, about 45%). In C, each twin's `__class__` assignment costs
   some 600 instructions (CPython compares the two classes' slot names; about six per step),
   and each engine a log line formats (`str(engine)`, a call back into Python from the
   f-string) about 1,200: fewer of both is what a further step would aim at.
@@ -555,7 +555,7 @@ CHANGES = """\
 - `step` makes its new state in place (a twin of the state filled once, no second copy of its
   fields) and reads what a set of limited engines means for the lanes (first free entries,
   passed entries, who takes a turn) from a record worked out once per set: 1,375 → 1,141
-  bytecodes and 82,800 → 69,700 instructions per trace step, 8-11% less time side by side.
+  bytecodes and 82,800 → 69,700 instructions per trace step, 8-14% less time side by side.
 - `autodev status` reads the fields it shows from the stored JSON and counts the posts instead
   of reading them: no scheduler, cattrs, write path or sharing client; ~7× → ~4× `python -c
   pass`. Operator commands (`say`, `pause`, `resume`, `stop`) load the store alone: ~4× → ~3×.
