@@ -433,25 +433,26 @@ NOTES = """\
 - **2, simulation throughput.** `simulate` reads each distinct answer once (a notice confirmed
   and its reset parsed; login and network not looked for when a limit is certain) and at each
   call's end only resolves the reset: a duration by one addition, a clock time by the zone's
-  rules. What it derives from values already checked (the `LimitNotice` and `Classification`
-  of a notice read again, the call's `CallEnded`, a wake, the result's `SimulatedLine`s) is
-  built by slot assignment, as `step` builds its effects. Its own cost (`step`'s outcomes
-  replayed, see the details) went from about 300 to about 200 loop iterations per event
-  (valgrind, which does not swing: 45,800 → 26,700 instructions per event), and `step` is now
-  about three quarters of the time. Measured alternately, before row 1's cheaper `step`:
-  0.00128 events per trivial-loop iteration against 0.00109 before (medians of 11 runs, loaded
-  machine), some 780 loop iterations per event of which `step` was about 580, so the simulation's
-  part alone could not reach 600. With row 1's `step` and the builders below, this page's run
-  (a quiet machine, but a host whose trivial loop ran at only 16 million iterations/s where it
-  ran at 25-30 million before) gives 0.00175 events per loop iteration, about 570 loop
-  iterations per event: under the 600 that 50,000 events/s needs at 30 million iterations/s,
-  but 28,000 events/s on this host at this hour, so the row's verdict, on events/s, stays
-  missed. What is left of the simulation's part, in instructions: reading the
-  storm's 24 distinct answers (about 18%: some 500,000 instructions each, the detectors'
-  keyword passes), the 3,667 `SimulatedLine`s (about 12%), and the loop, the answer lookup,
-  the resets and re-timing each call's end (now through the scheduler's twin-class builders,
-  `new_call_ended` and `new_woke`: about 10% fewer instructions for the storm than the slot
-  setters they replace).
+  rules. A limit read again goes straight from the answer read once to the call's event (no
+  `Classification` built and dropped); a call's end is rebuilt from the fields of the first
+  one of the same answer and participant through the scheduler's builders; the result's lines
+  are built only when first read (`SimulationResult.lines`, the same tuple, eq and repr).
+  `tests/test_simulation_reference.py` holds `simulate` equal, on any scenario, to a plain
+  replay that classifies and builds everything afresh. Deterministic counts on the storm
+  (valgrind, instructions per event): the simulation's own part (`step` replayed) 45,800 →
+  26,700 → 19,400; the whole, with row 1's state-in-place `step`, 90,800 → 87,000 — of which
+  `step` is about 67,600, more than three quarters. The floor this shows: at the trivial
+  loop's pace (about 140 instructions per loop iteration on this interpreter), `step` alone
+  costs about 490 loop iterations per event, so even a simulation that cost nothing besides
+  `step` would give 50,000 events/s only on a host whose trivial loop runs at 24.5 million
+  iterations/s or more; on the 16-18 million of this host in this session it cannot, and the
+  target of about 350 loop iterations per event needs `step` itself near 45,000 instructions
+  per event (row 1). What is left of the simulation's part (about 19,400 instructions per
+  event): reading the storm's 24 distinct answers (about 20%: the detectors' keyword passes
+  and confirming regexes, once per answer), resolving a clock-time reset at each limit (about
+  38,000 instructions each, most of it the zone's `astimezone`; a duration costs about
+  13,000), the answer lookup and each call's end built (`new_call_ended`), and the loop
+  itself (about 120 bytecodes per event: the effects, the next instant).
 - **3, detection.** Long stdout goes through a sieve first: blocks of 64 KiB with the bytes no
   keyword needs dropped and the case folded (one `bytes.translate` with `delete`), then searched
   for what is left of each keyword; only blocks that pass are searched in full and only their
@@ -542,7 +543,9 @@ CHANGES = """\
 - `simulate` reads each distinct answer once and resolves only the reset per call; a notice's
   reset is parsed once; each distinct call ending is built and checked once, then re-timed.
   What it derives from checked values (a notice read again, a call's end, a wake, the lines)
-  is built by slot assignment: its own cost ~300 → ~200 loop iterations per event.
+  is built by slot assignment: its own cost ~300 → ~200 loop iterations per event. A limit
+  read again goes straight to the call's event, and the result's lines are built when first
+  read: the simulation's own part 26,700 → 19,400 instructions per event.
 - Cold start: `autodev_core` re-exports lazily (PEP 562), cattrs and YAML load on first use,
   each CLI command imports what it uses: `autodev --help` ~9× → ~2× `python -c pass`.
 - `step` builds what it derives (effects, the new state) by plain slot assignment without
