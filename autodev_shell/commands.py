@@ -185,6 +185,11 @@ def start_run(
             )
             try:
                 return runner.run(stop_at=stop_at)
+            except (Terminated, KeyboardInterrupt):
+                # A shutdown asked for by a signal is a clean one: the backup catches up first
+                # (B14; a kill -9 leaves it at most a cadence behind, the store holds it all).
+                runner.flush_replicas()
+                raise
             finally:
                 if sharing is not None:
                     sharing.close()
@@ -366,6 +371,7 @@ def _status(store: RunStore, now: datetime) -> tuple[dict[str, Any], tzinfo]:
 def _facts(read: StatusReading, now: datetime) -> tuple[dict[str, Any], tzinfo]:
     """`_status` from what was read of the store (by a `RunStore`, or by `status_read` alone),
     with the lock and the sharing file beside it."""
+    from .replica_status import replica_facts
     from .runlock import daemon_holding
     from .sharing_status import sharing_facts
 
@@ -401,6 +407,7 @@ def _facts(read: StatusReading, now: datetime) -> tuple[dict[str, Any], tzinfo]:
         },
         "posts": read.posts,
         "sharing": sharing_facts(Path(read.store).parent / SHARING_FILE),
+        "replicas": replica_facts(read.store, read.revision),
     }
     zone: tzinfo = UTC
     if state is not None:
@@ -433,6 +440,7 @@ def format_status(facts: dict[str, Any], now: datetime, zone: tzinfo) -> list[st
     from autodev_core.times import clock as clock_text
     from autodev_core.times import format_left
 
+    from .replica_status import replica_line
     from .sharing_status import sharing_line
 
     def at(text: str) -> str:
@@ -475,6 +483,11 @@ def format_status(facts: dict[str, Any], now: datetime, zone: tzinfo) -> list[st
     lines.append(
         f"persistence: {persistence['summary']}; store at revision {persistence['revision']}"
     )
+    replicas = facts.get("replicas")
+    if replicas is not None:
+        written = replicas["checkpoint"]["written_at"]
+        lines.append(replica_line(replicas, _ago(datetime.fromisoformat(written), now)
+                                  if written is not None else None))
     lines.append(f"posts: {facts['posts']}")
     stand_in = daemon.get("lock_file_time")
     gone = "" if daemon["running"] else ", not running"

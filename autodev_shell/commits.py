@@ -1,5 +1,6 @@
-"""The daemon's writes (SPEC C2, C3, B4-B9, B20): one revision per step, the turn gate's wait
-for confirmed writes, the heartbeat, and the check that the store is still the file it opened.
+"""The daemon's writes (SPEC C2, C3, B4-B9, B14-B16, B20): one revision per step, the turn
+gate's wait for confirmed writes, the heartbeat, the replicas' sync between commits, and the
+check that the store is still the file it opened.
 
 `Commits` is the part of `Runner` (autodev_shell/runner.py) that writes: the loop hands it the
 scheduler state after each step, with the posts and taken controls that step carries, and it
@@ -64,6 +65,7 @@ class Commits:
         self.revision = max(store.revision, durability.highest_revision)
         self.untaken: set[int] = set()  # controls carried out, not yet marked taken
         self._beat_failed = False
+        self._sync_failed = False
         self._db_file = _file_id(store.path)
         self._wal_path = Path(f"{store.path}-wal")
         self._wal_file = _file_id(self._wal_path)
@@ -118,6 +120,22 @@ class Commits:
             ):
                 return False
 
+    # --- the replicas between commits (B14-B16) ---------------------------------------------
+
+    def sync_replicas(self, now: datetime, *, flush: bool = False) -> None:
+        """The replica steps the core's cadence says are due now; with `flush`, every replica
+        behind the store is brought level (pause, stop, a clean exit). A failure is logged once
+        (and again after a success): the replica stays "pending sync" and is tried again."""
+        result = self.durability.sync_replicas(now=now, flush=flush).result
+        if result.failed:
+            if not self._sync_failed:
+                failures = "; ".join(f"{f.replica}: {f.error}" for f in result.failed)
+                self.log.note(now, f"replicas not synced ({failures}); the store holds every "
+                                   "revision, the sync is tried again")
+            self._sync_failed = True
+        elif result.succeeded:
+            self._sync_failed = False
+
     # --- the heartbeat and the store file (C2) ---------------------------------------------
 
     def beat(self, now: datetime) -> None:
@@ -137,6 +155,7 @@ class Commits:
             if self._beat_failed:
                 self.log.note(now, "heartbeat written to the store again")
             self._beat_failed = False
+        self.sync_replicas(now)  # B14: a replica left behind while the daemon waits catches up
 
     def check_store_file(self) -> None:
         """The store this daemon writes is still the file at its path, and so is its WAL (same

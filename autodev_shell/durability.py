@@ -6,8 +6,11 @@
 2. commit every pending revision to the canonical store, one transaction each, oldest first,
    re-checking before each write that the run it was queued for is still active (B12);
 3. on success report `Accepted(<store tier>, revision)` (B7), remove the shadow copy, and run
-   the replica sync steps the core plans (checkpoint, optional search rebuild), each on its
-   own so one failing does not stop the others (B15, B16);
+   the replica sync steps the core plans (checkpoint, optional search rebuild) at the cadence
+   it keeps (`SyncCadence`: a replica is synced when it is a number of revisions or seconds
+   behind, else it stays "pending sync", B14), each on its own so one failing does not stop
+   the others (B15, B16); `sync_replicas` runs the same steps between commits (a heartbeat)
+   and, with `flush`, brings every replica level (pause, stop, a clean exit);
 4. on failure write the shadow copy of what is still pending and report
    `Queued(..., recoverable_tier="shadow")` (B6), or plain `Queued` when even the shadow
    failed; the pending revisions are retried on the next call (or `retry`);
@@ -52,7 +55,9 @@ from autodev_core.control.persistence import (
     turn_gate,
 )
 from autodev_core.control.replicas import (
+    DEFAULT_CADENCE,
     ReplicaState,
+    SyncCadence,
     SyncOutcome,
     SyncPlan,
     SyncResult,
@@ -117,6 +122,15 @@ class PersistResult:
     shadow_dropped: tuple[str, ...] = ()
 
 
+@attrs.frozen
+class ReplicaSync:
+    """What one `Durability.sync_replicas` did: the checkpoint write (None when the core
+    planned none) and the folded result of every step (B16)."""
+
+    checkpoint: CheckpointWrite | None
+    result: SyncResult
+
+
 class Durability:
     """The persistence side of one run's daemon: the store, its checkpoint and shadow files,
     the persistence state the core reduces, and the revisions not yet committed.
@@ -124,6 +138,11 @@ class Durability:
     Build it with `Durability.open` after taking the run lock (C4): it sweeps the temp files
     a killed predecessor left, which is safe only while no other writer is alive. The shadow
     file is `self.shadow` (autodev_shell/shadow_file.py).
+
+    `cadence` is when the replicas follow the primary (the core's `SyncCadence`; None syncs
+    them after every commit); `checkpoint_synced_at` is when the checkpoint on disk was
+    written, if known (its `written_at`): a replica with no known sync time is synced at the
+    first chance.
     """
 
     def __init__(
@@ -142,6 +161,8 @@ class Durability:
         shadow_max_bytes: int = SHADOW_MAX_BYTES,
         highest_revision: int = 0,
         shadow_dropped: Sequence[str] = (),
+        cadence: SyncCadence | None = DEFAULT_CADENCE,
+        checkpoint_synced_at: datetime | None = None,
     ) -> None:
         self.store = store
         self.checkpoint_file = checkpoint_file
@@ -151,6 +172,11 @@ class Durability:
         self._checkpoint_revision = checkpoint_revision
         self._search = search
         self._search_revision = search_revision
+        self.cadence = cadence
+        #: When each replica was last brought level (B14's "pending sync" ends there).
+        self._synced_at: dict[str, datetime] = {}
+        if checkpoint_synced_at is not None and checkpoint_revision is not None:
+            self._synced_at[CHECKPOINT_REPLICA] = checkpoint_synced_at
         self.shadow = ShadowFile(shadow_file, max_bytes=shadow_max_bytes, foreign=foreign,
                                  dropped=shadow_dropped)
         self._highest = max([highest_revision, *(p.revision for p in self._pending)])
@@ -174,6 +200,7 @@ class Durability:
         checkpoint_file: Path | None = None,
         shadow_file: Path | None = None,
         shadow_max_bytes: int | None = None,
+        cadence: SyncCadence | None = DEFAULT_CADENCE,
     ) -> Durability:
         """Resume from what is on disk: the persistence state last committed (its stale pending
         flag settled by the core, B8), and the shadow copy's revisions the store does not hold
@@ -193,6 +220,7 @@ class Durability:
             shadow_file=shadow_file, checkpoint_revision=ckpt.revision if ckpt else None,
             tiers=tiers, search=search, foreign=disk.foreign,
             highest_revision=disk.highest_revision, shadow_dropped=disk.dropped,
+            cadence=cadence, checkpoint_synced_at=ckpt.written_at if ckpt else None,
             **({} if shadow_max_bytes is None else {"shadow_max_bytes": shadow_max_bytes}),
         )
         if disk.pending:
@@ -303,6 +331,19 @@ class Durability:
         """The core's replica audit (B14): status and the replicas pending sync."""
         audit = audit_replicas(self._primary_revision(), self._replicas())
         return audit.status, audit.pending
+
+    @property
+    def checkpoint_revision(self) -> int | None:
+        """The revision the checkpoint on disk holds, as this daemon last wrote or read it."""
+        return self._checkpoint_revision
+
+    def sync_replicas(self, *, now: datetime, flush: bool = False) -> ReplicaSync:
+        """Run the replica sync steps the core plans now (B14-B16): those the cadence says are
+        due (a heartbeat between commits), or, with `flush`, every replica behind the primary
+        (pause, stop, a clean exit). Each step on its own; a failed one stays behind and is
+        tried again when next due."""
+        checkpoint, result = self._sync_replicas(now, flush=flush)
+        return ReplicaSync(checkpoint, result)
 
     # --- persisting ------------------------------------------------------------------------
 
@@ -436,8 +477,11 @@ class Durability:
         except StoreError:
             return None
 
-    def _sync_replicas(self, now: datetime) -> tuple[CheckpointWrite | None, SyncResult]:
-        plan: SyncPlan = plan_replica_sync(self._primary_revision(), self._replicas())
+    def _sync_replicas(self, now: datetime, *, flush: bool = False,
+                       ) -> tuple[CheckpointWrite | None, SyncResult]:
+        plan: SyncPlan = plan_replica_sync(
+            self._primary_revision(), self._replicas(), cadence=self.cadence, now=now,
+            synced_at=self._synced_at, flush=flush)
         outcomes: list[SyncOutcome] = []
         checkpoint: CheckpointWrite | None = None
         for step in plan.steps:  # B16: each step on its own; one failing stops no other.
@@ -446,6 +490,7 @@ class Durability:
                                               tiers=self.tiers)
                 if checkpoint.ok:
                     self._checkpoint_revision = checkpoint.revision
+                    self._synced_at[step.replica] = now
                 outcomes.append(SyncOutcome(step.replica, checkpoint.ok,
                                             checkpoint.failure or ""))
             elif step.action == "rebuild-search" and self._search is not None:
@@ -457,6 +502,7 @@ class Durability:
                                                                     f"{exc}"))
                 else:
                     self._search_revision = snapshot.revision
+                    self._synced_at[step.replica] = now
                     outcomes.append(SyncOutcome(step.replica, True))
         return checkpoint, combine_sync_results(plan, outcomes)
 

@@ -215,6 +215,11 @@ class Runner:
         """See `Commits.check_store_file` (raises `RunFolderGone`)."""
         self.commits.check_store_file()
 
+    def flush_replicas(self) -> None:
+        """Bring every replica level with the store now (pause, stop, a clean exit): the
+        checkpoint then holds every revision (B13-B16); see `Commits.sync_replicas`."""
+        self.commits.sync_replicas(self.clock.now(), flush=True)
+
     def end_previous_call(self) -> None:
         """See `CliCalls.end_previous_call`: end a call a killed daemon left running."""
         self.cli.end_previous_call()
@@ -247,11 +252,13 @@ class Runner:
             if self.state.status == "stopped":
                 break
             if self.state.status == "paused":
+                self.flush_replicas()  # B14: a paused run's backup holds all it has
                 self._wait_while_paused(events)
                 continue
             # A status with nothing to do next cannot happen; stop rather than spin.
             self.log.note(self.clock.now(), f"nothing to do while {self.state.status}; stopping")
             events.append(_Todo(StopRequested(now=self.clock.now())))
+        self.flush_replicas()  # B14: a stopped run's backup holds all it has
         return RunSummary(
             status=self.state.status,
             events=self.events,

@@ -39,6 +39,7 @@ DEFAULTED: dict[str, dict[str, str]] = {
         "checkpoint_file": "derived from the store's path",
         "shadow_file": "derived from the store's path",
         "shadow_max_bytes": "the documented cap (docs/store.md)",
+        "cadence": "the core's DEFAULT_CADENCE, the documented replica sync (docs/store.md)",
     },
     "RunStore.open": {
         "integrity_id": "the reference CLI's run has no integrity id besides its run id",

@@ -12,7 +12,9 @@ replicas is only "replicas pending sync" (B14).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+from collections.abc import Iterable, Mapping
+from datetime import datetime
 from typing import Final, Literal
 
 import attrs
@@ -265,17 +267,76 @@ class SyncPlan:
     blocked: str | None = None
 
 
+def _positive_revisions(_instance: object, _attribute: object, value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"a sync cadence counts at least 1 revision, not {value!r}")
+
+
+def _seconds(_instance: object, _attribute: object, value: float) -> None:
+    if (isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
+            or value < 0):
+        raise ValueError(f"a sync cadence's seconds are a finite number ≥ 0, not {value!r}")
+
+
+@attrs.frozen
+class SyncCadence:
+    """When a replica behind the primary is brought level (B14: until then it is only
+    "pending sync", which is normal).
+
+    A replica behind is synced when it is `revisions` or more revisions behind, or when its
+    last sync is `seconds` or more old (or in the future: the clock was set back), or when it
+    was never synced, or when the caller asks for a flush (pause, stop, a clean exit). Between
+    those, it stays behind: the primary is the only reliable revision (B13), and rewriting a
+    whole-thread backup after every commit makes a long run quadratic.
+    """
+
+    revisions: int = attrs.field(default=25, validator=_positive_revisions)
+    seconds: float = attrs.field(default=60.0, validator=_seconds)
+
+
+#: The daemon's cadence: a backup at most 25 revisions or about a minute old (docs/store.md).
+DEFAULT_CADENCE: Final = SyncCadence()
+
+
+def replica_sync_due(
+    primary_revision: int,
+    replica: ReplicaState,
+    *,
+    cadence: SyncCadence,
+    now: datetime,
+    synced_at: datetime | None,
+    flush: bool = False,
+) -> bool:
+    """Whether `replica`, behind the primary at `primary_revision`, is due for a sync now under
+    `cadence` (see `SyncCadence`); `synced_at` is when it was last brought level, if known."""
+    if flush or synced_at is None:
+        return True
+    if primary_revision - (replica.revision or 0) >= cadence.revisions:
+        return True
+    age = (now - synced_at).total_seconds()
+    return age >= cadence.seconds or age < 0
+
+
 def plan_replica_sync(
     primary_revision: int | None,
     replicas: Iterable[ReplicaState],
     *,
     repair: bool = False,
+    cadence: SyncCadence | None = None,
+    now: datetime | None = None,
+    synced_at: Mapping[str, datetime] | None = None,
+    flush: bool = False,
 ) -> SyncPlan:
     """Steps to bring replicas in line with the primary (B14, B16).
 
     Replicas behind the primary are synced. With `repair`, replicas *ahead* of it are rewritten
     from it too (the primary is the only reliable revision, B13); without it they are left for
     a person to look at. Without a primary there is nothing to sync from.
+
+    With a `cadence` (and `now`), a replica behind is synced only when `replica_sync_due` says
+    so, given when it was last synced (`synced_at`, by replica name; a replica missing from it
+    was never synced) and `flush`; the others stay "pending sync" (B14). Without one, every
+    replica behind is synced, as after every commit.
     """
     replicas = tuple(replicas)
     audit = audit_replicas(primary_revision, replicas)
@@ -283,6 +344,17 @@ def plan_replica_sync(
         return SyncPlan((), None, "primary-missing" if audit.drift else None)
     wanted = {"pending-sync", "replica-ahead"} if repair else {"pending-sync"}
     targets = {i.replica for i in audit.issues if i.kind in wanted}
+    if cadence is not None:
+        if now is None:
+            raise ValueError("a sync cadence needs the time now")
+        last = synced_at or {}
+        behind = {i.replica for i in audit.issues if i.kind == "pending-sync"}
+        primary = audit.primary_revision
+        targets = {
+            r.name for r in replicas
+            if r.name in targets and (r.name not in behind or replica_sync_due(
+                primary, r, cadence=cadence, now=now, synced_at=last.get(r.name), flush=flush))
+        }
     steps = tuple(
         SyncStep(r.name, _action_of(r.role), audit.primary_revision)
         for r in replicas

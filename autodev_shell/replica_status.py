@@ -1,0 +1,100 @@
+"""What `autodev status` says of the replicas (SPEC B13-B14, C6): the checkpoint beside the
+store, and whether it is level with the store, "pending sync" (behind: normal between the
+daemon's syncs, B14) or drifted.
+
+Read with json alone, like the rest of a normal status (issue 13): the checkpoint's revision
+and write time come from its JSON without the store's records. The audit is the core's
+`audit_replicas`; for the cases a daemon leaves (no checkpoint yet, one level with the store
+or behind it) its answer is restated here so that status loads no attrs, and
+tests/test_replica_status.py holds the two equal for every pair of revisions. Anything else (a
+checkpoint ahead of the store, or a checkpoint without a store revision) asks the core.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Final
+
+#: The checkpoint beside the store (`checkpoint.CHECKPOINT_SUFFIX`, restated so that status
+#: does not load the write path; the tests hold the two equal).
+CHECKPOINT_SUFFIX: Final = ".checkpoint.json"
+#: The checkpoint file's `format` (`checkpoint.CHECKPOINT_FORMAT`, held equal by the tests).
+CHECKPOINT_FORMAT: Final = "autodev-checkpoint"
+#: The checkpoint's replica name in the audit (`durability.CHECKPOINT_REPLICA`).
+CHECKPOINT_REPLICA: Final = "checkpoint"
+
+
+def read_checkpoint_head(path: Path) -> tuple[int | None, str | None, bool]:
+    """(revision, written_at, readable) of the checkpoint at `path`: (None, None, True) when
+    there is none, (None, None, False) when it cannot be read as one."""
+    try:
+        text = path.read_bytes()
+    except FileNotFoundError:
+        return None, None, True
+    except OSError:
+        return None, None, False
+    try:
+        data = json.loads(text)
+        snapshot = data["snapshot"]
+        revision = snapshot["revision"]
+        written_at = data["written_at"]
+        ok = (data["format"] == CHECKPOINT_FORMAT and isinstance(revision, int)
+              and not isinstance(revision, bool) and isinstance(written_at, str)
+              and datetime.fromisoformat(written_at).utcoffset() is not None)
+    except (ValueError, TypeError, KeyError):
+        ok = False
+    if not ok:
+        return None, None, False
+    return revision, written_at, True
+
+
+def audit_status(primary_revision: int, checkpoint_revision: int | None) -> str:
+    """B14's status of the store and its checkpoint: "in-sync", "pending-sync", "drift" or
+    "empty" (see the module doc for which cases are restated)."""
+    if checkpoint_revision is None and primary_revision > 0:
+        return "pending-sync"  # no checkpoint yet (or an unreadable one): the next sync writes it
+    if checkpoint_revision is not None and 0 < checkpoint_revision <= primary_revision:
+        return "in-sync" if checkpoint_revision == primary_revision else "pending-sync"
+    from autodev_core.control.replicas import ReplicaState, audit_replicas
+
+    replica = ReplicaState(CHECKPOINT_REPLICA, "backup", checkpoint_revision)
+    return audit_replicas(primary_revision, (replica,)).status
+
+
+def replica_facts(db: str | Path, primary_revision: int) -> dict[str, Any]:
+    """`status --json`'s `replicas`: the audit's status and the checkpoint as read."""
+    db = Path(db)
+    path = db.with_name(db.name + CHECKPOINT_SUFFIX)
+    revision, written_at, readable = read_checkpoint_head(path)
+    behind = primary_revision - revision if revision is not None else None
+    return {
+        "status": audit_status(primary_revision, revision),
+        "behind": behind if behind is not None and behind > 0 else None,
+        "checkpoint": {"path": str(path), "revision": revision, "written_at": written_at,
+                       "readable": readable},
+    }
+
+
+def replica_line(facts: dict[str, Any], ago: str | None) -> str:
+    """The `checkpoint:` line of `autodev status`; `ago` is how old its write is, if known."""
+    checkpoint = facts["checkpoint"]
+    status = facts["status"]
+    revision = checkpoint["revision"]
+    when = f", written {ago}" if ago else ""
+    if not checkpoint["readable"]:
+        return (f"checkpoint: unreadable ({checkpoint['path']}); replicas pending sync, the "
+                "daemon's next sync rewrites it")
+    if revision is None:
+        if status == "empty":
+            return "checkpoint: none (the store holds nothing yet)"
+        return "checkpoint: none yet; replicas pending sync (the store holds every revision)"
+    if status == "in-sync":
+        return f"checkpoint: revision {revision}, level with the store{when}"
+    if status == "pending-sync":
+        behind = facts["behind"]
+        count = f"{behind} revision{'s' if behind != 1 else ''} behind the store"
+        return (f"checkpoint: revision {revision}, {count}{when}: replicas pending sync (normal "
+                "between syncs; the store holds every revision)")
+    return f"checkpoint: revision {revision}{when}; {status}: ahead of the store (B14)"
