@@ -16,7 +16,15 @@ from typing import TYPE_CHECKING, NamedTuple
 import attrs
 
 from .store_layout import migrate
-from .store_sql import StoreConnection, StoreError, _rollback, _scalar, _text, _time
+from .store_sql import (
+    StoreConnection,
+    StoreError,
+    _rollback,
+    _scalar,
+    _text,
+    _time,
+    size_wal,
+)
 from .store_thread import NewPost, Post, _posts, _save_turn_input
 
 if TYPE_CHECKING:  # loaded where used: `autodev pause` reads no state (issue 13)
@@ -76,6 +84,9 @@ class StoreRevisions(StoreConnection):
     #: Whether this connection has seen the store at the current layout; until then each write
     #: of a revision checks it (store_layout.py) inside its transaction.
     _layout_current = False
+    #: Whether this connection has given the WAL its working size (`store_sql.size_wal`): its
+    #: first commit does, so that later commits overwrite the WAL instead of growing it.
+    _wal_sized = False
 
     # --- the revision commit (C3) -----------------------------------------------------------
 
@@ -122,6 +133,9 @@ class StoreRevisions(StoreConnection):
         try:
             if not self._layout_current:
                 migrate(conn)  # a layout-1 store: its first commit brings it to layout 2
+            if not self._wal_sized:
+                size_wal(conn)
+                self._wal_sized = True
             for index, post in enumerate(posts):
                 cursor = conn.execute(
                     "INSERT INTO posts (post_key, revision, at, participant, engine, text) "

@@ -9,6 +9,7 @@ controls each have their own module (store_thread.py, store_revisions.py, store_
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import sqlite3
@@ -82,6 +83,71 @@ def clean_text(value: str) -> str:
 def _utcnow() -> datetime:
     # The shell may read the clock; every method still takes `now` so tests pin it.
     return datetime.now(UTC)
+
+
+#: The WAL file format's fixed sizes: the file's header and each frame's header (a frame is
+#: its header and one page).
+_WAL_HEADER: Final = 32
+_FRAME_HEADER: Final = 24
+#: Frames past `wal_autocheckpoint` the WAL is sized for: the commit that crosses the
+#: checkpoint's threshold ends past it (a large revision writes a few dozen pages).
+_WAL_SLACK_FRAMES: Final = 64
+#: What fills a frame the WAL is sized with: page number 0, which no frame ever has (SQLite
+#: reads a frame with page 0 as the end of the log, whatever its salts and checksums), then
+#: bytes that are not zeros, so that every block of it is written (a virtual disk may keep
+#: no block for zeros, and a first write to such a block is as slow as growing the file).
+_FILL_PAGE_NUMBER: Final = b"\0\0\0\0"
+_FILL_BYTE: Final = b"\xa5"
+
+
+def size_wal(conn: sqlite3.Connection) -> None:
+    """Give the WAL of `conn`'s database its working size now, as frames no reader takes.
+
+    A WAL grows by each commit's frames until its automatic checkpoint, after which commits
+    overwrite it from its start. While it grows, each commit's `fdatasync` also makes the
+    file's new blocks and size durable, which on a quiet disk costs about half as much again
+    as the commit (issue 13). Sized once, those blocks are then only overwritten.
+
+    Call it inside a write transaction (`BEGIN IMMEDIATE`): SQLite's write lock keeps every
+    other connection from appending frames meanwhile. Only whole frames past the file's end
+    are written, where SQLite has none, and each has page number 0: SQLite's recovery stops at
+    the first frame that has page 0 or salts or checksums that do not match the header's,
+    as it does at the old frames past the end of a WAL it restarted. SQLite never truncates
+    the WAL (`journal_size_limit` stays -1, its default) and deletes it when the last
+    connection closes. The frames reach the disk with the caller's commit (its `fdatasync` of
+    the WAL). A WAL whose size is not a whole number of frames is left alone; one that cannot
+    be sized (a full disk) is cut back to its size and grows as before.
+    """
+    try:
+        checkpoint_pages = int(_scalar(conn, "PRAGMA wal_autocheckpoint"))
+        page = int(_scalar(conn, "PRAGMA page_size"))
+        database = next(
+            (str(row[2]) for row in conn.execute("PRAGMA database_list") if row[1] == "main"), "")
+    except sqlite3.Error:
+        return  # left to the commit's own statements to fail, or not
+    if checkpoint_pages <= 0 or not database:
+        return  # no automatic checkpoint (no working size), or no file (in memory)
+    frame = _FRAME_HEADER + page
+    wanted = _WAL_HEADER + (checkpoint_pages + _WAL_SLACK_FRAMES) * frame
+    try:  # SQLite's own name for its WAL; never made here (SQLite sets its mode)
+        fd = os.open(f"{database}-wal", os.O_WRONLY | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        size = os.fstat(fd).st_size
+        start = max(size, _WAL_HEADER)  # an empty WAL: SQLite writes the header first
+        if start >= wanted or (start - _WAL_HEADER) % frame:
+            return
+        fill = (_FILL_PAGE_NUMBER + _FILL_BYTE * (frame - len(_FILL_PAGE_NUMBER)))
+        fill *= (wanted - start) // frame
+        try:
+            if os.pwrite(fd, fill, start) != len(fill):  # short: the file may grow no more
+                raise OSError(errno.EFBIG, "the WAL could not be sized")
+        except OSError:
+            with suppress(OSError):
+                os.ftruncate(fd, size)
+    finally:
+        os.close(fd)
 
 
 def _describe(exc: BaseException) -> str:

@@ -49,14 +49,18 @@ def test_C3_a_small_revision_writes_at_most_8_KiB(tmp_path: Path) -> None:
 def wal_commits(path: Path) -> list[list[int]]:
     """The page numbers of the WAL's frames, one list per committed transaction (the WAL file
     format: a 32-byte header, then frames of a 24-byte header and one page; a frame whose
-    second field is non-zero ends a transaction)."""
+    second field is non-zero ends a transaction; the log ends at the first frame whose page
+    number is 0 or whose salts are not the header's)."""
     data = Path(f"{path}-wal").read_bytes()
     page = struct.unpack(">I", data[8:12])[0]
+    salts = data[16:24]
     commits: list[list[int]] = []
     frames: list[int] = []
     offset = 32
     while offset + 24 + page <= len(data):
         number, ends = struct.unpack(">II", data[offset:offset + 8])
+        if number == 0 or data[offset + 8:offset + 16] != salts:
+            break
         frames.append(number)
         if ends:
             commits.append(frames)
