@@ -98,6 +98,8 @@ _WAL_SLACK_FRAMES: Final = 64
 #: no block for zeros, and a first write to such a block is as slow as growing the file).
 _FILL_PAGE_NUMBER: Final = b"\0\0\0\0"
 _FILL_BYTE: Final = b"\xa5"
+#: The size of the sizing's writes, one memory page (`size_wal`).
+_CHUNK: Final = 4096
 
 
 def size_wal(conn: sqlite3.Connection) -> None:
@@ -138,11 +140,19 @@ def size_wal(conn: sqlite3.Connection) -> None:
         start = max(size, _WAL_HEADER)  # an empty WAL: SQLite writes the header first
         if start >= wanted or (start - _WAL_HEADER) % frame:
             return
-        fill = (_FILL_PAGE_NUMBER + _FILL_BYTE * (frame - len(_FILL_PAGE_NUMBER)))
-        fill *= (wanted - start) // frame
+        fill = memoryview(
+            (_FILL_PAGE_NUMBER + _FILL_BYTE * (frame - len(_FILL_PAGE_NUMBER)))
+            * ((wanted - start) // frame))
         try:
-            if os.pwrite(fd, fill, start) != len(fill):  # short: the file may grow no more
-                raise OSError(errno.EFBIG, "the WAL could not be sized")
+            # One memory page at a time, as SQLite's own small writes fill the WAL: the kernel
+            # sizes its page-cache entries by the write, and a commit's small write into a
+            # large one costs time in proportion to its size.
+            offset, end = start, start + len(fill)
+            while offset < end:
+                piece = fill[offset - start:min(end, (offset // _CHUNK + 1) * _CHUNK) - start]
+                if os.pwrite(fd, piece, offset) != len(piece):  # short: no more room
+                    raise OSError(errno.EFBIG, "the WAL could not be sized")
+                offset += len(piece)
         except OSError:
             with suppress(OSError):
                 os.ftruncate(fd, size)

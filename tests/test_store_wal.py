@@ -211,32 +211,61 @@ def test_C3_a_store_killed_mid_run_reopens_with_every_revision_it_confirmed(
     assert keys == keys_up_to(revision)
 
 
-def _failing_pwrite(real: Any, *, how: str) -> Any:
-    """`os.pwrite` as a full disk answers a large write: an error after writing nothing or
-    half of it, or a short count (what a file size limit gives)."""
+def _disk_with_room(real: Any, *, room: int, how: str) -> Any:
+    """`os.pwrite` (which only the sizing calls: SQLite writes through its own code) on a disk
+    with `room` bytes left past where the first write starts: a write past that fails with
+    ENOSPC having written nothing, or writes what fits and returns the short count."""
+    limit: list[int] = []
+
     def pwrite(fd: int, data: bytes, offset: int) -> int:
-        if len(data) < 64 * 1024:  # SQLite's own writes are not Python's; only the sizing's
+        if not limit:
+            limit.append(offset + room)
+        fits = max(0, min(len(data), limit[0] - offset))
+        if fits == len(data):
             return int(real(fd, data, offset))
-        if how == "short":
-            return int(real(fd, data[: len(data) // 2], offset))
-        if how == "half":
-            real(fd, data[: len(data) // 2], offset)
+        if how == "short" and fits:
+            return int(real(fd, data[:fits], offset))
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
     return pwrite
 
 
-@pytest.mark.parametrize("how", ["nothing", "half", "short"])
+@pytest.mark.parametrize("how", ["error", "short"])
+@pytest.mark.parametrize("room", [0, 1_000, 64 * 1024])
 def test_C3_a_wal_the_disk_cannot_size_is_left_as_it_was_and_the_commit_lands(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
-    monkeypatch.setattr(os, "pwrite", _failing_pwrite(os.pwrite, how=how))  # store_sql.size_wal's
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str, room: int) -> None:
+    monkeypatch.setattr(os, "pwrite", _disk_with_room(os.pwrite, room=room, how=how))
     path = tmp_path / "run.db"
     with RunStore.open(path, create=True, run_id="run-1", now=NOW) as store:
         commit(store, 1)
         first = wal(path).stat().st_size
-        assert 0 < first < working_size(store) // 10  # one commit's frames, no zeros
+        page = int(store._conn.execute("PRAGMA page_size").fetchone()[0])
+        assert 0 < first < 32 + 20 * (24 + page)  # one commit's few frames, no filling
         for revision in range(2, 6):
             commit(store, revision)
         assert wal(path).stat().st_size > first  # it grows as it did before sizing
         assert store.revision == 5
         copy = crash_image(path, tmp_path / "image")
     assert read_back(copy) == (5, keys_up_to(5), [], "ok")
+
+
+def test_C3_the_sizing_writes_a_memory_page_at_a_time(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernel sizes a file's page-cache entries by the writes that made them, and a
+    commit's small write into a large entry costs time in proportion to the entry (measured:
+    twice the kernel time per commit after one 1 MB write). So the sizing writes as SQLite
+    does, never across a 4 KiB boundary of the file."""
+    writes: list[tuple[int, int]] = []
+    real = os.pwrite
+
+    def pwrite(fd: int, data: bytes, offset: int) -> int:
+        writes.append((offset, len(data)))
+        return real(fd, data, offset)
+
+    monkeypatch.setattr(os, "pwrite", pwrite)
+    path = tmp_path / "run.db"
+    with RunStore.open(path, create=True, run_id="run-1", now=NOW) as store:
+        commit(store, 1)
+        wanted = working_size(store)
+        assert wal(path).stat().st_size >= wanted
+    assert sum(length for _offset, length in writes) >= wanted - 32 - 10 * 1048
+    assert all(offset // 4096 == (offset + length - 1) // 4096 for offset, length in writes)
