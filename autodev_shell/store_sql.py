@@ -5,6 +5,7 @@ through: one connection in autocommit mode, explicit `BEGIN IMMEDIATE … COMMIT
 and every SQLite failure turned into a `StoreError` whose message is one sentence naming the
 file (SPEC C3). The tables themselves are made in store.py; the thread, the revisions and the
 controls each have their own module (store_thread.py, store_revisions.py, store_controls.py).
+`size_wal` gives the WAL its working size at a connection's first commit (issue 13).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ figures that do not depend on the disk's mood are reported beside it (issue 13):
 - bytes written per revision: what the commits hand to `write`/`pwrite` (`/proc/self/io`);
 - SQLite's own CPU per commit: process CPU time of a commit with `synchronous=OFF`.
 
-The store's first commit gives its WAL its working size (zeros up to about 1,000 pages, the
+The store's first commit gives its WAL its working size (frames up to about 1,000 pages, the
 automatic checkpoint's threshold: `store_sql.size_wal`), so commits overwrite blocks the file
 already has instead of growing it (issue 13). A second store is measured in the same rounds
 past its WAL's first automatic checkpoint and restart, where commits overwrite the WAL from
@@ -289,8 +289,8 @@ def main(argv: list[str] | None = None) -> int:
           f"Python {platform.python_version()}, {platform.system()} {platform.release()}, "
           f"in {directory.parent}.\n")
     print("| payload | post + state (chars) | SQLite commit, WAL + FULL (ms) "
-          "| write + fsync (ms) | ratio (median of rounds) | target | WAL at working size "
-          "(ms, ratio) | floor: bare SQLite "
+          "| write + fsync (ms) | ratio (median of rounds) | target "
+          "| past the first WAL checkpoint (ms, ratio) | floor: bare SQLite "
           "commit of one small row (ms, ratio) | syncs/revision "
           "| writes/revision | bytes/revision | SQLite CPU, sync off (ms) |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")

@@ -250,14 +250,14 @@ def commit(quick: bool, summary: list[str], details: list[str]) -> None:
         "for the WAL; an automatic WAL checkpoint adds two every few hundred revisions, hence "
         "the hundredths); writes and bytes are what the commits hand to `write`/`pwrite` "
         "(`/proc/self/io`); SQLite's CPU is the process CPU time of a commit with "
-        "`synchronous=OFF`. Two more columns come from the same rounds: the same commit to a "
-        "store whose WAL has reached its working size (past its first automatic checkpoint, "
-        "as for all but a run's first few hundred revisions: commits then overwrite the WAL "
-        "instead of growing it), and the floor, a bare SQLite database set up as the store "
-        "(1 KiB pages, WAL, FULL) committing one small row, each as ms (ratio to write + "
-        "fsync).\n\n"
+        "`synchronous=OFF`. A store gives its WAL its working size at its first commit (a "
+        "warm-up round here; docs/store.md), so its commits overwrite the WAL instead of "
+        "growing it. Two more columns come from the same rounds: the same commit to a store "
+        "past its WAL's first automatic checkpoint and restart, and the floor, a bare SQLite "
+        "database set up as the store (1 KiB pages, WAL, FULL, its WAL sized the same way) "
+        "committing one small row, each as ms (ratio to write + fsync).\n\n"
         "| payload | post + state (chars) | SQLite commit (ms) | write + fsync (ms) | ratio "
-        f"| ≤ {target} | WAL at working size | floor: one small row | syncs/revision "
+        f"| ≤ {target} | past the first WAL checkpoint | floor: one small row | syncs/revision "
         "| writes/revision | bytes/revision | SQLite CPU, sync off (ms) |\n"
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n"
         + "\n".join(lines) + "\n")
@@ -518,28 +518,32 @@ NOTES = """\
   checkpoint, every couple of hundred revisions). Layout 2 of the store (the marker in the run
   state's row, no index of posts by revision, state and marker in one `UPDATE`, no `SELECT`
   first) writes 4.6 pages of 1 KiB to the WAL for a short revision instead of 6.6: about 4.9 KB
-  in 9.4 `write` calls instead of 7.0 KB in 13.4 (a typical one 7.7 KB instead of 12.2 KB).
-  That is the least this schema writes: the post's leaf, its key's leaf, the run state's row
-  and its overflow page, plus the file header and a parent page when the thread grows a leaf.
-  SQLite's work per commit went from about 158,000 to 118,000 instructions in user space
-  (callgrind; about 35,000 in SQLite itself, the rest CPython's `sqlite3` calls and libc) and
-  from 21.5 to 17 system calls (nine `pwrite`s, six `fcntl` locks of the shared-memory index,
-  which other processes need to queue controls). The time ratio follows the disk's fsync
-  latency, which swings from 0.06 to 4 ms within minutes on these VMs; old and new code were
-  measured in the same interleaved rounds. On a busy disk (fsync 1.6-3.7 ms, median of seven
-  runs) the short revision went from 1.40 to 1.13. In quiet windows (fsync 0.3-1.4 ms; medians
-  of 76 runs, the new code below the old in 65 and 71 of them) it went from 2.31 to 2.06 on a
-  fresh store, and from 1.87 to 1.58 once the WAL has reached its working size (the "WAL at
-  working size" column); the floor, a bare SQLite
-  commit of one small row with the same settings, was 1.15: what any store on SQLite pays. What
-  is left above the floor: while a fresh store's WAL grows (its first ~200 short revisions
-  after each open) every commit extends the file by ~5 KB and its `fdatasync` also commits the
-  new blocks (bare SQLite, five pages per commit: 1.57 while the WAL grows, 0.91 once it is
-  overwritten; one page: 1.05 and 0.92); and the kernel's share of the nine `pwrite`s with
-  SQLite's own CPU, about 0.1 ms, a third of a 0.3 ms fsync. Python's `sqlite3` cannot size the
-  WAL ahead (no file control); fewer frames would need another schema (a thread without its
-  key index) or larger pages, which write more bytes (2 and 4 KiB pages measured 1.61 and 1.71
-  against 1.29 for 1 KiB in one quiet run of a prototype).
+  in 9.4 `write` calls instead of 7.0 KB in 13.4 (a typical one 7.7 KB instead of 12.2 KB). That
+  is the least this schema writes: the post's leaf, its key's leaf, the run state's row and its
+  overflow page, plus the file header and a parent page when the thread grows a leaf. The first
+  commit of each connection now gives the WAL its working size (about 1.1 MB of frames no reader
+  takes, written once, 4 KiB at a time, synced by that commit's own `fdatasync`; docs/store.md),
+  so every later commit overwrites blocks the WAL already has: a fresh store no longer pays, for
+  its first ~200 revisions after each open, the allocation of new blocks with each `fdatasync`
+  (on this host a 4 KiB write + `fdatasync` into blocks a file has costs about 0.6× one appended
+  to it, 0.53-0.77 over ten quiet runs; per commit, counted with perf's kernel events: block
+  requests 2.7 → 1.4-1.8, block allocations 1 → 0.01). The time ratio follows the disk's fsync
+  latency, which swings from 0.06 to 4 ms within minutes on these VMs, so old and new code were
+  measured alternately, each run with its floor in the same rounds: in runs where the disk was
+  quiet (write + fsync under 1 ms, median 0.6 ms), the short revision went from 1.93 (median of
+  10 runs, 1.63-2.14) to about 1.3-1.4 (1.13-1.47), the same as a store past its first
+  checkpoint; the floor, a bare SQLite commit of one small row with the same settings and its
+  WAL sized the same way, was 0.95-1.08. On a busy disk (fsync ~4 ms) every figure is about 1.0.
+  What is left above the floor, per short commit: SQLite's and CPython's CPU, about 0.09 ms
+  (111,000 instructions in user space, callgrind: SQLite's own work for the four statements, the
+  WAL's checksums included, about a third; CPython's `sqlite3` around them, binding, statement
+  cache and the GIL released around each step, about 28%; `datetime.isoformat` for the two
+  stored times 19%; the method itself, a cursor per statement and its result, the rest), and the
+  three pages more than the floor's one (six more `pwrite`s: SQLite writes each frame's header
+  and page separately). The six `fcntl` locks of the shared-memory index cost about 1 µs each
+  and stay: other processes need them to queue controls. Fewer frames would need another schema
+  (a thread without its key index) or larger pages, which write more bytes (2 and 4 KiB pages
+  measured 1.61 and 1.71 against 1.29 for 1 KiB in one quiet run of a prototype).
 - **4″, the daemon's persist per revision.** The checkpoint is a whole-thread replica (B13): at
   2,000 posts of 1,500 characters each write exports the snapshot (about 27 ms: SQLite reads
   3.2 MB and the store builds the posts), turns it into JSON (about 38 ms) and writes and syncs
@@ -641,6 +645,10 @@ CHANGES = """\
   or 60 seconds, and at pause, stop and exit) instead of after every commit: at 2,000 posts,
   revisions back to back, 3 syncs and 3.3 MB per revision become about 1 sync and 130 KB, and
   the cost per revision at 2,000 posts over that at 50 goes from about 9 to about 2 (row 4″).
+- Store: the first commit of each connection gives the WAL its working size (~1.1 MB of
+  frames no reader takes, 4 KiB at a time), so commits overwrite blocks the WAL has instead of
+  growing it: a fresh store's short revision ~1.9 → ~1.3-1.4× write + fsync in quiet windows,
+  the same as once the WAL had passed its first checkpoint.
 
 Issue 6's changes (shared keyword passes, repeated notices read once, plain codex stderr kept
 whole, the JSON scanner called directly) are described in the CHANGELOG.
