@@ -46,6 +46,9 @@ def test_soak_random_controls_and_kill_9_lose_nothing_and_never_overlap_calls(
     said: list[str] = []
     kills = 0
     d.start()
+    # A command before the daemon made its store is refused ("There is no run"), rightly: the
+    # soak starts once the store is there (seen failing under load).
+    wait_for(lambda: (d.run_dir / "run.db").exists(), "the daemon's store")
     while kills < KILLS:
         # Some commands while the daemon runs; each is acknowledged when the command returns 0.
         for _ in range(chance.randint(1, 5)):
