@@ -185,7 +185,6 @@ class Durability:
         self._turn_inputs: list[InputRecord] = []
         #: B10: "shadow-restored" while revisions taken up from the shadow copy wait for the
         #: store; "loaded" (or "empty-confirmed" for a store that holds nothing) otherwise.
-        self._last_identity = RunIdentity(run_id=store.run_id)
         self.load_state: LoadState = "shadow-restored" if self._pending else (
             "loaded" if self._committed > 0 else "empty-confirmed")
 
@@ -312,11 +311,14 @@ class Durability:
             return None
         return mutation_block_reason(operation, context)
 
-    def save_turn_input(self, record: InputRecord, *, now: datetime) -> bool:
+    def save_turn_input(self, record: InputRecord, *, identity: RunIdentity,
+                        now: datetime) -> bool:
         """Persist a turn's input record (B19) now, or — when the store cannot take it — with
-        the next revision's commit, in the same transaction. True when written now."""
+        the next revision's commit, in the same transaction. True when written now. The gate
+        is asked with the operation's own `identity` (B2), never one remembered from an
+        earlier write."""
         try:
-            if self.block_reason("save a turn input", self._last_identity) is not None:
+            if self.block_reason("save a turn input", identity) is not None:
                 raise StoreError("blocked by the mutation gate", path=self.store.path,
                                  kind="write-failed")
             self.store.save_turn_input(record, now=now)
@@ -387,7 +389,6 @@ class Durability:
                taken_controls: Sequence[int] = ()) -> PersistResult:
         committed: list[int] = []
         error = ""
-        self._last_identity = identity
         while self._pending:
             head = self._pending[0]
             blocked = self.block_reason(f"commit revision {head.revision}", identity)

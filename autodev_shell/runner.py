@@ -535,7 +535,7 @@ class Runner:
         # Through the commit path: on a failing store it is written with the next revision.
         self.durability.save_turn_input(
             bind_input_context(f"{parent_id}:{member.id}", parent_text, context),
-            now=self.clock.now(),
+            identity=self.identity, now=self.clock.now(),
         )
         return context
 

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from autodev_core.control.identity import RunIdentity, resolve_active_identity
 from autodev_core.control.persistence import PersistenceState
 from autodev_core.control.replicas import PRIMARY_CHECKPOINT_SOURCE_EMPTY
+from autodev_core.control.turn_input import bind_input_context
 from autodev_core.serialization import from_json
 from autodev_shell.checkpoint import (
     CheckpointWrite,
@@ -338,3 +339,32 @@ def test_C3_an_unreadable_checkpoint_is_rewritten_by_the_next_sync(rig: Rig) -> 
     assert result.checkpoint is not None and result.checkpoint.ok
     ckpt = read_checkpoint(rig.durability.checkpoint_file)
     assert ckpt is not None and ckpt.revision == 2
+
+
+# --- B2: identity is the operation's own, passed explicitly ------------------------------------
+
+
+def test_B2_a_turn_input_is_gated_by_the_identity_of_its_own_operation(rig: Rig) -> None:
+    """The first write was the active run's: a later save under no active run is still refused
+    by B11 — the gate asks the identity passed with this operation, not one remembered."""
+    assert rig.persist(1).outcome == "committed"
+    held = bind_input_context("msg-1:a", "parent", "context")
+    assert rig.durability.save_turn_input(held, identity=RunIdentity(run_id=""), now=NOW) is False
+    assert rig.store.load_turn_input("msg-1:a") is None
+    # Held, not lost: it goes with the next commit of the active run, in that transaction.
+    assert rig.persist(2).outcome == "committed"
+    assert rig.store.load_turn_input("msg-1:a") == held
+    written = bind_input_context("msg-2:a", "parent", "context")
+    assert rig.durability.save_turn_input(written, identity=RUN, now=NOW) is True
+    assert rig.store.load_turn_input("msg-2:a") == written
+
+
+def test_B2_opening_under_no_active_run_does_not_let_a_turn_input_through(
+    tmp_path: Path,
+) -> None:
+    """Durability opened with the store's own run id once stood in for the operation's."""
+    rig = Rig(tmp_path, identity=RunIdentity(run_id=""))
+    record = bind_input_context("msg-1:a", "parent", "context")
+    assert rig.durability.save_turn_input(record, identity=RunIdentity(run_id=""),
+                                          now=NOW) is False
+    assert rig.store.load_turn_input("msg-1:a") is None
