@@ -116,7 +116,30 @@ def quick_status_args(argv: Sequence[str]) -> SimpleNamespace | None:
     return SimpleNamespace(command="status", run=run, json=json_flag, handler=cmd_status)
 
 
+def _open_closed_streams() -> None:
+    """Give a standard stream the caller closed (`autodev run 2>&-` from a service manager,
+    `autodev stop >&-` in a job, `say - 0<&-`) /dev/null instead. Python leaves such a stream
+    None, and its descriptor free for the next file opened (the log, the lock): a command then
+    ends in a traceback after doing its work, or the daemon dies at its start. With /dev/null
+    the command behaves as with that stream redirected there: `say -` reads nothing."""
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        if getattr(sys, name) is not None:
+            continue
+        try:
+            os.fstat(fd)
+        except OSError:
+            devnull = os.open(os.devnull, os.O_RDONLY if fd == 0 else os.O_WRONLY)
+            if devnull != fd:
+                os.dup2(devnull, fd)
+                os.close(devnull)
+        stream = open(  # noqa: SIM115 - the process's own stream, open until it exits
+            fd, "r" if fd == 0 else "w", encoding="utf-8", errors="backslashreplace",
+            closefd=False)
+        setattr(sys, name, stream)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    _open_closed_streams()
     args: argparse.Namespace | SimpleNamespace | None = quick_status_args(
         sys.argv[1:] if argv is None else argv)
     if args is None:
