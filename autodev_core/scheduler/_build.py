@@ -10,25 +10,25 @@ they build is equal to, hashes and reprs as the checked value built from the sam
 tests/test_scheduler_builders.py holds them to it, and the scheduler's state machine rebuilds
 every derived value through the checked constructors after every step.
 
-How: each class here has a twin (`autodev_core/_twins.py`): a class with the same slots and no
-`__setattr__` of its own, filled by plain assignment and then made an instance of the frozen
-class by setting its `__class__`. The import fails if a class and its twin ever stop matching,
-so a builder cannot leave a slot unset.
+How: each class here has a twin generated from it (`_twins.twin_of`): a subclass that adds no
+slot and writes by plain assignment, made an instance of the frozen class by setting its
+`__class__` once every field is filled. Generated from the class, a twin cannot fall out of
+step with its fields.
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any, Final
 
-from .._twins import check_twin
+from .._twins import twin_of
 from ..detection.classification import LimitNotice
 from ..engine import Engine
 from .effects import Log, LogKind, Sleep, StartCall, Status, StatusChanged, TurnKind
-from .events import CallEnded, CallKind, Woke, _CallEndedSlots
+from .events import CallEnded, CallKind, Woke, _CallEndedTwin
 from .state import (
     Call,
     EngineLimit,
-    LimitIndex,
     Outage,
     SchedulerConfig,
     SchedulerState,
@@ -37,12 +37,6 @@ from .state import (
 
 _new = object.__new__
 
-
-def _twin(cls: type, twin: type) -> None:
-    check_twin(cls, twin, "scheduler/_build.py")
-
-
-_twin(CallEnded, _CallEndedSlots)  # CallEnded's own `__init__` fills it through its twin
 
 
 def new_call_ended(
@@ -57,7 +51,7 @@ def new_call_ended(
     """A `CallEnded` made from the fields of one already checked (e.g. the same call ended at
     another instant, `now` an aware UTC datetime): the value `CallEnded(...)` builds from the
     same arguments, without its checks."""
-    event = _new(_CallEndedSlots)
+    event = _new(_CallEndedTwin)
     event.now = now
     event.participant = participant
     event.engine = engine
@@ -65,45 +59,23 @@ def new_call_ended(
     event.posted = posted
     event.limit = limit
     event.exit_code = exit_code
-    event.__class__ = CallEnded  # type: ignore[assignment]
-    return event  # type: ignore[return-value]
+    event.__class__ = CallEnded
+    return event  # type: ignore[no-any-return]
 
 
-class _WokeSlots:
-    __slots__ = ("now",)
-    now: datetime
-
-
-_twin(Woke, _WokeSlots)
+_WOKE: Final[Any] = twin_of(Woke)
 
 
 def new_woke(now: datetime) -> Woke:
     """`Woke(now)` for an instant already held as an aware UTC datetime (the `until` of a
     `Sleep` the core planned), without its checks."""
-    event = _new(_WokeSlots)
+    event = _new(_WOKE)
     event.now = now
-    event.__class__ = Woke  # type: ignore[assignment]
-    return event  # type: ignore[return-value]
+    event.__class__ = Woke
+    return event  # type: ignore[no-any-return]
 
 
-class _LogSlots:
-    __slots__ = (  # noqa: RUF023 - in field order: the frozen class's layout
-        "at", "message", "kind", "participant", "engine", "provider", "target",
-        "colleague", "until", "count", "failure")
-    at: datetime
-    message: str
-    kind: LogKind
-    participant: str | None
-    engine: Engine | None
-    provider: str | None
-    target: Engine | None
-    colleague: str | None
-    until: datetime | None
-    count: int | None
-    failure: str | None
-
-
-_twin(Log, _LogSlots)
+_LOG: Final[Any] = twin_of(Log)
 
 
 def new_log(
@@ -119,7 +91,7 @@ def new_log(
     count: int | None = None,
     failure: str | None = None,
 ) -> Log:
-    log = _new(_LogSlots)
+    log = _new(_LOG)
     log.at = at
     log.message = message
     log.kind = kind
@@ -131,22 +103,11 @@ def new_log(
     log.until = until
     log.count = count
     log.failure = failure
-    log.__class__ = Log  # type: ignore[assignment]
-    return log  # type: ignore[return-value]
+    log.__class__ = Log
+    return log  # type: ignore[no-any-return]
 
 
-class _StartCallSlots:
-    __slots__ = (  # noqa: RUF023 - in field order: the frozen class's layout
-        "at", "participant", "engine", "model", "turn_kind", "turn_owner")
-    at: datetime
-    participant: str
-    engine: Engine
-    model: str | None
-    turn_kind: TurnKind
-    turn_owner: str
-
-
-_twin(StartCall, _StartCallSlots)
+_START_CALL: Final[Any] = twin_of(StartCall)
 
 
 def new_start_call(
@@ -157,164 +118,85 @@ def new_start_call(
     turn_kind: TurnKind,
     turn_owner: str,
 ) -> StartCall:
-    effect = _new(_StartCallSlots)
+    effect = _new(_START_CALL)
     effect.at = at
     effect.participant = participant
     effect.engine = engine
     effect.model = model
     effect.turn_kind = turn_kind
     effect.turn_owner = turn_owner
-    effect.__class__ = StartCall  # type: ignore[assignment]
-    return effect  # type: ignore[return-value]
+    effect.__class__ = StartCall
+    return effect  # type: ignore[no-any-return]
 
 
-class _SleepSlots:
-    __slots__ = (  # noqa: RUF023 - in field order: the frozen class's layout
-        "until", "status", "wakes_on_message")
-    until: datetime
-    status: Status
-    wakes_on_message: bool
-
-
-_twin(Sleep, _SleepSlots)
+_SLEEP: Final[Any] = twin_of(Sleep)
 
 
 def new_sleep(until: datetime, status: Status, wakes_on_message: bool) -> Sleep:
-    effect = _new(_SleepSlots)
+    effect = _new(_SLEEP)
     effect.until = until
     effect.status = status
     effect.wakes_on_message = wakes_on_message
-    effect.__class__ = Sleep  # type: ignore[assignment]
-    return effect  # type: ignore[return-value]
+    effect.__class__ = Sleep
+    return effect  # type: ignore[no-any-return]
 
 
-class _StatusChangedSlots:
-    __slots__ = ("at", "status")
-    at: datetime
-    status: Status
-
-
-_twin(StatusChanged, _StatusChangedSlots)
+_STATUS_CHANGED: Final[Any] = twin_of(StatusChanged)
 
 
 def new_status_changed(at: datetime, status: Status) -> StatusChanged:
-    effect = _new(_StatusChangedSlots)
+    effect = _new(_STATUS_CHANGED)
     effect.at = at
     effect.status = status
-    effect.__class__ = StatusChanged  # type: ignore[assignment]
-    return effect  # type: ignore[return-value]
+    effect.__class__ = StatusChanged
+    return effect  # type: ignore[no-any-return]
 
 
-class _CallSlots:
-    __slots__ = (  # noqa: RUF023 - in field order: the frozen class's layout
-        "participant", "engine", "started_at", "turn_owner", "approved")
-    participant: str
-    engine: Engine
-    started_at: datetime
-    turn_owner: str
-    approved: bool
-
-
-_twin(Call, _CallSlots)
+_CALL: Final[Any] = twin_of(Call)
 
 
 def new_call(
     participant: str, engine: Engine, started_at: datetime, turn_owner: str, approved: bool
 ) -> Call:
-    call = _new(_CallSlots)
+    call = _new(_CALL)
     call.participant = participant
     call.engine = engine
     call.started_at = started_at
     call.turn_owner = turn_owner
     call.approved = approved
-    call.__class__ = Call  # type: ignore[assignment]
-    return call  # type: ignore[return-value]
+    call.__class__ = Call
+    return call  # type: ignore[no-any-return]
 
 
-class _EngineLimitSlots:
-    __slots__ = (  # noqa: RUF023 - in field order: the frozen class's layout
-        "engine", "until", "read", "seen", "source")
-    engine: Engine
-    until: datetime
-    read: bool
-    seen: datetime | None
-    source: str
-
-
-_twin(EngineLimit, _EngineLimitSlots)
+_ENGINE_LIMIT: Final[Any] = twin_of(EngineLimit)
 
 
 def new_engine_limit(
     engine: Engine, until: datetime, read: bool, seen: datetime | None, source: str
 ) -> EngineLimit:
-    record = _new(_EngineLimitSlots)
+    record = _new(_ENGINE_LIMIT)
     record.engine = engine
     record.until = until
     record.read = read
     record.seen = seen
     record.source = source
-    record.__class__ = EngineLimit  # type: ignore[assignment]
-    return record  # type: ignore[return-value]
+    record.__class__ = EngineLimit
+    return record  # type: ignore[no-any-return]
 
 
-class _OutageSlots:
-    __slots__ = (  # noqa: RUF023 - in field order: the frozen class's layout
-        "provider", "retry_at", "attempts")
-    provider: str
-    retry_at: datetime
-    attempts: int
-
-
-_twin(Outage, _OutageSlots)
+_OUTAGE: Final[Any] = twin_of(Outage)
 
 
 def new_outage(provider: str, retry_at: datetime, attempts: int) -> Outage:
-    record = _new(_OutageSlots)
+    record = _new(_OUTAGE)
     record.provider = provider
     record.retry_at = retry_at
     record.attempts = attempts
-    record.__class__ = Outage  # type: ignore[assignment]
-    return record  # type: ignore[return-value]
+    record.__class__ = Outage
+    return record  # type: ignore[no-any-return]
 
 
-class StateSlots:
-    """SchedulerState's slots, mutable: `step` fills one from its draft, then `freeze`s it."""
-
-    __slots__ = (  # noqa: RUF023 - in field order: the frozen class's layout
-        "config", "status", "due", "approved", "gates", "limits", "outages",
-        "failures", "empties", "seats", "passed", "call", "wait_until", "fresh",
-        "last_runner", "iterations", "runtime", "last_event_at", "limit_index", "_effects",
-        "_limited")
-    config: SchedulerConfig
-    status: Status
-    due: int
-    approved: str | None
-    gates: frozenset[str]
-    limits: tuple[EngineLimit, ...]
-    outages: tuple[Outage, ...]
-    failures: int
-    empties: tuple[int, ...]
-    seats: tuple[int, ...]
-    passed: tuple[int, ...]
-    call: Call | None
-    wait_until: datetime | None
-    fresh: bool
-    last_runner: str | None
-    iterations: int
-    runtime: timedelta
-    last_event_at: datetime | None
-    limit_index: LimitIndex
-    _effects: None
-    _limited: None
-
-
-_twin(SchedulerState, StateSlots)
-
-
-def freeze_state(state: StateSlots) -> SchedulerState:
-    """`state`, every slot filled, made the SchedulerState it holds."""
-    state.__class__ = SchedulerState  # type: ignore[assignment]
-    return state  # type: ignore[return-value]
+_STATE: Final[Any] = twin_of(SchedulerState)
 
 
 def new_state(
@@ -337,7 +219,7 @@ def new_state(
     runtime: timedelta,
     last_event_at: datetime | None,
 ) -> SchedulerState:
-    state = _new(StateSlots)
+    state = _new(_STATE)
     state.config = config
     state.status = status
     state.due = due
@@ -359,4 +241,5 @@ def new_state(
     state.limit_index = index_limits(config, limits)
     state._effects = None
     state._limited = None
-    return freeze_state(state)
+    state.__class__ = SchedulerState
+    return state  # type: ignore[no-any-return]

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import attrs
 
+from .._twins import twin_of
 from ..detection.classification import Classification, LimitNotice
 from ..engine import Engine
 from ..serialization import register_union
@@ -80,21 +81,6 @@ class RunStarted:
     now: datetime = attrs.field(converter=utc, validator=aware)
 
 
-class _CallEndedSlots:
-    """CallEnded's slots with no frozen `__setattr__`: `CallEnded.__init__` fills its instance
-    through this twin by plain assignment (see scheduler/_build.py for the class change)."""
-
-    __slots__ = (  # noqa: RUF023 - in field order: the frozen class's layout
-        "now", "participant", "engine", "kind", "posted", "limit", "exit_code")
-    now: datetime
-    participant: str
-    engine: Engine
-    kind: CallKind
-    posted: bool
-    limit: LimitNotice | None
-    exit_code: int | None
-
-
 _setattr = object.__setattr__
 
 
@@ -154,13 +140,13 @@ class CallEnded:
         if kind == "exit" and (exit_code is None or exit_code == 0):
             raise ValueError("CallEnded kind 'exit' needs a non-zero exit_code")
         if self.__class__ is not CallEnded:  # a subclass: its own layout, set field by field
-            for name, value in zip(_CallEndedSlots.__slots__, (
+            for name, value in zip(_CALL_ENDED_FIELDS, (
                     now, participant, engine, kind, posted, limit, exit_code), strict=True):
                 _setattr(self, name, value)
             return
         # The twin's plain assignments instead of seven `object.__setattr__` calls.
-        _setattr(self, "__class__", _CallEndedSlots)
-        this: _CallEndedSlots = self  # type: ignore[assignment]
+        _setattr(self, "__class__", _CallEndedTwin)
+        this: Any = self
         this.now = now
         this.participant = participant
         this.engine = engine
@@ -168,7 +154,12 @@ class CallEnded:
         this.posted = posted
         this.limit = limit
         this.exit_code = exit_code
-        this.__class__ = CallEnded  # type: ignore[assignment]
+        this.__class__ = CallEnded
+
+
+#: CallEnded, writable (`_twins.twin_of`): its `__init__` and `_build.new_call_ended` fill one.
+_CallEndedTwin: Any = twin_of(CallEnded)
+_CALL_ENDED_FIELDS = tuple(field.name for field in attrs.fields(CallEnded))
 
 
 @attrs.frozen

@@ -1,8 +1,9 @@
 """Every log line the scheduler writes, built here and only here (SPEC A, "Other log lines").
 
 The wording is the SPEC's, character for character (`—`, `→`, `@`), so runs can be compared.
-`<time>` is `HH:MM` in the run's zone (seconds truncated) when it falls on the same local day as
-the line, else `YYYY-MM-DD HH:MM`.
+An engine is written as `str(engine)` says, read from the name it was built with
+(`engine._name`, no call). `<time>` is `HH:MM` in the run's zone (seconds truncated) when it
+falls on the same local day as the line, else `YYYY-MM-DD HH:MM`.
 """
 
 from __future__ import annotations
@@ -18,16 +19,16 @@ from .policy import EMPTY_TURNS_PAUSE, GIVE_UP_AFTER
 
 
 def limited_until(engine: Engine, when: str) -> str:
-    return f"{engine} limited until {when}"
+    return f"{engine._name} limited until {when}"
 
 
 def limited_elsewhere(engine: Engine, when: str, source: str) -> str:  # issue 14
     """A limit another run sharing the account reported (wording ours; docs/sharing.md)."""
-    return f"{engine} limited until {when} (reported by {source})"
+    return f"{engine._name} limited until {when} (reported by {source})"
 
 
 def posted_via(participant: str, engine: Engine) -> str:
-    return f"{participant} posted via {engine}"
+    return f"{participant} posted via {engine._name}"
 
 
 def could_not_reach(provider: str, when: str) -> str:  # A27
@@ -42,11 +43,11 @@ def reachable_again(provider: str) -> str:  # A27
 
 
 def hop_limited(participant: str, source: Engine, target: Engine) -> str:  # A11
-    return f"{participant}: {source} limited → {target}"
+    return f"{participant}: {source._name} limited → {target._name}"
 
 
 def hop_unreachable(participant: str, source: Engine, target: Engine) -> str:  # A26
-    return f"{participant}: {source} unreachable → {target}"
+    return f"{participant}: {source._name} unreachable → {target._name}"
 
 
 def handover_limited(participant: str, other: str) -> str:  # A15
@@ -72,11 +73,11 @@ def cannot_hand_over(participant: str, what: str, when: str) -> str:  # A35
 def lifted(participant: str, engine: Engine, primary: bool) -> str:  # A23
     if primary:
         return f"{participant}: limit lifted — back on its primary provider"
-    return f"{participant}: limit lifted — back on {engine}"
+    return f"{participant}: limit lifted — back on {engine._name}"
 
 
 def failed(participant: str, engine: Engine, what: str, when: str) -> str:  # A28
-    return f"{participant} failed on {engine} ({what}); next attempt at {when}"
+    return f"{participant} failed on {engine._name} ({what}); next attempt at {when}"
 
 
 _WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",

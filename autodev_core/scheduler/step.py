@@ -17,14 +17,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from .._twins import check_twin
 from ..engine import Engine
 from ..errors import AutodevError
 from . import logs
 from ._build import (
-    StateSlots,
     new_call,
     new_engine_limit,
     new_log,
@@ -76,15 +74,24 @@ _DAWN: Final = datetime.min.replace(tzinfo=UTC)
 _DUSK: Final = datetime.max.replace(tzinfo=UTC)
 
 
-class _Draft:
-    """The state one step makes, mutable while it runs: a twin of SchedulerState (same slots,
-    `_twins.py`) filled from the state before, changed in place by the handlers, then made a
-    SchedulerState by setting its `__class__` (no second copy of the fields). Its instant is
+if TYPE_CHECKING:  # the draft's own fields are typed below (`limit_index` may be None)
+    _StateTwin = object
+else:
+    _StateTwin = SchedulerState
+
+
+class _Draft(_StateTwin):
+    """The state one step makes, mutable while it runs: a twin of SchedulerState (a subclass
+    adding no slot, writable: `_twins.twin_of`) filled from the state before, changed in place
+    by the handlers, then made a SchedulerState by setting its `__class__` (no second copy of
+    the fields). Its fields are restated here, writable, for the type checker. Its instant is
     `last_event_at`; `limit_index` is None while `limits` changed and was not read again;
     `_effects` collects what the shell must do, and `_limited` which engines are limited at the
     step's instant (None: not worked out yet)."""
 
-    __slots__ = StateSlots.__slots__
+    __slots__ = ()
+    __setattr__ = object.__setattr__
+    __delattr__ = object.__delattr__
     config: SchedulerConfig
     status: Status
     due: int
@@ -178,7 +185,6 @@ class _Draft:
         return None
 
 
-check_twin(SchedulerState, _Draft, "scheduler/step.py")
 
 
 def _replace(values: tuple[Any, ...], index: int, value: Any) -> tuple[Any, ...]:
@@ -444,7 +450,7 @@ def _back_at(d: _Draft, engine: Engine, now: datetime) -> tuple[datetime, str, b
         return None
     if outage is None or (limit is not None and limit >= outage):
         assert limit is not None
-        return limit, str(engine), True
+        return limit, engine._name, True  # `str(engine)`, without the call
     return outage, engine.provider, limit is not None
 
 
@@ -482,7 +488,7 @@ def _waited_for(d: _Draft, what: str, until: datetime) -> dict[str, Any]:
     """The structured side of a wait line's `<engine>`: an engine limited until `until`, else
     the provider whose retry comes then."""
     for record in d.limits:
-        if record.until == until and str(record.engine) == what:
+        if record.until == until and record.engine._name == what:  # `str()`
             return {"engine": record.engine}
     return {"provider": what}
 
