@@ -637,7 +637,9 @@ def cmd_restore(args: argparse.Namespace) -> int:
     print(result.offer.message)
     if not result.restored:
         return 1
-    print(f"restored revision {result.revision}; the old store was kept as {result.replaced}")
+    kept = (f"the old store was kept as {result.replaced}" if result.replaced
+            else "there was no old store to keep")
+    print(f"restored revision {result.revision}; {kept}")
     return 0
 
 

@@ -23,7 +23,7 @@ import contextlib
 import os
 import sqlite3
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
 
@@ -252,6 +252,35 @@ def _integrity(conn: sqlite3.Connection, path: Path) -> None:
         )
 
 
+#: A WAL, index or journal left where no database is any more is moved aside under this name
+#: (`run.db.orphaned-<time>-wal`), never deleted.
+ORPHANED_SUFFIX: Final = ".orphaned-"
+_SQLITE_SIDE_FILES: Final = ("-wal", "-shm", "-journal")
+
+
+def _set_orphans_aside(path: Path, now: datetime) -> None:
+    """Move aside what SQLite left beside a database that is gone (`rm run.db` after a kill -9,
+    a file emptied): SQLite finds a WAL or a rollback journal by its name alone and would
+    replay the old store's pages onto the new file, bringing the old run back under the new
+    one, or making it corrupt once the pages no longer fit (tests/test_operator_orphan_wal.py).
+    Kept, never deleted: the WAL may be the only copy of the old run's last revisions. Called
+    by the store's creator (the daemon or a restore, both holding the run lock) before the new
+    file is linked into place, so no process ever opens the new file beside them."""
+    stamp = now.astimezone(UTC).strftime("%Y%m%dT%H%M%S%f")
+    moved = False
+    for suffix in _SQLITE_SIDE_FILES:
+        orphan = Path(f"{path}{suffix}")
+        if orphan.exists():
+            os.replace(orphan, path.with_name(f"{path.name}{ORPHANED_SUFFIX}{stamp}{suffix}"))
+            moved = True
+    if moved:
+        fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
 #: Page size of a new store (bytes).
 PAGE_SIZE: Final = 1024
 
@@ -281,6 +310,8 @@ def _create_file(path: Path, run_id: str, integrity_id: str, aliases: Iterable[s
             conn.close()  # the last connection checkpoints the WAL into the file
         if path.exists() and path.stat().st_size == 0:
             path.unlink()  # an empty placeholder holds nothing
+        if not path.exists():
+            _set_orphans_aside(path, now)
         with contextlib.suppress(FileExistsError):
             os.link(tmp, path)  # never replaces a store another process made meanwhile
         fd = os.open(path.parent, os.O_RDONLY)
