@@ -44,6 +44,8 @@ LANES_DIR: Final = "lanes"
 SHARING_FILE: Final = "sharing.json"
 #: `autodev run`'s exit code after SIGTERM (128 + 15, as a shell reports it).
 EXIT_TERMINATED: Final = 143
+#: `autodev run`'s exit code after SIGHUP, its terminal closed (128 + 1).
+EXIT_HANGUP: Final = 129
 #: `autodev run`'s exit code when its run store was removed under it (issue 9.6).
 EXIT_FOLDER_GONE: Final = 1
 
@@ -160,29 +162,35 @@ def start_run(
                     "use another --run directory."
                 )
             durability = Durability.open(store, identity)
-            log = StreamLog(
-                config.zone,
-                stream=stream if stream is not None else sys.stderr,
-                file=run_dir / LOG_FILE,
-                json_lines=json_lines,
-            )
-            kwargs = {} if slice_seconds is None else {"slice_seconds": slice_seconds}
-            sharing = _open_sharing(sharing_settings, log, clock, run_dir)
-            runner = Runner(
-                config=config,
-                store=store,
-                durability=durability,
-                identity=identity,
-                clock=clock,
-                log=log,
-                templates=team.templates,
-                env=env,
-                countdown=None if json_lines else default_countdown(),
-                lanes=Lanes(run_dir / LANES_DIR),
-                prompt_dir=run_dir,
-                sharing=sharing,
-                **kwargs,  # type: ignore[arg-type]
-            )
+            try:
+                log = StreamLog(
+                    config.zone,
+                    stream=stream if stream is not None else sys.stderr,
+                    file=run_dir / LOG_FILE,
+                    json_lines=json_lines,
+                )
+                kwargs = {} if slice_seconds is None else {"slice_seconds": slice_seconds}
+                sharing = _open_sharing(sharing_settings, log, clock, run_dir)
+                runner = Runner(
+                    config=config,
+                    store=store,
+                    durability=durability,
+                    identity=identity,
+                    clock=clock,
+                    log=log,
+                    templates=team.templates,
+                    env=env,
+                    countdown=None if json_lines else default_countdown(),
+                    lanes=Lanes(run_dir / LANES_DIR),
+                    prompt_dir=run_dir,
+                    sharing=sharing,
+                    **kwargs,  # type: ignore[arg-type]
+                )
+            except (Terminated, KeyboardInterrupt):
+                # A signal while the daemon starts, its store open: as clean an end as one
+                # in the loop (below); the backup catches up first (B14).
+                durability.sync_replicas(now=clock.now(), flush=True)
+                raise
             try:
                 return runner.run(stop_at=stop_at)
             except (Terminated, KeyboardInterrupt):
@@ -228,25 +236,36 @@ def _open_sharing(
     )
     return sharing
 class Terminated(BaseException):
-    """SIGTERM reached the daemon. A BaseException, like KeyboardInterrupt, so no handler on the
-    way out swallows it; on the way, the call in flight has its process group ended (C1)."""
+    """SIGTERM (or SIGHUP) reached the daemon. A BaseException, like KeyboardInterrupt, so no
+    handler on the way out swallows it; on the way, the call in flight has its process group
+    ended (C1). `signal_name` says which."""
+
+    def __init__(self, signal_name: str = "SIGTERM") -> None:
+        super().__init__(signal_name)
+        self.signal_name = signal_name
 
 
 def _raise_on_sigterm() -> Callable[[], None]:
-    """Make SIGTERM raise `Terminated` in the daemon (main thread only); returns the undo."""
+    """Make SIGTERM raise `Terminated` in the daemon (main thread only), and SIGHUP too (the
+    terminal the daemon was started from closed: without a handler Python dies at once, the
+    checkpoint left behind and no line saying why) unless SIGHUP is ignored (`nohup`, a
+    service manager), which is kept. Returns the undo."""
     import signal
     import threading
 
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
 
-    def terminated(_signum: int, _frame: object) -> None:
-        raise Terminated
+    def terminated(signum: int, _frame: object) -> None:
+        raise Terminated(signal.Signals(signum).name)
 
-    previous = signal.signal(signal.SIGTERM, terminated)
+    previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, terminated)}
+    if signal.getsignal(signal.SIGHUP) == signal.SIG_DFL:
+        previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, terminated)
 
     def undo() -> None:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
     return undo
 
@@ -270,13 +289,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     except RunFolderGone as exc:
         print(f"autodev: run {run_id} stopped: {exc}", file=sys.stderr)
         return EXIT_FOLDER_GONE
-    except Terminated:
+    except Terminated as ended:
         print(
-            f"autodev: run {run_id} ended by SIGTERM; its call in flight was stopped. "
-            f"`autodev run` again goes on with the owed turn.",
+            f"autodev: run {run_id} ended by {ended.signal_name}; its call in flight was "
+            f"stopped. `autodev run` again goes on with the owed turn.",
             file=sys.stderr,
         )
-        return EXIT_TERMINATED
+        return EXIT_HANGUP if ended.signal_name == "SIGHUP" else EXIT_TERMINATED
     print(
         f"run {run_id}: {summary.status} after {summary.calls} calls and "
         f"{len(summary.posts)} posts; {summary.persistence}"
@@ -313,7 +332,12 @@ def _ago(then: datetime, now: datetime) -> str:
     from autodev_core.times import format_left
 
     seconds = max((now - then).total_seconds(), 0.0)
-    return "just now" if seconds < 1 else f"{format_left(seconds)} ago"
+    if seconds < 1:
+        return "just now"
+    # How long ago, in the units `format_left` writes, rounded down: it rounds time left up
+    # (never "0m" while waiting), which would make a heartbeat 61 s old "2m ago".
+    whole = int(seconds) if seconds < 60 else int(seconds) // 60 * 60
+    return f"{format_left(whole)} ago"
 
 
 def status_facts(store: RunStore, now: datetime) -> dict[str, Any]:
