@@ -222,15 +222,46 @@ def _configure(conn: sqlite3.Connection, path: Path) -> None:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         conn.execute("PRAGMA foreign_keys = ON")
     except sqlite3.DatabaseError as exc:
-        if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_NOTADB:
+        code = getattr(exc, "sqlite_errorcode", None)
+        if code == sqlite3.SQLITE_NOTADB:
             raise StoreError(
                 f"The run store {path} is not an SQLite database (corrupt or overwritten).",
                 path=path, kind="corrupt", detail="not a database",
             ) from exc
+        if code in _NOT_OPENED:
+            raise _not_opened(path, exc) from exc
         raise _corrupt(path, exc) from exc
     if mode is None or str(mode[0]).lower() != "wal":
         raise StoreError(f"The run store {path} cannot be switched to WAL mode.",
                          path=path, kind="read-failed", detail=str(mode))
+
+
+#: SQLite could not open or write the files beside the database (a read-only folder or file
+#: system, another user's files, no descriptor left): nothing says the file is damaged.
+_NOT_OPENED: Final = frozenset(
+    {sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM})
+
+
+def _not_opened(path: Path, exc: sqlite3.Error) -> StoreError:
+    """A store SQLite could not open, said as what it is, not as a corrupt file (whose hint is
+    `autodev restore`): in WAL mode SQLite writes its index (`-shm`) beside the database even
+    to read it, so a folder it cannot write to cannot be read either."""
+    folder = path.parent
+    try:
+        read_only = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        read_only = False
+    if read_only or not os.access(folder, os.W_OK):
+        where = "on a read-only file system" if read_only else "not writable by this user"
+        why = (f"{folder} is {where}, and SQLite writes its index beside the database even "
+               "to read it")
+    else:
+        why = "check the permissions of its files and the open-file limit"
+    return StoreError(
+        f"The run store {path} cannot be opened ({_describe(exc)}): {why}; the store itself "
+        "may be sound.",
+        path=path, kind="read-failed", detail=_describe(exc),
+    )
 
 
 def _corrupt(path: Path, exc: sqlite3.Error) -> StoreError:
