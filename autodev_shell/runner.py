@@ -310,11 +310,24 @@ class Runner:
         return _Todo(MessageArrived(now=now), posts, tuple(c.id for c in says))
 
     def _post_messages_now(self) -> None:
-        """Post queued user messages at once, in the middle of a call or a wait that a message
-        does not end (A19): one step and one revision, whose follow-ups run after it."""
+        """Post user messages at once, in the middle of a call or a wait that a message does
+        not end (A19): one step and one revision each, whose follow-ups run after it. First
+        those the loop took and holds behind a step's follow-ups (said as a call ended, before
+        its end was carried out: else they waited for the whole next call or wait, and one said
+        during it was posted first), then those queued since, in the order said."""
+        for todo in self._waiting_messages():
+            self._apply(todo, self._events)
         says = self.controls.take_all("say")
         if says:
             self._apply(self._say(says, self.clock.now()), self._events)
+
+    def _waiting_messages(self) -> list[_Todo]:
+        """The user messages the loop took and holds behind a step's follow-ups, taken out of
+        its queue (a message said as a call ended, before the call's end was carried out)."""
+        waiting = [todo for todo in self._events if isinstance(todo.event, MessageArrived)]
+        for todo in waiting:
+            self._events.remove(todo)
+        return waiting
 
     def _drain_controls(self, events: deque[_Todo]) -> None:
         """Turn queued controls into events, once the events in hand are done."""
@@ -387,6 +400,14 @@ class Runner:
         return []
 
     def _on_sleep(self, effect: Sleep) -> list[_Todo]:
+        # A message said as the call before this wait ended is posted now, not at its end.
+        waiting = self._waiting_messages()
+        if waiting and effect.wakes_on_message:
+            return waiting  # A30: it ends a failure wait, as one said during the wait does
+        for todo in waiting:
+            self._apply(todo, self._events)  # A19: a limit wait goes on
+        if waiting and self.state.wait_until != effect.until:
+            return []  # the core changed course; its effects are already under way
         shown = [""]
 
         def heartbeat(now: datetime, target: datetime) -> None:
@@ -463,6 +484,7 @@ class Runner:
             return [_Todo(StopRequested(now=now)), _Todo(CallCancelled(now=now))]
         if self.controls.has("stop", "pause") or not self.commits.gate_open():
             return self._cut_short()  # stop or pause arrived while waiting for the write
+        self._post_messages_now()  # a message said as the last call ended is in this prompt
         prompt = self._prompt(effect, member)
         self.check_store_file()
         self.commits.beat(self.clock.now())

@@ -64,10 +64,11 @@ class StoreControls(StoreConnection):
             raise ValueError(
                 f"unknown control command {command!r}; one of {', '.join(sorted(CONTROL_COMMANDS))}"
             )
+        text = clean_text(arg)  # before the write lock: a long text takes its time here
         with self._transaction(f"queue the {command} command") as conn:
             cursor = conn.execute(
                 "INSERT INTO controls (command, arg, queued_at) VALUES (?, ?, ?)",
-                (command, clean_text(arg), _text(now or _utcnow())),
+                (command, text, _text(now or _utcnow())),
             )
             return int(cursor.lastrowid or 0)
 
