@@ -44,9 +44,13 @@ ENDINGS: dict[str, int | None] = {"stop": 0, "SIGTERM": 143, "SIGINT": 130, "SIG
                                   "kill -9": None}
 
 
+KINDS = ("padded", "nul", "not-utf8", "scripts", "big", "lines", "plain")
+
+
 def _odd_text(chance: random.Random, n: int) -> tuple[bytes, str, bool]:
-    """(what is said, the post it must become, whether it goes through `say -`)."""
-    kind = chance.choice(("plain", "padded", "nul", "not-utf8", "scripts", "big", "lines"))
+    """(what is said, the post it must become, whether it goes through `say -`); the n-th
+    message is of the n-th kind, round and round."""
+    kind = KINDS[n % len(KINDS)]
     mark = f"m{n}"
     if kind == "plain":
         return f"{mark} plain".encode(), f"{mark} plain", chance.random() < 0.5
@@ -181,7 +185,7 @@ def _soak(tmp_path: Path, endings: int, seed: int) -> None:
     chance.shuffle(order)
     try:
         for how in order[:endings]:
-            for _ in range(chance.randint(1, 4)):
+            for _ in range(chance.randint(1, 3)):
                 action = chance.choice(("say", "say", "pause", "resume", "status", "freeze"))
                 if action == "say":
                     op.say()
@@ -195,6 +199,8 @@ def _soak(tmp_path: Path, endings: int, seed: int) -> None:
             op.end(how)
             op.start()
             time.sleep(chance.uniform(0.0, 0.3))
+        for _ in KINDS:  # every kind of text at least once (paused or not)
+            op.say()
         op.control("resume")
         wait_for(lambda: all(any(text == body for _, who, body in d.thread() if who == "user")
                              for text in op.said), "every acknowledged message in the thread")
