@@ -40,10 +40,11 @@ from autodev_core.control.replicas import (
 from autodev_core.errors import AutodevError
 from autodev_core.serialization import from_json, to_json
 
+from .checkpoint_frames import BASE, VERSION, Frame, FrameDamage, NotFramed, encode_frame, scan
 from .on_disk import SHADOW_SUFFIX as SHADOW_SUFFIX
 from .on_disk import shadow_path as shadow_path
 from .runlock import RunLock
-from .store import NewPost, RunStore, Snapshot, StoreError
+from .store import NewPost, Post, RunStore, Snapshot, StoreError
 
 CHECKPOINT_SUFFIX: Final = ".checkpoint.json"
 #: Beside the database while a restore replaces it: the restore lock of B11 (a restore that
@@ -54,6 +55,8 @@ REPLACED_SUFFIX: Final = ".replaced-"
 CHECKPOINT_FORMAT: Final = "autodev-checkpoint"
 SHADOW_FORMAT: Final = "autodev-shadow"
 FILE_VERSION: Final = 1
+#: The checkpoint's version: frames, a base and appended records (checkpoint_frames.py).
+CHECKPOINT_VERSION: Final = VERSION
 #: Suffix of the temp file an atomic write renames into place.
 TEMP_SUFFIX: Final = ".tmp"
 #: SQLite's companion files of a WAL database; they move with it.
@@ -99,12 +102,17 @@ def atomic_write_text(path: Path, text: str) -> None:
     """Write `text` to `path` so that a crash leaves the old file or the new one: temp file in
     the same directory, fsync, rename, fsync of the directory. Raises OSError on failure and
     leaves no temp file behind."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """`atomic_write_text` of bytes."""
     directory = path.parent
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=_temp_prefix(path), suffix=TEMP_SUFFIX)
     try:
         os.fchmod(fd, 0o600)  # private whatever the umask (issue 9 item 8): it holds the thread
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
@@ -183,12 +191,131 @@ class CheckpointWrite:
     failure: str | None = None
     error: str = ""
     plan: CheckpointPlan | None = None
+    #: How it was written: "base" (the whole snapshot, replacing the file) or "append" (a
+    #: record after what the file holds).
+    kind: str = "base"
+    #: The file as written, for the next append (None when nothing was written).
+    tail: CheckpointTail | None = None
+
+
+@attrs.frozen
+class CheckpointTail:
+    """What the checkpoint file on disk holds, as its last reader or writer left it: what an
+    append needs to know (docs/store.md, "The checkpoint file"). `size` is where its complete
+    frames end (the file's size, unless a torn append follows them); `device` and `inode` name
+    the file, so that an append never lands on a file another writer replaced."""
+
+    revision: int
+    run_id: str
+    integrity_id: str
+    last_seq: int
+    last_key: str
+    base_bytes: int
+    appended_bytes: int
+    records: int
+    size: int
+    file_size: int
+    device: int
+    inode: int
+
+
+@attrs.frozen
+class LoadedCheckpoint:
+    """A checkpoint as read: its content, and its tail when it is of the framed version."""
+
+    file: CheckpointFile
+    tail: CheckpointTail | None = None
 
 
 def read_checkpoint(path: Path) -> CheckpointFile | None:
-    """The checkpoint at `path`, or None when there is none."""
-    result: CheckpointFile | None = _read(path, CheckpointFile, "checkpoint")
-    return result
+    """The checkpoint at `path`, or None when there is none: the base and every complete
+    record (a torn last record is ignored); a file of version 1 is read whole, as before."""
+    loaded = load_checkpoint(path)
+    return loaded.file if loaded is not None else None
+
+
+def load_checkpoint(path: Path) -> LoadedCheckpoint | None:
+    """`read_checkpoint`, with what an append to the file needs to know (its tail)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ReplicaFileError(f"The checkpoint file {path} cannot be read ({exc}).",
+                               path=path) from exc
+    try:
+        stat = os.fstat(fd)
+        try:
+            frames, end = scan(fd, stat.st_size, verify=True)
+        except NotFramed as exc:
+            if exc.version is not None and exc.version != FILE_VERSION:
+                raise ReplicaFileError(
+                    f"The checkpoint file {path} is of version {exc.version!r}, which this "
+                    "autodev cannot read.", path=path) from None
+            return _read_whole(fd, path)
+        except FrameDamage as exc:
+            raise ReplicaFileError(f"The checkpoint file {path} is damaged: {exc}.",
+                                   path=path) from None
+        return _assemble(fd, path, frames, end, stat)
+    except OSError as exc:
+        raise ReplicaFileError(f"The checkpoint file {path} cannot be read ({exc}).",
+                               path=path) from exc
+    finally:
+        os.close(fd)
+
+
+def _read_whole(fd: int, path: Path) -> LoadedCheckpoint:
+    """A checkpoint of version 1: one JSON document (read as before)."""
+    text = b"".join(iter(lambda: os.read(fd, 1 << 20), b""))
+    try:
+        ckpt: CheckpointFile = from_json(text, CheckpointFile)
+    except Exception as exc:  # json and cattrs errors alike: the file is not what it claims.
+        raise ReplicaFileError(
+            f"The checkpoint file {path} is not a valid checkpoint ({type(exc).__name__}).",
+            path=path) from exc
+    return LoadedCheckpoint(ckpt)
+
+
+def _assemble(fd: int, path: Path, frames: list[Frame], end: int,
+              stat: os.stat_result) -> LoadedCheckpoint:
+    """The base with every complete record laid over it, checked frame by frame."""
+    snapshot: Snapshot | None = None
+    posts: list[Post] = []
+    for frame in frames:
+        name = "the base" if frame.number == 0 else f"record {frame.number}"
+        where = f"{name} (frame {frame.number + 1}, at byte {frame.offset})"
+        try:
+            part: Snapshot = from_json(os.pread(fd, frame.length, frame.payload_at), Snapshot)
+        except Exception as exc:  # json and cattrs errors alike
+            raise ReplicaFileError(f"The checkpoint file {path} is damaged: {where} is not a "
+                                   f"snapshot ({type(exc).__name__}).", path=path) from exc
+        problem = ""
+        if part.revision != frame.revision:
+            problem = f"holds revision {part.revision}, its head says {frame.revision}"
+        elif snapshot is not None and (part.run_id, part.integrity_id) != (
+                snapshot.run_id, snapshot.integrity_id):
+            problem = f"is of run {part.run_id!r}, the base of {snapshot.run_id!r}"
+        elif part.posts and posts and part.posts[0].seq <= posts[-1].seq:
+            problem = f"repeats post {part.posts[0].seq}"
+        elif any(a.seq >= b.seq for a, b in zip(part.posts, part.posts[1:], strict=False)):
+            problem = "holds its posts out of order"
+        if problem:
+            raise ReplicaFileError(f"The checkpoint file {path} is damaged: {where} {problem}.",
+                                   path=path)
+        posts.extend(part.posts)
+        snapshot = part
+    assert snapshot is not None  # `scan` returns the base at least
+    last = frames[-1]
+    whole = attrs.evolve(snapshot, posts=tuple(posts))
+    ckpt = CheckpointFile(datetime.fromisoformat(last.written_at), whole,
+                          version=CHECKPOINT_VERSION)
+    base = frames[0].end
+    tail = CheckpointTail(
+        revision=whole.revision, run_id=whole.run_id, integrity_id=whole.integrity_id,
+        last_seq=posts[-1].seq if posts else 0, last_key=posts[-1].key if posts else "",
+        base_bytes=base, appended_bytes=end - base, records=len(frames) - 1, size=end,
+        file_size=stat.st_size, device=stat.st_dev, inode=stat.st_ino)
+    return LoadedCheckpoint(ckpt, tail)
 
 
 def write_checkpoint(store: RunStore, path: Path, *, now: datetime,
@@ -210,10 +337,25 @@ def write_checkpoint(store: RunStore, path: Path, *, now: datetime,
     if not plan.ok or snapshot is None or plan.source != "primary-snapshot":
         return CheckpointWrite(False, str(path), 0, plan.failure, error, plan)
     try:
-        atomic_write_text(path, to_json(CheckpointFile(now, snapshot)))
+        tail = write_base(path, snapshot, now=now)
     except OSError as exc:
         return CheckpointWrite(False, str(path), 0, "write-failed", str(exc), plan)
-    return CheckpointWrite(True, str(path), plan.revision, None, "", plan)
+    return CheckpointWrite(True, str(path), plan.revision, None, "", plan, tail=tail)
+
+
+def write_base(path: Path, snapshot: Snapshot, *, now: datetime) -> CheckpointTail:
+    """Write `snapshot` as the whole checkpoint (one base frame), atomically; returns the
+    file's tail. Raises OSError."""
+    payload = to_json(snapshot).encode("utf-8")
+    frame = encode_frame(BASE, snapshot.revision, now.isoformat(), payload)
+    atomic_write_bytes(path, frame)
+    stat = os.stat(path)
+    last = snapshot.posts[-1] if snapshot.posts else None
+    return CheckpointTail(
+        revision=snapshot.revision, run_id=snapshot.run_id, integrity_id=snapshot.integrity_id,
+        last_seq=last.seq if last else 0, last_key=last.key if last else "",
+        base_bytes=len(frame), appended_bytes=0, records=0, size=len(frame),
+        file_size=len(frame), device=stat.st_dev, inode=stat.st_ino)
 
 
 # --- the shadow copy (C3, B6) -------------------------------------------------------------------

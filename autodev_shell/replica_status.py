@@ -3,19 +3,23 @@ store, and whether it is level with the store, "pending sync" (behind: normal be
 daemon's syncs, B14) or drifted.
 
 Read with json alone, like the rest of a normal status (issue 13): the checkpoint's revision
-and write time come from its JSON without the store's records. The audit is the core's
-`audit_replicas`; for the cases a daemon leaves (no checkpoint yet, one level with the store
-or behind it) its answer is restated here so that status loads no attrs, and
-tests/test_replica_status.py holds the two equal for every pair of revisions. Anything else (a
+and write time come from its frames' heads (autodev_shell/checkpoint_frames.py), never from
+its payloads, so status reads a few hundred bytes a frame however long the thread is. The
+audit is the core's `audit_replicas`; for the cases a daemon leaves (no checkpoint yet, one
+level with the store or behind it) its answer is restated here so that status loads no attrs,
+and tests/test_replica_status.py holds the two equal for every pair of revisions. Anything else (a
 checkpoint ahead of the store, or a checkpoint without a store revision) asks the core.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
+
+from .checkpoint_frames import FrameDamage, NotFramed, scan
 
 #: The checkpoint beside the store (`checkpoint.CHECKPOINT_SUFFIX`, restated so that status
 #: does not load the write path; the tests hold the two equal).
@@ -28,14 +32,34 @@ CHECKPOINT_REPLICA: Final = "checkpoint"
 
 def read_checkpoint_head(path: Path) -> tuple[int | None, str | None, bool]:
     """(revision, written_at, readable) of the checkpoint at `path`: (None, None, True) when
-    there is none, (None, None, False) when it cannot be read as one."""
+    there is none, (None, None, False) when it cannot be read as one.
+
+    A checkpoint of version 2 is read by its frames' heads alone (checkpoint_frames.py): a few
+    hundred bytes a frame, whatever the thread holds; its revision is its last complete
+    frame's. One of version 1 (a single JSON document) is read whole, as before."""
     try:
-        text = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
         return None, None, True
     except OSError:
         return None, None, False
     try:
+        frames, _end = scan(fd, os.fstat(fd).st_size, verify=False)
+    except NotFramed as exc:
+        if exc.version not in (None, 1):
+            return None, None, False
+        return _read_whole(fd)
+    except (FrameDamage, OSError):
+        return None, None, False
+    finally:
+        os.close(fd)
+    return frames[-1].revision, frames[-1].written_at, True
+
+
+def _read_whole(fd: int) -> tuple[int | None, str | None, bool]:
+    """The head of a checkpoint of version 1, read as the whole JSON document it is."""
+    try:
+        text = _all(fd)
         data = json.loads(text)
         snapshot = data["snapshot"]
         revision = snapshot["revision"]
@@ -43,11 +67,16 @@ def read_checkpoint_head(path: Path) -> tuple[int | None, str | None, bool]:
         ok = (data["format"] == CHECKPOINT_FORMAT and isinstance(revision, int)
               and not isinstance(revision, bool) and isinstance(written_at, str)
               and datetime.fromisoformat(written_at).utcoffset() is not None)
-    except (ValueError, TypeError, KeyError):
+    except (ValueError, TypeError, KeyError, OSError):
         ok = False
     if not ok:
         return None, None, False
     return revision, written_at, True
+
+
+def _all(fd: int) -> bytes:
+    os.lseek(fd, 0, os.SEEK_SET)
+    return b"".join(iter(lambda: os.read(fd, 1 << 20), b""))
 
 
 def audit_status(primary_revision: int, checkpoint_revision: int | None) -> str:

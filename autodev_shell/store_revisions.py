@@ -215,14 +215,16 @@ class StoreRevisions(StoreConnection):
         return int(self._read_one("read the revision",
                                   "SELECT revision FROM run_state WHERE id = 1"))
 
-    def snapshot(self) -> Snapshot:
-        """The whole canonical state, read in one transaction (the checkpoint's only source)."""
+    def snapshot(self, *, after_seq: int = 0) -> Snapshot:
+        """The whole canonical state, read in one transaction (the checkpoint's only source);
+        with `after_seq`, only the posts after that one (what an appended checkpoint record
+        holds: posts are never changed nor removed, so the rest is what was exported)."""
         with self._transaction("read a snapshot", write=False) as conn:
             run = conn.execute(
                 "SELECT run_id, integrity_id FROM run WHERE id = 1").fetchone()
             aliases = tuple(r[0] for r in conn.execute("SELECT alias FROM aliases ORDER BY alias"))
             state = _run_state(conn)
-            posts = _posts(conn, 0)
+            posts = _posts(conn, after_seq)
         return Snapshot(
             run_id=run[0], integrity_id=run[1], aliases=aliases, revision=state.revision,
             scheduler_state_json=state.scheduler_state_json,

@@ -9,12 +9,12 @@ docs/store.md says a checkpoint is at most 25 revisions behind the store while t
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
 from daemon_helpers import Daemon, wait_for
 
+from autodev_shell.checkpoint import read_checkpoint
 from autodev_shell.cli import main
 from autodev_shell.store import RunStore
 
@@ -24,13 +24,11 @@ MOST_BEHIND = 25
 
 def _checkpoint(run_dir: Path) -> tuple[int, str, list[str]] | None:
     """(revision, run id, post keys) of the checkpoint on disk, None while there is none."""
-    path = run_dir / "run.db.checkpoint.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (FileNotFoundError, ValueError):
+    ckpt = read_checkpoint(run_dir / "run.db.checkpoint.json")
+    if ckpt is None:
         return None
-    snapshot = data["snapshot"]
-    return snapshot["revision"], snapshot["run_id"], [p["key"] for p in snapshot["posts"]]
+    snapshot = ckpt.snapshot
+    return snapshot.revision, snapshot.run_id, [p.key for p in snapshot.posts]
 
 
 def _store(run_dir: Path) -> tuple[int, str, list[str]]:
