@@ -1,17 +1,20 @@
 """Checkpoint and shadow files beside the run store (SPEC C3, B13-B16).
 
 * The **checkpoint** (`<db>.checkpoint.json`) is the backup replica: the canonical snapshot
-  written as JSON. Its source is chosen by the core (`plan_checkpoint`, B15): the store's
-  snapshot and nothing else, so an export that fails or is empty fails the checkpoint with
-  `primary-checkpoint-source-empty` instead of writing stale state.
+  as a base and the records appended after it (frames: autodev_shell/checkpoint_frames.py).
+  Its source is chosen by the core (`plan_checkpoint`, B15): the store's snapshot and nothing
+  else, so an export that fails or is empty fails the checkpoint with
+  `primary-checkpoint-source-empty` instead of writing stale state. Whether a write appends a
+  record or compacts the file is the core's `plan_checkpoint_write`.
 * The **shadow copy** (`<db>.shadow.json`) holds the revisions the canonical store could not
   commit, so nothing is lost while it is down; it is a recovery-only tier (B5-B6) and never
   confirms anything.
 * **Restoring** a store from the checkpoint happens only when the core's
   `plan_checkpoint_restore` allows it (B14): never while the primary is ahead.
 
-Both files are written atomically: a temp file in the same directory, fsync, rename over the
-target, fsync of the directory. A reader sees the old file or the new one, never half of one.
+Both files are written whole atomically: a temp file in the same directory, fsync, rename over
+the target, fsync of the directory. A reader sees the old file or the new one, never half of
+one. A checkpoint record is appended with one fsync; a reader ignores a torn last record.
 """
 
 from __future__ import annotations
@@ -31,16 +34,27 @@ from autodev_core.control.identity import RunIdentity, resolve_active_identity
 from autodev_core.control.mutation import MutationContext, ensure_mutation_ready
 from autodev_core.control.persistence import DEFAULT_TIERS, TierRoles
 from autodev_core.control.replicas import (
+    CheckpointGrowth,
     CheckpointPlan,
     PrimaryExport,
     RestoreDecision,
     plan_checkpoint,
     plan_checkpoint_restore,
+    plan_checkpoint_write,
 )
 from autodev_core.errors import AutodevError
 from autodev_core.serialization import from_json, to_json
 
-from .checkpoint_frames import BASE, VERSION, Frame, FrameDamage, NotFramed, encode_frame, scan
+from .checkpoint_frames import (
+    APPEND,
+    BASE,
+    VERSION,
+    Frame,
+    FrameDamage,
+    NotFramed,
+    encode_frame,
+    scan,
+)
 from .on_disk import SHADOW_SUFFIX as SHADOW_SUFFIX
 from .on_disk import shadow_path as shadow_path
 from .runlock import RunLock
@@ -208,13 +222,13 @@ class CheckpointTail:
     revision: int
     run_id: str
     integrity_id: str
-    last_seq: int
-    last_key: str
+    #: The file's last post (None: it holds none): an append starts from it, and the store
+    #: must hold it unchanged (else the store is not the one the file follows: compact).
+    last_post: Post | None
     base_bytes: int
     appended_bytes: int
     records: int
     size: int
-    file_size: int
     device: int
     inode: int
 
@@ -312,19 +326,27 @@ def _assemble(fd: int, path: Path, frames: list[Frame], end: int,
     base = frames[0].end
     tail = CheckpointTail(
         revision=whole.revision, run_id=whole.run_id, integrity_id=whole.integrity_id,
-        last_seq=posts[-1].seq if posts else 0, last_key=posts[-1].key if posts else "",
+        last_post=posts[-1] if posts else None,
         base_bytes=base, appended_bytes=end - base, records=len(frames) - 1, size=end,
-        file_size=stat.st_size, device=stat.st_dev, inode=stat.st_ino)
+        device=stat.st_dev, inode=stat.st_ino)
     return LoadedCheckpoint(ckpt, tail)
 
 
 def write_checkpoint(store: RunStore, path: Path, *, now: datetime,
-                     tiers: TierRoles = DEFAULT_TIERS) -> CheckpointWrite:
+                     tiers: TierRoles = DEFAULT_TIERS,
+                     tail: CheckpointTail | None = None) -> CheckpointWrite:
     """Export the store's snapshot and write it as the checkpoint, as the core plans (B15).
 
-    The export failing or holding revision ≤ 0 fails with the core's reason; there is no
-    other source to fall back on, by design.
+    With the `tail` of the file on disk (as `load_checkpoint` or the last write left it), what
+    changed since its revision is appended as one record when the core's
+    `plan_checkpoint_write` says so; otherwise the whole snapshot is written as a new base
+    (a compaction). The export failing or holding revision ≤ 0 fails with the core's reason;
+    there is no other source to fall back on, by design.
     """
+    if tail is not None:
+        appended = _append_record(store, path, now=now, tiers=tiers, tail=tail)
+        if appended is not None:
+            return appended
     snapshot: Snapshot | None
     error = ""
     try:
@@ -343,6 +365,79 @@ def write_checkpoint(store: RunStore, path: Path, *, now: datetime,
     return CheckpointWrite(True, str(path), plan.revision, None, "", plan, tail=tail)
 
 
+class _Replaced(Exception):
+    """The checkpoint file is not the one its tail describes: the write compacts instead."""
+
+
+def _append_record(store: RunStore, path: Path, *, now: datetime, tiers: TierRoles,
+                   tail: CheckpointTail) -> CheckpointWrite | None:
+    """Append what changed since `tail.revision` as one record, with one fsync; None when the
+    write must compact instead (the core says so, or the file or the store is not the one
+    the tail follows)."""
+    try:
+        # From the file's last post on: the store must still hold it, the same (a prefix).
+        last = tail.last_post
+        delta = store.snapshot(after_seq=last.seq - 1 if last is not None else 0)
+        export = PrimaryExport(delta.revision)
+    except StoreError as exc:
+        plan = plan_checkpoint(store.tier, PrimaryExport(0, ok=False), tiers=tiers)
+        return CheckpointWrite(False, str(path), 0, plan.failure, str(exc), plan, kind="append")
+    plan = plan_checkpoint(store.tier, export, tiers=tiers)
+    if not plan.ok or plan.source != "primary-snapshot":
+        return CheckpointWrite(False, str(path), 0, plan.failure, "", plan, kind="append")
+    posts = delta.posts
+    if last is not None:
+        if not posts or posts[0] != last:
+            return None
+        posts = posts[1:]
+    if ((delta.run_id, delta.integrity_id) != (tail.run_id, tail.integrity_id)
+            or delta.revision < tail.revision):
+        return None
+    payload = to_json(attrs.evolve(delta, posts=posts)).encode("utf-8")
+    frame = encode_frame(APPEND, delta.revision, now.isoformat(), payload)
+    growth = CheckpointGrowth(tail.base_bytes, tail.appended_bytes)
+    if plan_checkpoint_write(growth, len(frame)) != "append":
+        return None
+    try:
+        _append(path, frame, tail)
+    except _Replaced:
+        return None
+    except OSError as exc:
+        return CheckpointWrite(False, str(path), 0, "write-failed", str(exc), plan,
+                               kind="append")
+    written = attrs.evolve(
+        tail, revision=delta.revision, appended_bytes=tail.appended_bytes + len(frame),
+        records=tail.records + 1, size=tail.size + len(frame),
+        last_post=posts[-1] if posts else last)
+    return CheckpointWrite(True, str(path), plan.revision, None, "", plan, kind="append",
+                           tail=written)
+
+
+def _append(path: Path, frame: bytes, tail: CheckpointTail) -> None:
+    """Append `frame` to the file `tail` describes and fsync it. A write or sync that fails
+    (a full disk) cuts the file back to where it was, if it can: a torn record is ignored by
+    readers anyway, and the next write compacts when the file is not where its tail says."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    except FileNotFoundError:
+        raise _Replaced from None
+    try:
+        stat = os.fstat(fd)
+        if (stat.st_dev, stat.st_ino, stat.st_size) != (tail.device, tail.inode, tail.size):
+            raise _Replaced
+        try:
+            view = memoryview(frame)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        except OSError:
+            with suppress(OSError):
+                os.ftruncate(fd, tail.size)
+            raise
+    finally:
+        os.close(fd)
+
+
 def write_base(path: Path, snapshot: Snapshot, *, now: datetime) -> CheckpointTail:
     """Write `snapshot` as the whole checkpoint (one base frame), atomically; returns the
     file's tail. Raises OSError."""
@@ -353,9 +448,9 @@ def write_base(path: Path, snapshot: Snapshot, *, now: datetime) -> CheckpointTa
     last = snapshot.posts[-1] if snapshot.posts else None
     return CheckpointTail(
         revision=snapshot.revision, run_id=snapshot.run_id, integrity_id=snapshot.integrity_id,
-        last_seq=last.seq if last else 0, last_key=last.key if last else "",
+        last_post=last,
         base_bytes=len(frame), appended_bytes=0, records=0, size=len(frame),
-        file_size=len(frame), device=stat.st_dev, inode=stat.st_ino)
+        device=stat.st_dev, inode=stat.st_ino)
 
 
 # --- the shadow copy (C3, B6) -------------------------------------------------------------------

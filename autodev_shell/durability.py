@@ -70,11 +70,12 @@ from autodev_core.serialization import to_json
 
 from .checkpoint import (
     SHADOW_MAX_BYTES,
+    CheckpointTail,
     CheckpointWrite,
     PendingRevision,
     ReplicaFileError,
     checkpoint_path,
-    read_checkpoint,
+    load_checkpoint,
     restore_in_progress,
     sweep_temp_files,
     write_checkpoint,
@@ -170,6 +171,9 @@ class Durability:
         self._state = state
         self._pending: list[PendingRevision] = list(pending)
         self._checkpoint_revision = checkpoint_revision
+        #: The checkpoint file as last read or written: what the next record is appended to
+        #: (None: the next write is a whole snapshot, a compaction).
+        self._checkpoint_tail: CheckpointTail | None = None
         self._search = search
         self._search_revision = search_revision
         self.cadence = cadence
@@ -211,9 +215,10 @@ class Durability:
             sweep_temp_files(target)
         disk = read_on_disk(store, identity, shadow_file=shadow_file, tiers=tiers)
         try:
-            ckpt = read_checkpoint(ckpt_file)
+            loaded = load_checkpoint(ckpt_file)
         except ReplicaFileError:
-            ckpt = None  # An unreadable checkpoint is a replica behind: the next sync rewrites it.
+            loaded = None  # Unreadable: a replica behind, which the next sync rewrites.
+        ckpt = loaded.file if loaded is not None else None
         durability = cls(
             store, state=disk.state, pending=disk.pending, checkpoint_file=ckpt_file,
             shadow_file=shadow_file, checkpoint_revision=ckpt.revision if ckpt else None,
@@ -224,6 +229,7 @@ class Durability:
         )
         if disk.pending:
             durability.shadow.revision = disk.pending[-1].revision
+        durability._checkpoint_tail = loaded.tail if loaded is not None else None
         return durability
 
     # --- what the loop reads ---------------------------------------------------------------
@@ -488,9 +494,10 @@ class Durability:
         for step in plan.steps:  # B16: each step on its own; one failing stops no other.
             if step.action == "write-checkpoint":
                 checkpoint = write_checkpoint(self.store, self.checkpoint_file, now=now,
-                                              tiers=self.tiers)
+                                              tiers=self.tiers, tail=self._checkpoint_tail)
                 if checkpoint.ok:
                     self._checkpoint_revision = checkpoint.revision
+                    self._checkpoint_tail = checkpoint.tail
                     self._synced_at[step.replica] = now
                 outcomes.append(SyncOutcome(step.replica, checkpoint.ok,
                                             checkpoint.failure or ""))

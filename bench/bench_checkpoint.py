@@ -2,10 +2,13 @@
 
 The daemon persists each revision through `Durability.persist_revision`: the commit to SQLite,
 then the replica sync the core plans. The checkpoint holds the whole thread, so writing it
-after every commit (what the daemon did before the sync cadence) costs time proportional to the
-thread, and a run grows quadratically. With the cadence (`DEFAULT_CADENCE`: every 25 revisions
-or 60 seconds, always at a flush) the checkpoint's cost is spread over the revisions between
-two writes.
+whole after every commit (what the daemon did before the sync cadence) costs time proportional
+to the thread, and a run grows quadratically. The cadence (`DEFAULT_CADENCE`: every 25
+revisions or 60 seconds, always at a flush) spread that cost over the revisions between two
+writes, but each write still grew with the thread. The appending checkpoint writes what
+changed since the file's revision as one record and rewrites the whole file only when the
+records outgrow its base (docs/store.md), so its cost per revision is bounded by what the
+revisions add.
 
 Two runs are prepared: one whose thread holds 50 posts, one 2,000 (posts of 1,500 characters,
 a run state of 8,000), each with a checkpoint level with its store. A round copies each, opens
@@ -14,7 +17,8 @@ with a post, as a turn's start and its end; the virtual clock does not move, so 
 revision count of the cadence applies: the worst case, a daemon whose turns take no time). The
 figure is the median over interleaved rounds of (time per revision at 2,000 posts) / (time per
 revision at 50 posts): near 1 when a long run stays linear. The same is measured in the same
-rounds without a cadence (a checkpoint after every commit, as before) for comparison.
+rounds with whole snapshots at the cadence (before the appending checkpoint) and with whole
+snapshots after every commit (before the cadence) for comparison.
 
 Deterministic figures beside it (they do not depend on the disk): checkpoints written, the
 checkpoint's `fsync` calls and the bytes handed to `write` (`/proc/self/io`, the commit's
@@ -51,6 +55,8 @@ POST_CHARS, STATE_CHARS = 1_500, 8_000
 #: Revisions per timed window: two of the default cadence's periods, and a few without it.
 WINDOW, OLD_WINDOW = 2 * DEFAULT_CADENCE.revisions, 5
 DEFAULT_ROUNDS = 9
+#: "new": the daemon's checkpoint; "whole" and "old": what it wrote before (see `measure`).
+KINDS = ("new", "whole", "old")
 BASE = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 RUN = resolve_active_identity(run_id="bench")
 
@@ -107,9 +113,10 @@ def counting_fsyncs() -> Iterator[list[int]]:
 
 
 def window(base: Path, work: Path, cadence: SyncCadence | None,
-           revisions: int) -> dict[str, float]:
+           revisions: int, *, append: bool = True) -> dict[str, float]:
     """Persist `revisions` revisions on a copy of `base` as the daemon does; per revision:
-    seconds, checkpoints, checkpoint fsyncs, bytes written."""
+    seconds, checkpoints, checkpoint fsyncs, bytes written. Without `append`, every checkpoint
+    is a whole snapshot (what the daemon wrote before the appending checkpoint)."""
     if work.exists():
         shutil.rmtree(work)
     shutil.copytree(base, work)
@@ -122,6 +129,8 @@ def window(base: Path, work: Path, cadence: SyncCadence | None,
             written = _io()
             began = time.perf_counter()
             for revision in range(first, first + revisions):
+                if not append:
+                    durability._checkpoint_tail = None  # the bench's own: a whole rewrite
                 posts = (_post(revision),) if revision % 2 == 0 else ()
                 result = durability.persist_revision(revision, posts, _state(revision),
                                                      identity=RUN, now=BASE)
@@ -135,19 +144,21 @@ def window(base: Path, work: Path, cadence: SyncCadence | None,
 
 
 def measure(directory: Path, rounds: int) -> dict[str, dict[str, float]]:
-    """Medians over interleaved rounds, for the cadence ("new") and without it ("old")."""
+    """Medians over interleaved rounds: the daemon's appending checkpoint at the cadence
+    ("new"), whole snapshots at the cadence (the daemon before the appending checkpoint:
+    "whole") and whole snapshots after every commit (before the cadence: "old")."""
     bases = {SMALL: prepare(directory, SMALL), LARGE: prepare(directory, LARGE)}
-    cases = [(size, kind) for kind in ("new", "old") for size in (SMALL, LARGE)]
+    cases = [(size, kind) for kind in KINDS for size in (SMALL, LARGE)]
     seen: dict[tuple[int, str], list[dict[str, float]]] = {case: [] for case in cases}
     for round_ in range(rounds):
         turn = round_ % len(cases)  # rotate which goes first
         for size, kind in cases[turn:] + cases[:turn]:
-            cadence = DEFAULT_CADENCE if kind == "new" else None
-            revisions = WINDOW if kind == "new" else OLD_WINDOW
-            seen[(size, kind)].append(
-                window(bases[size], directory / "work", cadence, revisions))
+            cadence = None if kind == "old" else DEFAULT_CADENCE
+            revisions = OLD_WINDOW if kind == "old" else WINDOW
+            seen[(size, kind)].append(window(bases[size], directory / "work", cadence,
+                                             revisions, append=kind == "new"))
     result: dict[str, dict[str, float]] = {}
-    for kind in ("new", "old"):
+    for kind in KINDS:
         small, large = seen[(SMALL, kind)], seen[(LARGE, kind)]
         ratio = statistics.median(b["seconds"] / a["seconds"]
                                   for a, b in zip(small, large, strict=True))
@@ -175,7 +186,9 @@ def main(argv: list[str] | None = None) -> int:
     print("| replica sync | ms/revision at 50 | ms/revision at 2,000 | ratio "
           "| checkpoints/revision | checkpoint fsyncs/revision | KB written/revision (50; 2,000) |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
-    for kind, label in (("new", "cadence (25 revisions / 60 s)"), ("old", "after every commit")):
+    for kind, label in (("new", "appended at the cadence (25 revisions / 60 s)"),
+                        ("whole", "whole snapshot at the cadence (before)"),
+                        ("old", "whole snapshot after every commit")):
         f = m[kind]
         print(f"| {label} | {f['small_seconds'] * 1e3:.2f} | {f['large_seconds'] * 1e3:.2f} "
               f"| {f['ratio']:.2f} | {f['large_checkpoints']:.3f} | {f['large_fsyncs']:.3f} "

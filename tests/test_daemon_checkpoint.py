@@ -9,13 +9,16 @@ docs/store.md says a checkpoint is at most 25 revisions behind the store while t
 
 from __future__ import annotations
 
+import random
 import shutil
+import time
 from pathlib import Path
 
 from daemon_helpers import Daemon, wait_for
 
-from autodev_shell.checkpoint import read_checkpoint
+from autodev_shell.checkpoint import load_checkpoint, read_checkpoint
 from autodev_shell.cli import main
+from autodev_shell.replica_status import read_checkpoint_head
 from autodev_shell.store import RunStore
 
 #: docs/store.md: "at most 25 revisions behind".
@@ -119,3 +122,63 @@ def test_B14_C3_after_a_kill_9_between_checkpoints_the_run_restores_and_goes_on(
     after, after_run, after_keys = _store(run_dir)
     assert after_run == run_id and after > revision
     assert after_keys[:len(keys)] == keys and len(set(after_keys)) == len(after_keys)
+
+
+def _frames_of(run_dir: Path) -> tuple[int, int] | None:
+    """(revision, records appended after the base) of the checkpoint, None while none."""
+    loaded = load_checkpoint(run_dir / "run.db.checkpoint.json")
+    if loaded is None or loaded.tail is None:
+        return None
+    return loaded.file.revision, loaded.tail.records
+
+
+def test_B15_C3_kill_9_while_the_daemon_appends_leaves_a_checkpoint_that_reads_and_restores(
+    tmp_path: Path,
+) -> None:
+    daemon = Daemon(tmp_path, {"ana": "claude", "rui": "codex"},
+                    {"default": {"post": "ok " * 300, "sleep": 0.01}})
+    run_dir = daemon.run_dir
+    rng = random.Random(15)
+    records_seen = 0
+    for _cycle in range(3):
+        daemon.start()
+        try:
+            start = _store(run_dir)[0] if (run_dir / "run.db").exists() else 0
+            goal = max(start, 60) + 26
+
+            def far_enough(goal: int = goal) -> bool:
+                return (run_dir / "run.db").exists() and _store(run_dir)[0] > goal
+
+            # Long enough for checkpoints to be appended (records fit in the base once the
+            # thread holds some posts), then a kill at a moment of the test's choosing.
+            wait_for(far_enough, "the run to go on")
+            time.sleep(rng.uniform(0, 0.3))
+        finally:
+            daemon.kill9()
+        # Whatever the kill cut: the checkpoint reads, its head agrees, and it is a prefix.
+        frames = _frames_of(run_dir)
+        assert frames is not None
+        revision, records = frames
+        records_seen = max(records_seen, records)
+        kept = _checkpoint(run_dir)
+        assert kept is not None and kept[0] == revision
+        assert read_checkpoint_head(run_dir / "run.db.checkpoint.json")[0] == revision
+        primary, store_run, store_keys = _store(run_dir)
+        assert kept[1] == store_run and store_keys[: len(kept[2])] == kept[2]
+        assert 0 <= primary - revision <= MOST_BEHIND
+    assert records_seen > 0, "no record was appended"
+    # A clean stop leaves it level; without the store, it restores the whole run.
+    daemon.start()
+    restarted = _store(run_dir)[0]
+    wait_for(lambda: _store(run_dir)[0] > restarted + 2, "the run to go on once more")
+    daemon.stop()
+    assert daemon.wait_exit() == 0
+    assert _checkpoint(run_dir) == _store(run_dir)
+    expected = _store(run_dir)
+    lost = tmp_path / "lost-again"
+    lost.mkdir()
+    for name in ("run.db", "run.db-wal", "run.db-shm"):
+        if (run_dir / name).exists():
+            shutil.move(run_dir / name, lost / name)
+    assert main(["restore", "--run", str(run_dir)]) == 0
+    assert _store(run_dir) == expected

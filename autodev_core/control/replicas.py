@@ -239,6 +239,44 @@ def plan_checkpoint(
     return CheckpointPlan(True, "in-memory", in_memory_revision)
 
 
+# --- B15: how the checkpoint grows (append a record, or compact) -------------------------------
+
+CheckpointWriteKind = Literal["append", "compact"]
+
+
+def _byte_count(_instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{attribute.name} is a byte count ≥ 0, not {value!r}")
+
+
+@attrs.frozen
+class CheckpointGrowth:
+    """The checkpoint file as its writer knows it: `base_bytes` in its base (the whole
+    snapshot when it was last compacted) and `appended_bytes` in the records after it."""
+
+    base_bytes: int = attrs.field(validator=_byte_count)
+    appended_bytes: int = attrs.field(validator=_byte_count)
+
+
+def plan_checkpoint_write(file: CheckpointGrowth | None, record_bytes: int) -> CheckpointWriteKind:
+    """Whether the next checkpoint is a record of `record_bytes` appended to the file
+    ("append": what changed since the file's revision) or a compaction ("compact": the whole
+    snapshot rewritten as the file's new base, atomically).
+
+    `file` is None when the writer knows of no file a record could follow (none yet, one of an
+    older version, one that a torn append ends, one replaced by another writer): compact. Else
+    append while the records, this one included, hold no more bytes than the base, and compact
+    once they would outgrow it. A compaction then writes at most about twice what was appended
+    since the last one, so the bytes written per revision stay bounded by what the revisions
+    add, whatever the thread holds (a whole-snapshot write at every checkpoint grows with it).
+    """
+    if isinstance(record_bytes, bool) or not isinstance(record_bytes, int) or record_bytes < 0:
+        raise ValueError(f"a record's size is a byte count ≥ 0, not {record_bytes!r}")
+    if file is None or file.appended_bytes + record_bytes > file.base_bytes:
+        return "compact"
+    return "append"
+
+
 # --- B16: independent sync steps ----------------------------------------------------------------
 
 SyncAction = Literal["write-checkpoint", "rebuild-search"]
