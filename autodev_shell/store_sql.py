@@ -115,9 +115,11 @@ def size_wal(conn: sqlite3.Connection) -> None:
     other connection from appending frames meanwhile. Only whole frames past the file's end
     are written, where SQLite has none, and each has page number 0: SQLite's recovery stops at
     the first frame that has page 0 or salts or checksums that do not match the header's,
-    as it does at the old frames past the end of a WAL it restarted. SQLite never truncates
-    the WAL (`journal_size_limit` stays -1, its default) and deletes it when the last
-    connection closes. The frames reach the disk with the caller's commit (its `fdatasync` of
+    as it does at the old frames past the end of a WAL it restarted. The working size is also
+    the connection's `journal_size_limit`: a WAL a large revision grew past it (a huge message)
+    is cut back to it when SQLite restarts the log after a checkpoint, instead of keeping its
+    largest size for the rest of the run; SQLite deletes the WAL when the last connection
+    closes. The frames reach the disk with the caller's commit (its `fdatasync` of
     the WAL). A WAL whose size is not a whole number of frames is left alone; one that cannot
     be sized (a full disk) is cut back to its size and grows as before.
     """
@@ -132,6 +134,8 @@ def size_wal(conn: sqlite3.Connection) -> None:
         return  # no automatic checkpoint (no working size), or no file (in memory)
     frame = _FRAME_HEADER + page
     wanted = _WAL_HEADER + (checkpoint_pages + _WAL_SLACK_FRAMES) * frame
+    with suppress(sqlite3.Error):  # a WAL that stays large costs disk space, nothing else
+        conn.execute(f"PRAGMA journal_size_limit = {wanted}")
     try:  # SQLite's own name for its WAL; never made here (SQLite sets its mode)
         fd = os.open(f"{database}-wal", os.O_WRONLY | os.O_CLOEXEC)
     except OSError:

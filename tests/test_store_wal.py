@@ -269,3 +269,23 @@ def test_C3_the_sizing_writes_a_memory_page_at_a_time(
         assert wal(path).stat().st_size >= wanted
     assert sum(length for _offset, length in writes) >= wanted - 32 - 10 * 1048
     assert all(offset // 4096 == (offset + length - 1) // 4096 for offset, length in writes)
+
+
+def test_C3_a_wal_a_huge_revision_grew_is_cut_back_to_its_working_size(tmp_path: Path) -> None:
+    """A huge message makes a WAL far larger than its working size; once SQLite restarts the
+    log after a checkpoint, the file is that working size again (not its largest size for the
+    rest of the run)."""
+    path = tmp_path / "run.db"
+    with RunStore.open(path, create=True, run_id="run-1", now=NOW) as store:
+        commit(store, 1)
+        sized = wal(path).stat().st_size
+        commit(store, 2, text_chars=8_000_000)
+        grown = wal(path).stat().st_size
+        assert grown > sized + 7_000_000
+        before, revision = restarts(path), 2
+        while restarts(path) == before or revision < 4:
+            revision += 1
+            commit(store, revision)
+            assert revision < 5_000, "the WAL never restarted"
+        assert wal(path).stat().st_size == sized
+    assert read_back(path)[:2] == (revision, keys_up_to(revision))
