@@ -31,6 +31,20 @@ def make_team(root: Path, members: dict[str, str]) -> Path:
     return team
 
 
+#: The signals an operator sends a daemon. A test suite started under `nohup`, or as a
+#: background job of a shell without job control, hands its children SIGHUP or SIGINT ignored,
+#: and an ignored signal stays ignored across exec: a daemon started from it would never see
+#: the signal a test sends. Each daemon a test starts gets them at their defaults, as from a
+#: terminal; a test of `nohup` ignores SIGHUP on purpose after this.
+OPERATOR_SIGNALS = (signal.SIGHUP, signal.SIGINT, signal.SIGTERM)
+
+
+def operator_signals_default() -> None:
+    """A `preexec_fn`: the operator's signals at their defaults in the child (see above)."""
+    for signum in OPERATOR_SIGNALS:
+        signal.signal(signum, signal.SIG_DFL)
+
+
 class Daemon:
     """One run folder, its stand-ins and the `autodev run` processes started on it."""
 
@@ -52,6 +66,7 @@ class Daemon:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             start_new_session=True,
+            preexec_fn=operator_signals_default,
         )
         return self.proc
 

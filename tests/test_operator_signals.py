@@ -13,20 +13,23 @@ import sys
 from pathlib import Path
 
 import pytest
-from daemon_helpers import WAIT, Daemon, alive, wait_for
+from daemon_helpers import WAIT, Daemon, alive, operator_signals_default, wait_for
 
 
 def _daemon(tmp_path: Path) -> Daemon:
     """One quick post, then a call that lasts (the one the signal lands in)."""
-    return Daemon(tmp_path, {"ana": "claude", "rui": "codex"}, {
+    d = Daemon(tmp_path, {"ana": "claude", "rui": "codex"}, {
         "claude": {"answers": [{"post": "first", "sleep": 0.1}],
                    "default": {"post": "slow", "sleep": 60}},
         "codex": {"answers": [], "default": {"post": "slow", "sleep": 60}},
     })
+    d.env = dict(d.env, PYTHONFAULTHANDLER="1")  # a daemon that hangs shows where (`_ended`)
+    return d
 
 
 def _start(d: Daemon, errors: Path, *, ignore_hangup: bool = False) -> None:
     def ignore() -> None:
+        operator_signals_default()
         signal.signal(signal.SIGHUP, signal.SIG_IGN)  # as `nohup` leaves it across exec
 
     with errors.open("wb") as sink:
@@ -34,7 +37,18 @@ def _start(d: Daemon, errors: Path, *, ignore_hangup: bool = False) -> None:
             [sys.executable, "-m", "autodev_shell.cli", "run", str(d.team), "--run",
              str(d.run_dir)],
             env=d.env, stdout=subprocess.DEVNULL, stderr=sink, start_new_session=True,
-            preexec_fn=ignore if ignore_hangup else None)
+            preexec_fn=ignore if ignore_hangup else operator_signals_default)
+
+
+def _ended(proc: subprocess.Popen[bytes]) -> int | None:
+    """The daemon's exit code; if it did not end, its threads' stacks in the failure (it runs
+    with faulthandler on: SIGABRT makes it print them to its stderr)."""
+    try:
+        return proc.wait(timeout=WAIT)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)
+        proc.wait(timeout=WAIT)
+        return None
 
 
 def _in_a_call(d: Daemon) -> int:
@@ -55,7 +69,7 @@ def test_C1_B14_a_signal_during_a_call_ends_the_run_cleanly(
         call = _in_a_call(d)
         assert d.proc is not None
         d.proc.send_signal(getattr(signal, name))
-        assert d.proc.wait(timeout=WAIT) == code, errors.read_text(errors="replace")
+        assert _ended(d.proc) == code, errors.read_text(errors="replace")
     finally:
         if d.proc is not None and d.proc.poll() is None:
             d.proc.kill()

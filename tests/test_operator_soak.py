@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from daemon_helpers import WAIT, Daemon, alive, wait_for
+from daemon_helpers import WAIT, Daemon, alive, operator_signals_default, wait_for
 
 from autodev_shell.store import RunStore
 
@@ -88,7 +88,8 @@ class Operator:
             d.proc = subprocess.Popen(
                 [sys.executable, "-m", "autodev_shell.cli", "run", str(d.team), "--run",
                  str(d.run_dir)],
-                env=d.env, stdout=subprocess.DEVNULL, stderr=sink, start_new_session=True)
+                env=d.env, stdout=subprocess.DEVNULL, stderr=sink, start_new_session=True,
+                preexec_fn=operator_signals_default)
         wait_for(lambda: (d.run_dir / "run.db").exists(), "the daemon's store")
 
     def cli(self, *args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
