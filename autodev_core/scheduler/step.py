@@ -201,20 +201,15 @@ def _merge_limit(
     """Join `observed` to the registry (registry.py's rule): the engine's record before, after.
     The registry stays sorted by engine name (`str(engine)`: the provider, then the model)."""
     engine = observed.engine
-    provider = engine.provider
-    model = engine.model
-    name = model or ""
+    name = engine._name  # `str(engine)`, without the call
     limits = d.limits
     record: EngineLimit | None = None
     at = 0  # where the engine's record is, or goes
-    for existing in limits:  # fields compared inline: cheaper than Engine.__eq__ and str()
-        other = existing.engine
-        if other.provider == provider and other.model == model:
-            record = existing
-            break
-        if other.provider > provider or (
-            other.provider == provider and (other.model or "") > name
-        ):
+    for existing in limits:  # names compared: cheaper than Engine.__eq__ and its order
+        other = existing.engine._name
+        if other >= name:
+            if other == name:
+                record = existing
             break
         at += 1
     merged = merge_limit(record, observed, now)
@@ -228,7 +223,7 @@ def _merge_limit(
             if record is not None and record.until == earliest and until > earliest:
                 d.limit_index = None  # the earliest reset moved later: read the registry again
             else:
-                number = d.config.engine_numbers.get((provider, model))
+                number = d.config.engine_numbers.get((engine.provider, engine.model))
                 changed = LimitIndex(
                     index.entries if number is None else {**index.entries, number: until},
                     until if earliest is None or until < earliest else earliest)
@@ -249,6 +244,7 @@ def _merge_limit(
                         if mask != limited.mask:
                             limited = limited_at(d.config, mask)
                     changed.valid = (since, until_next, limited)
+                    d._limited = limited  # (read now: no need to read the registry again)
                 d.limit_index = changed
     return record, merged
 
@@ -256,9 +252,12 @@ def _merge_limit(
 def _record_limit(d: _Draft, now: datetime, engine: Engine, reset_at: datetime | None) -> None:
     """A6/A8: take `engine` out until its reset (or the default wait). A read reset replaces a
     defaulted one even when earlier; otherwise a recorded reset never moves earlier."""
-    read = reset_at is not None and reset_at > now
-    default = now + d.config.policy.default_limit_wait(engine.provider)
-    until = reset_at if read and reset_at is not None else default
+    if reset_at is not None and reset_at > now:
+        read = True
+        until = reset_at
+    else:
+        read = False
+        until = now + d.config.policy.default_limit_wait(engine.provider)
     _before, merged = _merge_limit(
         d, now, new_engine_limit(engine, until, read, now, "")
     )
@@ -370,27 +369,43 @@ def _limits_reached(d: _Draft, now: datetime) -> bool:
     return True
 
 
-def _seat(d: _Draft, now: datetime, runner: int, position: int) -> None:
-    """Remember where `runner` sits, and which earlier entries it passed because of a limit."""
-    mask = 0
-    if position and d.limits:  # the limited entries before `position`
-        mask = (d._limited or d.in_force()).limited[runner] & ((1 << position) - 1)
-    if d.seats[runner] != position:
-        d.seats = _replace(d.seats, runner, position)
-    if d.passed[runner] != mask:
-        d.passed = _replace(d.passed, runner, mask)
-
-
-def _start(d: _Draft, now: datetime, runner: int, position: int, owner: int) -> None:
-    """Start a call of `runner` on lane entry `position` for `owner`'s turn."""
-    if d.config.bounded and _limits_reached(d, now):
-        return
+def _start(
+    d: _Draft, now: datetime, runner: int, position: int, owner: int, turn: bool = True
+) -> None:
+    """Start a call of `runner` on lane entry `position` for `owner`'s turn, and remember where
+    `runner` sits and which earlier entries it passed because of a limit. A23/A24/A36: at a
+    turn's start (`turn`) a participant silently takes its earliest free entry; coming back to
+    an entry it had passed because of a limit is announced (an outage's end is not); a hop
+    (A11, A26) has said where it goes already."""
     config = d.config
+    seat = d.seats[runner]
+    if position or seat:
+        if turn and position < seat and d.passed[runner] >> position & 1:
+            member = config.team[runner]
+            back = config.lanes[runner][position]
+            d._effects.append(new_log(
+                now,
+                # back on the primary: the provider alone (A9), compared without building it
+                logs.lifted(member.id, back, back.provider == member.provider
+                            and back.model is None),
+                "lifted",
+                participant=member.id, engine=back))
+        if config.bounded and _limits_reached(d, now):
+            return
+        mask = 0
+        if position and d.limits:  # the limited entries before `position`
+            mask = (d._limited or d.in_force()).limited[runner] & ((1 << position) - 1)
+        if seat != position:
+            seats = d.seats
+            d.seats = (*seats[:runner], position, *seats[runner + 1 :])
+        passed = d.passed
+        if passed[runner] != mask:
+            d.passed = (*passed[:runner], mask, *passed[runner + 1 :])
+    elif config.bounded and _limits_reached(d, now):
+        return
     runner_id = config.team[runner].id
     owner_id = config.team[owner].id
     engine = config.lanes[runner][position]
-    if position or d.seats[runner]:
-        _seat(d, now, runner, position)
     kind: TurnKind = "fresh" if d.fresh or d.last_runner != runner_id else "no-new-input"
     d.fresh = False
     d.last_runner = runner_id
@@ -409,22 +424,6 @@ def _start(d: _Draft, now: datetime, runner: int, position: int, owner: int) -> 
             owner_id,
         )
     )
-
-
-def _take_seat(d: _Draft, now: datetime, runner: int, position: int, owner: int) -> None:
-    """A23/A24/A36: at turn start a participant silently takes its earliest free entry; coming
-    back to an entry it had passed because of a limit is announced (an outage's end is not)."""
-    if position < d.seats[runner] and d.passed[runner] >> position & 1:
-        member = d.config.team[runner]
-        engine = d.config.lanes[runner][position]
-        d._effects.append(new_log(
-            now,
-            # back on the primary: the provider alone (A9), compared without building it
-            logs.lifted(member.id, engine, engine.provider == member.provider
-                        and engine.model is None),
-            "lifted",
-            participant=member.id, engine=engine))
-    _start(d, now, runner, position, owner)
 
 
 def _owner(d: _Draft) -> int:
@@ -543,9 +542,12 @@ def _begin_turn(d: _Draft, now: datetime) -> None:
         if index is None or (index.earliest is not None and index.earliest <= now):
             _lift_passed_limits(d, now)
     owner = d.due if d.approved is None else d.config.index[d.approved]  # `_owner`, inline
-    position = d.earliest_free(owner)
+    if d.outages:
+        position = d.earliest_free(owner)
+    else:  # `earliest_free`, inline: nothing unreachable
+        position = (d._limited or d.in_force()).first[owner] if d.limits else 0
     if position is not None:
-        _take_seat(d, now, owner, position, owner)
+        _start(d, now, owner, position, owner)
         return
     if _keeps_turn(d, owner):
         _wait_for_own(d, now, owner)
@@ -557,8 +559,9 @@ def _begin_turn(d: _Draft, now: datetime) -> None:
     runner, runner_position = found
     member = d.config.team[owner]
     lane = d.config.lanes[owner]
-    if all(d.limit_of(engine) is None for engine in lane):
-        # A36: the owner is out only because its providers cannot be reached.
+    if not (d._limited or d.in_force()).limited[owner]:
+        # A36: no entry of the owner's is limited: it is out only because its providers
+        # cannot be reached.
         d._effects.append(new_log(
             now, logs.handover_unreachable(member.id, lane[0].provider, d.config.team[runner].id),
             "handover-unreachable", participant=member.id, provider=lane[0].provider,
@@ -567,13 +570,13 @@ def _begin_turn(d: _Draft, now: datetime) -> None:
         d._effects.append(new_log(  # A15, A24
             now, logs.handover_limited(member.id, d.config.team[runner].id), "handover-limited",
             participant=member.id, colleague=d.config.team[runner].id))
-    _take_seat(d, now, runner, runner_position, owner)
+    _start(d, now, runner, runner_position, owner)
 
 
 def _reroute(d: _Draft, now: datetime, runner: int, source: Engine, unreachable: bool) -> None:
     """A11-A16, A26, A35, A36: a call reported a limit or an outage and posted nothing; in the
     same step walk the runner's chain, else hand the turn to a colleague, else wait."""
-    owner = _owner(d)
+    owner = d.due if d.approved is None else d.config.index[d.approved]  # `_owner`, inline
     member = d.config.team[runner]
     position = d.earliest_free(runner)
     if position is not None:
@@ -586,7 +589,7 @@ def _reroute(d: _Draft, now: datetime, runner: int, source: Engine, unreachable:
             d._effects.append(new_log(
                 now, logs.hop_limited(member.id, source, target), "hop-limited",
                 participant=member.id, engine=source, target=target))
-        _start(d, now, runner, position, owner)
+        _start(d, now, runner, position, owner, False)
         return
     found: tuple[int, int] | None = None
     if runner != owner:
@@ -612,7 +615,7 @@ def _reroute(d: _Draft, now: datetime, runner: int, source: Engine, unreachable:
         d._effects.append(new_log(
             now, logs.handover_limited(member.id, d.config.team[other].id), "handover-limited",
             participant=member.id, engine=source, colleague=d.config.team[other].id))
-    _take_seat(d, now, other, other_position, owner)
+    _start(d, now, other, other_position, owner)
 
 
 def _what_failed(event: CallEnded) -> str:
@@ -680,7 +683,9 @@ def _on_call_ended(d: _Draft, event: CallEnded) -> None:
     d.call = None
     if now > call.started_at:
         d.runtime += now - call.started_at  # A21: only call time is charged
-    runner = d.config.index[event.participant]
+    config = d.config
+    participant = event.participant
+    runner = config.index[participant]
     engine = event.engine
     kind = event.kind
     live = d.status == "running"  # paused or stopped: learn, count, decide nothing
@@ -691,16 +696,22 @@ def _on_call_ended(d: _Draft, event: CallEnded) -> None:
         _record_reachable(d, now, engine.provider)  # A40
     if event.posted:
         d._effects.append(new_log(  # (participant, engine): positional, cheaper
-            now, logs.posted_via(event.participant, engine), "posted", event.participant, engine))
+            now, logs.posted_via(participant, engine), "posted", participant, engine))
         d.failures = 0  # A30: a call that works resets the count
         if d.empties[runner]:
             d.empties = _replace(d.empties, runner, 0)  # A31: a post resets the count
-        owner = d.config.index[call.turn_owner]
-        if call.approved and d.approved == call.turn_owner:
-            d.approved = None  # A22: the inserted turn is taken; the owed one still is owed ...
-        if not call.approved or owner == d.due:
-            d.due = (d.due + 1) % len(d.config.team)  # A33 (... unless it was the owed one)
+        if not call.approved:
+            d.due = (d.due + 1) % len(config.team)  # A33: the owed turn is taken
+        else:
+            if d.approved == call.turn_owner:
+                d.approved = None  # A22: the inserted turn is taken; the owed one still is owed
+            if config.index[call.turn_owner] == d.due:
+                d.due = (d.due + 1) % len(config.team)  # (... unless it was the owed one)
         d.fresh = True
+        if kind == "post":  # nothing else was learned; the next turn starts
+            if live and not (config.bounded and _limits_reached(d, now)):
+                _begin_turn(d, now)
+            return
     if event.limit is not None:
         _record_limit(d, now, engine, event.limit.reset_at)  # A17: after the post, if any
     if kind in ("exit", "timeout", "empty"):
@@ -888,7 +899,11 @@ def _table() -> dict[tuple[Status, type], tuple[Handler, frozenset[Status]]]:
     return t
 
 
-_TABLE: Final = _table()  # `step` looks up the dict itself, not through the read-only view
+_TABLE: Final = _table()
+#: `_TABLE` by event type, then status: what `step` looks up (no key tuple to build and compare)
+_BY_EVENT: Final[dict[type, dict[Status, tuple[Handler, frozenset[Status]]]]] = {}
+for (_status, _type), _entry in _TABLE.items():
+    _BY_EVENT.setdefault(_type, {})[_status] = _entry
 #: Every legal (status, event) pair, its handler and the statuses it may lead to.
 TRANSITIONS: Final[Mapping[tuple[Status, type], tuple[Handler, frozenset[Status]]]] = (
     MappingProxyType(_TABLE)
@@ -897,17 +912,17 @@ TRANSITIONS: Final[Mapping[tuple[Status, type], tuple[Handler, frozenset[Status]
 
 def step(state: SchedulerState, event: Event) -> tuple[SchedulerState, tuple[Effect, ...]]:
     """Feed one event to the scheduler: the new state and what the shell must do, in order."""
-    entry = _TABLE.get((state.status, type(event)))
-    if entry is None:
+    try:
+        handler, targets = _BY_EVENT[type(event)][state.status]
+    except KeyError:
         if type(event) not in EVENT_TYPES:
             raise TypeError(
                 f"step needs an event ({', '.join(t.__name__ for t in EVENT_TYPES)}), "
                 f"not {type(event).__name__} {event!r}"
-            )
+            ) from None
         raise SchedulerProtocolError(
             f"{type(event).__name__} makes no sense while the run is {state.status}"
-        )
-    handler, targets = entry
+        ) from None
     now = event.now
     last = state.last_event_at
     if last is not None and now < last:
@@ -935,10 +950,11 @@ def step(state: SchedulerState, event: Event) -> tuple[SchedulerState, tuple[Eff
     d.iterations = state.iterations
     d.runtime = state.runtime
     d.last_event_at = now
-    d.limit_index = state.limit_index
+    index = d.limit_index = state.limit_index
     effects: list[Effect] = []
     d._effects = effects
-    d._limited = None
+    valid = index.valid  # the engines limited at an earlier step, if no reset passed since
+    d._limited = valid[2] if valid is not None and valid[0] <= now < valid[1] else None
     handler(d, event)
     if d.status not in targets:  # pragma: no cover - the table and the handlers disagree
         raise AssertionError(
