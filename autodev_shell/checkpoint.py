@@ -700,5 +700,6 @@ def _locked(db: Path, held: RunLock | None) -> Iterator[None]:
     if held is not None and held.held:
         yield
         return
-    with RunLock.acquire(db, run=db.name):
+    # Named by its folder, as the operator gave it (`--run DIR`), not by the store's file name.
+    with RunLock.acquire(db, run=str(db.parent)):
         yield

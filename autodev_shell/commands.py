@@ -511,7 +511,7 @@ def format_status(facts: dict[str, Any], now: datetime, zone: tzinfo) -> list[st
     if replicas is not None:
         written = replicas["checkpoint"]["written_at"]
         lines.append(replica_line(replicas, _ago(datetime.fromisoformat(written), now)
-                                  if written is not None else None))
+                                  if written is not None else None, running=daemon["running"]))
     lines.append(f"posts: {facts['posts']}")
     stand_in = daemon.get("lock_file_time")
     gone = "" if daemon["running"] else ", not running"

@@ -106,8 +106,10 @@ def replica_facts(db: str | Path, primary_revision: int) -> dict[str, Any]:
     }
 
 
-def replica_line(facts: dict[str, Any], ago: str | None) -> str:
-    """The `checkpoint:` line of `autodev status`; `ago` is how old its write is, if known."""
+def replica_line(facts: dict[str, Any], ago: str | None, *, running: bool = True) -> str:
+    """The `checkpoint:` line of `autodev status`; `ago` is how old its write is, if known, and
+    `running` whether a daemon is there to sync a replica that is behind (after a kill -9 none
+    is: the lag is then no longer the cadence's normal one)."""
     checkpoint = facts["checkpoint"]
     status = facts["status"]
     revision = checkpoint["revision"]
@@ -124,6 +126,10 @@ def replica_line(facts: dict[str, Any], ago: str | None) -> str:
     if status == "pending-sync":
         behind = facts["behind"]
         count = f"{behind} revision{'s' if behind != 1 else ''} behind the store"
+        if not running:
+            return (f"checkpoint: revision {revision}, {count}{when}: replicas pending sync; "
+                    "no daemon is running to sync them (the store holds every revision; "
+                    "the next autodev run catches the checkpoint up)")
         return (f"checkpoint: revision {revision}, {count}{when}: replicas pending sync (normal "
                 "between syncs; the store holds every revision)")
     return f"checkpoint: revision {revision}{when}; {status}: ahead of the store (B14)"
