@@ -456,37 +456,23 @@ NOTES = """\
 
 ## What stands in the way of the missed targets
 
-- **1, decision cost.** A step builds what it derives (effects, the new state) by plain slot
-  assignment without re-checking it; a `CallEnded` checks its fields in one pass of a
-  hand-written `__init__` and fills itself through a twin class (no attrs `__init__`, no
-  `object.__setattr__` per field); the state carries its limit registry read by engine number
-  (`limit_index`, changed in place of a rebuild when one record changes), a step works out
-  once which engines are limited now (a bit each), and a lane entry or a colleague's lane is
-  then a bit test instead of a scan of the registry. Since the last page (issue 13, this
-  round): a step makes its new state in place — the draft it changes is a twin of
-  `SchedulerState` (`_twins.py`) filled once from the state before and made the new state by
-  setting its class, where a scratch copy had its 19 fields copied in and out again — and
-  what a set of limited engines means for the lanes (each participant's first free entry, the
-  entries a seat further down passed, who takes a turn a participant cannot) is worked out
-  once per set and config (`Limited`), carried from step to step and changed in place when
-  one record changes or limits are lifted. Deterministic counts over the trace, since issue
-  13's first round → last page → now: bytecodes per step 1,790 → 1,375 → 1,141; instructions
-  (valgrind) 95,700 → 82,800 → 69,700 (175,000 before issue 13), against 128,000-139,000
-  for a tenacity attempt; a single limit step 1,320 → 1,200 bytecodes. Time follows these
-  only loosely: timed side by side in one process on a loaded machine (load 4-6 on 2 cores),
-  the last page's code and this one gave 0.95 and 0.85 tenacity attempts (medians of 25
-  rounds; 8-14% less in two such runs), so the page's 0.87 should come to about 0.78-0.80, at
-  the target's edge. valgrind's cache and branch simulation shows why time lags: per trace
-  step some 1,700 instruction-cache misses and 1,300 mispredicted indirect jumps (the
-  interpreter's dispatch over many different paths and 4,000 different states), about as many
-  as a tenacity attempt that has nearly twice the instructions. What is left on a post step
-  (57% of the trace, 953 bytecodes): the call's end and its posted line (`_on_call_ended`,
-  `new_log`, about 24%), filling the new state (`step`, about 16%), the event's construction
-  (about 10%) and the turn's start (`_begin_turn`, lifting passed limits, `_start`, `_seat`,
-  the `Call` and the `StartCall`, about 45%). In C, each twin's `__class__` assignment costs
-  some 600 instructions (CPython compares the two classes' slot names; about six per step),
-  and each engine a log line formats (`str(engine)`, a call back into Python from the
-  f-string) about 1,200: fewer of both is what a further step would aim at.
+- **1, decision cost (met on this page).** A step builds what it derives by plain slot
+  assignment without re-checking it; a `CallEnded` checks its fields in one pass and fills
+  itself through a twin class; the state carries its limit registry read by engine number and
+  what a set of limited engines means for the lanes (`Limited`, once per set and config); a
+  step makes its new state in place (a draft twin of `SchedulerState` made the state by
+  setting its class). This round: the twins are generated from their class as subclasses
+  that add no slot (CPython then checks a `__class__` change by one step up the hierarchy,
+  about half the cost, and no twin restates its class's slots); engines keep their name, so a
+  log line no longer calls `str(engine)` back from an f-string (~1,200 instructions each);
+  one `_start` for the seat, the lifted line and the call; a post returns once its turn has
+  started; the A36 check is a bit test; a `CallEnded` of the two common shapes (a post, a
+  limit of the engine's own provider) is accepted on a few tests, any other shape goes
+  through every rule. Instructions per trace step (valgrind): 175,000 before issue 13 →
+  82,800 → 69,700 (last page) → 63,700, against about 128,000 for a tenacity attempt; by
+  kind, a limit or network step now costs about twice a post step and makes up about half of
+  the trace's cost. Left: writing a `<time>` in a log line (~10,000 instructions, two zone
+  conversions) at about 0.4 per step.
 - **2, simulation throughput.** `simulate` reads each distinct answer once (a notice confirmed
   and its reset parsed; login and network not looked for when a limit is certain) and at each
   call's end only resolves the reset: a duration by one addition, a clock time by the zone's
@@ -509,7 +495,12 @@ NOTES = """\
   and confirming regexes, once per answer), resolving a clock-time reset at each limit (about
   38,000 instructions each, most of it the zone's `astimezone`; a duration costs about
   13,000), the answer lookup and each call's end built (`new_call_ended`), and the loop
-  itself (about 120 bytecodes per event: the effects, the next instant).
+  itself (about 120 bytecodes per event: the effects, the next instant). This round row 1's
+  cheaper `step` brought the figure to 0.0020-0.0028 events per loop iteration in this
+  session's quiet runs (about 360-490 loop iterations per event): 50,000 events/s then needs a
+  host whose trivial loop runs at 18-25 million iterations/s, and this host's ran at about 16
+  million. A further 6% of the simulation's own part (a clock-time reset resolved from the
+  notice's first reader, one zone conversion per read) is written but not landed.
 - **3, detection.** Long stdout goes through a sieve first: blocks of 64 KiB with the bytes no
   keyword needs dropped and the case folded (one `bytes.translate` with `delete`), then searched
   for what is left of each keyword; only blocks that pass are searched in full and only their
