@@ -23,6 +23,13 @@ def _check_model(_instance: object, _attribute: object, value: str | None) -> No
         raise ValueError(f"malformed model name {value!r}")
 
 
+def _model_rank(model: str | None) -> tuple[bool, str]:
+    """How models order: no model before any model, then models as text. A model is never empty
+    (`_MODEL_RE`), so two engines rank alike only when they are equal: the order is total and
+    agrees with `==`."""
+    return (model is not None, model or "")
+
+
 _setattr = object.__setattr__
 
 
@@ -38,10 +45,14 @@ class _Named:
 
 @attrs.frozen(order=True)
 class Engine(_Named):
-    """Who owns a limit (A8): `claude` and `claude:sonnet` are two engines (A9)."""
+    """Who owns a limit (A8): `claude` and `claude:sonnet` are two engines (A9).
+
+    Engines are ordered by provider (as text), then the engine without a model before any with
+    one, then by model (as text): `sorted(participant.entries)` works. Equality and hash are the
+    two fields as they are."""
 
     provider: str = attrs.field(validator=_check_provider)
-    model: str | None = attrs.field(default=None, validator=_check_model)
+    model: str | None = attrs.field(default=None, validator=_check_model, order=_model_rank)
 
     def __attrs_post_init__(self) -> None:
         _setattr(self, "_name", self.provider if self.model is None
