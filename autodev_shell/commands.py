@@ -325,7 +325,35 @@ def _message_from_stdin() -> str:
     line: the system refuses an argument over 128 KiB), queued as it is; the post, as for an
     argument, is the message without the white space around it. Bytes that are not UTF-8 are
     kept as the store keeps an undecodable argument (U+FFFD)."""
-    return sys.stdin.buffer.read().decode("utf-8", "surrogateescape")
+    return _read_stdin().decode("utf-8", "surrogateescape")
+
+
+def _read_stdin() -> bytes:
+    """Standard input to its end, read from its descriptor. A descriptor another program left
+    non-blocking (the flag belongs to the open file, shared by every process holding it) is
+    waited on until more comes or it ends: a buffered read would return the part that has
+    arrived, or None, and the message would be queued cut short. A descriptor that cannot be read
+    is one sentence (a mistake, exit 2; nothing is queued)."""
+    import errno
+    import select
+
+    fd = sys.stdin.fileno()
+    chunks: list[bytes] = []
+    while True:
+        try:
+            chunk = os.read(fd, 1 << 20)
+        except BlockingIOError:
+            select.select([fd], [], [])
+            continue
+        except OSError as exc:
+            why = ("it is not open for reading" if exc.errno == errno.EBADF
+                   else exc.strerror or str(exc))
+            raise AutodevError(
+                f"`autodev say -` cannot read the message from standard input: {why}."
+            ) from None
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
 
 
 def _ago(then: datetime, now: datetime) -> str:
