@@ -17,13 +17,14 @@ Skipped, with the reason, when npm is missing or the install fails. The install 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -32,7 +33,13 @@ import pytest
 from autodev_core.detection import classify_output
 from autodev_core.engine import Engine
 from autodev_core.participant import Participant
-from autodev_shell.adapters import build_argv, call_participant, run_call, templates_from_config
+from autodev_shell.adapters import (
+    CommandTemplate,
+    build_argv,
+    call_participant,
+    run_call,
+    templates_from_config,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "realcli"
 #: The versions these tests were written against (recorded in docs/shell.md).
@@ -59,6 +66,16 @@ def test_A32_recorded_claude_2_1_not_logged_in_is_login() -> None:
     stdout = (FIXTURES / "claude-not-logged-in.stdout").read_text(encoding="utf-8")
     seen = classify_output("claude", stdout=stdout, exit_code=1, now=NOW, local_tz=UTC)
     assert seen.kind == "login"
+
+
+def test_A26_recorded_claude_2_1_connection_reset_is_a_network_error() -> None:
+    """An API that accepts each connection and closes it unanswered (recorded by hand: ten
+    retries over three minutes, then `API Error: Unable to connect to API (ECONNRESET)`)."""
+    stdout = (FIXTURES / "claude-connection-reset.stdout").read_text(encoding="utf-8")
+    assert '"subtype":"api_retry"' in stdout and "ECONNRESET" in stdout
+    seen = classify_output("claude", stdout=stdout, exit_code=1, now=NOW, local_tz=UTC)
+    assert seen.kind == "network"
+    assert "ECONNRESET" in seen.text
 
 
 def test_A26_recorded_claude_2_1_connection_refused_is_a_network_error() -> None:
@@ -388,3 +405,155 @@ def test_item4_a_positional_prompt_after_double_dash_is_never_an_option(
     )
     assert prompt in recorder.texts(), guarded.stderr[-2000:]
     assert guarded.cancelled
+
+
+# -- an API that fails in the ways a real one does (A3, A26, C1) -----------------------------------
+
+
+class _FailingApi:
+    """A loopback port standing for the provider's API, failing in one way for every request:
+    `close` reads the request and closes the connection unanswered, `hang` reads it and never
+    answers, `429` answers `429 Too Many Requests` with a JSON body. It records the first line
+    of each request, so a test knows the CLI reached it."""
+
+    def __init__(self, mode: str, body: bytes = b"") -> None:
+        import threading
+
+        self.mode, self.body = mode, body
+        self.requests: list[bytes] = []
+        self._held: list[socket.socket] = []
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._sock.bind(("127.0.0.1", 0))
+        self._sock.listen(64)
+        self.port = int(self._sock.getsockname()[1])
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        import threading
+
+        while True:
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                return  # closed
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        conn.settimeout(30)
+        try:
+            head = conn.recv(65536)
+        except OSError:
+            head = b""
+        self.requests.append(head.split(b"\r\n", 1)[0])
+        if self.mode == "hang":
+            self._held.append(conn)
+            return
+        if self.mode == "429":
+            with contextlib.suppress(OSError):
+                conn.sendall(
+                    b"HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\n"
+                    b"content-length: %d\r\nconnection: close\r\n\r\n" % len(self.body)
+                    + self.body
+                )
+        conn.close()
+
+    def posted(self) -> bool:
+        return any(line.startswith(b"POST ") for line in self.requests)
+
+    def close(self) -> None:
+        self._sock.close()
+        for conn in self._held:
+            conn.close()
+
+
+def _codex_templates(npm_bin: Path) -> Mapping[str, CommandTemplate]:
+    # The default argv (`codex exec [-m <m>]`) plus the flag codex needs outside a git repo.
+    return templates_from_config(
+        {"codex": [str(npm_bin / "codex"), "exec", "--skip-git-repo-check", "{model_args}"]}
+    )
+
+
+@pytest.mark.realcli
+def test_A3_real_codex_told_429_usage_limit_is_limited_until_its_reset(
+    npm_bin: Path, tmp_path: Path
+) -> None:
+    """The body of a ChatGPT plan's usage limit: real codex 0.171 prints `You’ve hit your usage
+    limit. … try again at <h:mm AM>.` (the clock time of `resets_at`, to the minute)."""
+    resets_at = int(time.time()) + 2 * 3600
+    body = json.dumps({"error": {"type": "usage_limit_reached",
+                                 "message": "The usage limit has been reached",
+                                 "plan_type": "plus", "resets_at": resets_at}}).encode()
+    api = _FailingApi("429", body)
+    try:
+        env = _codex_env(tmp_path / "home", f"http://127.0.0.1:{api.port}/v1")
+        env["TZ"] = "UTC"  # codex writes the clock time in its zone; the reading is told the same
+        result = run_call(
+            build_argv("codex", "Say hello.", None, _codex_templates(npm_bin)),
+            provider="codex", env=env, cwd=tmp_path, timeout=CALL_TIMEOUT, input="Say hello.",
+            local_tz=UTC,
+        )
+    finally:
+        api.close()
+    assert api.posted()
+    assert result.classification.kind == "limit", result.stderr[-2000:]
+    assert "hit your usage limit" in result.classification.text
+    limit = result.classification.limit
+    assert limit is not None and limit.reset_at is not None, result.classification.text
+    assert resets_at - 120 <= limit.reset_at.timestamp() <= resets_at + 60
+    assert not result.killed
+
+
+@pytest.mark.realcli
+def test_A26_real_codex_whose_api_closes_every_connection_is_an_outage(
+    npm_bin: Path, tmp_path: Path
+) -> None:
+    """Real codex 0.171 prints `Reconnecting... 1/5` … `5/5`, then `stream disconnected before
+    completion: error sending request`, and goes on retrying: stopped early, an outage."""
+    api = _FailingApi("close")
+    try:
+        env = _codex_env(tmp_path / "home", f"http://127.0.0.1:{api.port}/v1")
+        result = run_call(
+            build_argv("codex", "Say hello.", None, _codex_templates(npm_bin)),
+            provider="codex", env=env, cwd=tmp_path, timeout=CALL_TIMEOUT, input="Say hello.",
+        )
+    finally:
+        api.close()
+    assert api.posted()
+    assert result.classification.kind == "network", result.stderr[-2000:]
+    assert not result.timed_out
+    assert result.post is None
+
+
+#: Long enough for either CLI to start and send its request on a loaded machine, short enough
+#: for the suite; the call's own timeout (C1) is what ends a hung call.
+HUNG_CALL_TIMEOUT = 30.0
+
+
+@pytest.mark.realcli
+@pytest.mark.parametrize("cli", ["claude", "codex"])
+def test_C1_a_real_cli_whose_api_never_answers_times_out(
+    npm_bin: Path, tmp_path: Path, cli: str
+) -> None:
+    """Neither CLI gives up on an API that accepts the request and never answers within the
+    call's timeout: the shell stops it and the call is a timeout (A28; SPEC D `timeout: true`:
+    `<cli> timed out`), not an outage."""
+    api = _FailingApi("hang")
+    try:
+        if cli == "claude":
+            env = _claude_env(tmp_path / "home", f"http://127.0.0.1:{api.port}")
+            env["ANTHROPIC_API_KEY"] = "sk-ant-not-a-real-key"  # past the login check
+            templates = templates_from_config({"claude": {"binary": str(npm_bin / "claude")}})
+        else:
+            env = _codex_env(tmp_path / "home", f"http://127.0.0.1:{api.port}/v1")
+            templates = _codex_templates(npm_bin)
+        result = run_call(
+            build_argv(cli, "Say hello.", None, templates),
+            provider=cli, env=env, cwd=tmp_path, timeout=HUNG_CALL_TIMEOUT, input="Say hello.",
+        )
+    finally:
+        api.close()
+    assert api.posted(), result.stderr[-2000:]
+    assert result.timed_out and not result.stopped_early
+    # not a limit, an outage or a login failure: what the call was is its timeout (A28)
+    assert result.classification.kind == "other", result.classification.text
+    assert result.post is None
