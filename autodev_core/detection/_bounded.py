@@ -20,6 +20,11 @@ MAX_WINDOW = 1_000
 # Keyword hits examined per text unit; later hits repeat earlier ones (a CLI retrying).
 MAX_HITS_PER_UNIT = 64
 
+#: Whether the shortcuts for short texts run (`Alternatives`, `keyword_hits`); False: every
+#: pattern is searched whole and keywords are found through shared words, as they always were
+#: (the reference the shortcuts are tested against).
+PRECHECKS = True
+
 
 @attrs.define
 class Meter:
@@ -76,9 +81,24 @@ def keyword_hits(
     if meter is not None:
         meter.scan(len(text) * len(keywords))
     hits: list[tuple[int, str]] = []
-    _find_groups(lowered, keywords, frozenset(), set(), hits, set())
+    if len(lowered) <= _SHORT and PRECHECKS:
+        # A short text: a pass per keyword costs less than grouping them.
+        for keyword in _distinct(keywords):
+            if keyword in lowered:
+                _one_by_one(lowered, keyword, hits)
+    else:
+        _find_groups(lowered, keywords, frozenset(), set(), hits, set())
     hits.sort()
     return hits
+
+
+# Texts up to this long are searched a keyword at a time (no shared words, no rare letters).
+_SHORT = 2_048
+
+
+@functools.cache
+def _distinct(keywords: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(keywords))
 
 
 # Letters from the rarest in English on: a word holding one the text lacks is not there, and a
@@ -213,3 +233,81 @@ def window(text: str, start: int, *, before: int, after: int) -> tuple[str, int]
     lo = max(0, start - before)
     hi = min(len(text), start + after, lo + MAX_WINDOW)
     return text[lo:hi], start - lo
+
+
+# --- Pre-checks: a pattern's alternatives that cannot match are not tried ----------------
+#
+# An IGNORECASE search over a short text costs far more than a few `in` tests: the regex
+# engine tries every alternative at every position. An alternative whose literal words are
+# not in the text matches nowhere in it, so leaving it out of the pattern changes nothing (not
+# the match, not which alternative wins at a position). `Alternatives` keeps a pattern as its
+# alternatives, each with the words it cannot match without, and searches with those whose
+# words the text holds (no regex at all when none does).
+#
+# The words are looked for in the text `fold`ed: lower-cased, and with the three non-ASCII
+# letters an IGNORECASE pattern takes for ASCII ones written as those (U+0130 `İ` and U+0131
+# `ı` for `i`, U+017F `ſ` for `s`; KELVIN SIGN lower-cases to `k` by itself). Wherever such a
+# pattern matches ASCII letters, the folded text holds them in lower case at the same place
+# (tests/test_detection_prechecks.py checks that against every code point).
+
+# How many patterns an `Alternatives` keeps (one per set of its words found together).
+_PATTERNS_KEPT = 64
+
+_TO_ASCII = {0x130: "i", 0x131: "i", 0x17F: "s"}
+
+
+def fold(text: str) -> str:
+    """`text` lower-cased, with the non-ASCII letters IGNORECASE reads as ASCII ones written as
+    those: the same length, each character in its place."""
+    if text.isascii() or not ("\u0130" in text or "\u0131" in text or "\u017f" in text):
+        return text.lower()  # the same length: only U+0130 lower-cases to two characters
+    return text.translate(_TO_ASCII).lower()
+
+
+# Each alternative: its regex, and the words it needs: groups of lower-case ASCII words, one
+# word of each group at least (a word holding no letter needs no folding either).
+Alternative = tuple[str, tuple[tuple[str, ...], ...]]
+
+
+class Alternatives:
+    """A pattern (`|` of `alternatives`, in order) searched with only the alternatives whose
+    words are in the text (see above); `full` is the whole pattern."""
+
+    def __init__(self, *alternatives: Alternative, flags: int = re.IGNORECASE) -> None:
+        self.full = re.compile("|".join(source for source, _ in alternatives), flags)
+        self._alternatives = alternatives
+        self._flags = flags
+        self._words = tuple(dict.fromkeys(w for _, needs in alternatives for g in needs for w in g))
+        # By which of the words are present: the pattern of the alternatives that may match.
+        self._patterns: dict[tuple[bool, ...], re.Pattern[str] | None] = {}
+
+    def pattern(self, folded: str) -> re.Pattern[str] | None:
+        """The pattern to search `folded`'s text with; None when no alternative can match."""
+        if not PRECHECKS:
+            return self.full
+        present = tuple(map(folded.__contains__, self._words))
+        try:
+            return self._patterns[present]
+        except KeyError:
+            pass
+        if len(self._patterns) >= _PATTERNS_KEPT:  # odd texts galore: the whole pattern
+            return self.full
+        have = {word for word, there in zip(self._words, present, strict=True) if there}
+        kept = [
+            source
+            for source, needs in self._alternatives
+            if all(any(word in have for word in group) for group in needs)
+        ]
+        pattern = re.compile("|".join(kept), self._flags) if kept else None
+        self._patterns[present] = pattern
+        return pattern
+
+    def search(self, text: str, folded: str, meter: Meter | None) -> re.Match[str] | None:
+        """`search(self.full, text, meter)`; `folded` is `fold(text)` (or holds it)."""
+        pattern = self.pattern(folded)
+        return None if pattern is None else search(pattern, text, meter)
+
+    def match(self, text: str, folded: str, meter: Meter | None) -> re.Match[str] | None:
+        """`match(self.full, text, meter)`; `folded` is `fold(text)` (or holds it)."""
+        pattern = self.pattern(folded)
+        return None if pattern is None else match(pattern, text, meter)

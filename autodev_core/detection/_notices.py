@@ -29,7 +29,8 @@ from datetime import datetime, tzinfo
 
 import attrs
 
-from ._bounded import Meter, keyword_hits, match, search, window
+from . import _bounded
+from ._bounded import Alternatives, Meter, fold, keyword_hits, match, window
 from ._resets import Resolver, after_seconds, parse_when, read_duration
 
 # How far around a keyword the phrase and its reset are looked for (characters).
@@ -53,61 +54,86 @@ _AGY_KEYWORDS = (
     "resource_exhausted", "resourceexhausted", "quota_exhausted", "resource has been exhausted",
     "429",
 )
+_ALL_KEYWORDS = _KEYWORDS + _AGY_KEYWORDS
 
-_PHRASE = re.compile(
-    r"(?:hit|reached|exceeded)\s+(?:your|the)\s+(?:[\w.'-]+\s+){0,4}?limits?\b"
-    r"|usage\s+limit\s+(?:reached|exceeded|has\s+been\s+reached|hit)"
-    r"|(?:[\w.'-]+\s+){0,3}?limit\s+reached"
-    r"|out\s+of\s+extra\s+usage"
-    r"|limits?\s+will\s+reset"
-    r"|quota\s+(?:reached|exceeded|exhausted|will\s+reset)"
-    r"|exceeded\s+your\s+current\s+quota"
-    r"|exhausted\s+your\s+(?:[\w.-]+\s+){0,2}?(?:capacity|quota)"
-    r"|out\s+of\s+free\s+messages"
-    r"|usage_?limit_?(?:reached|exceeded)"
-    r"|out\s+of\s+credits",
-    re.IGNORECASE,
+# Each pattern as its alternatives, each with the words it cannot match without (lower case,
+# one word of each group at least): only those that may match are tried (`Alternatives`).
+_PHRASE = Alternatives(
+    (r"(?:hit|reached|exceeded)\s+(?:your|the)\s+(?:[\w.'-]+\s+){0,4}?limits?\b",
+     (("hit", "reached", "exceeded"), ("your", "the"), ("limit",))),
+    (r"usage\s+limit\s+(?:reached|exceeded|has\s+been\s+reached|hit)", (("usage",), ("limit",))),
+    (r"(?:[\w.'-]+\s+){0,3}?limit\s+reached", (("limit",), ("reached",))),
+    (r"out\s+of\s+extra\s+usage", (("out",), ("extra",), ("usage",))),
+    (r"limits?\s+will\s+reset", (("limit",), ("will",), ("reset",))),
+    (r"quota\s+(?:reached|exceeded|exhausted|will\s+reset)", (("quota",),)),
+    (r"exceeded\s+your\s+current\s+quota", (("exceeded",), ("current",), ("quota",))),
+    (r"exhausted\s+your\s+(?:[\w.-]+\s+){0,2}?(?:capacity|quota)",
+     (("exhausted",), ("your",), ("capacity", "quota"))),
+    (r"out\s+of\s+free\s+messages", (("out",), ("free",), ("messages",))),
+    (r"usage_?limit_?(?:reached|exceeded)", (("usage",), ("limit",))),
+    (r"out\s+of\s+credits", (("out",), ("credits",))),
 )
-_AGY_PHRASE = re.compile(
-    r"RESOURCE_EXHAUSTED|ResourceExhausted|QUOTA_EXHAUSTED|Resource\s+has\s+been\s+exhausted"
-    r"|(?:HTTP|status|code|error|Error:?)\W{0,12}429\b|\b429\s+Too\s+Many\s+Requests",
-    re.IGNORECASE,
+_AGY_PHRASE = Alternatives(
+    (r"RESOURCE_EXHAUSTED", (("resource_exhausted",),)),
+    (r"ResourceExhausted", (("resourceexhausted",),)),
+    (r"QUOTA_EXHAUSTED", (("quota_exhausted",),)),
+    (r"Resource\s+has\s+been\s+exhausted", (("resource",), ("been",), ("exhausted",))),
+    (r"(?:HTTP|status|code|error|Error:?)\W{0,12}429\b",
+     (("http", "status", "code", "error"), ("429",))),
+    (r"\b429\s+Too\s+Many\s+Requests", (("429",), ("too",), ("many",), ("requests",))),
 )
 # Near the phrase: a warning, the context window, or an API rate limit is not a usage limit.
-_VETO = re.compile(
-    r"approaching|\d{1,3}\s?%\s+of|\bused\s+\d|context"
-    r"|\b(?:tokens?|turns?|rate|retry|output|memory|recursion|depth|size|length|iterations?"
-    r"|steps?|budget|loop|calls?|characters?|lines?|pages?|attempts?|timeout|time|file|upload"
-    r"|attachment|payload|concurrency|connection)\s+limits?\b",
-    re.IGNORECASE,
+_VETO_WORDS = (
+    "token", "turn", "rate", "retry", "output", "memory", "recursion", "depth", "size", "length",
+    "iteration", "step", "budget", "loop", "call", "character", "line", "page", "attempt",
+    "time", "file", "upload", "attachment", "payload", "concurrency", "connection",
+)
+_VETO = Alternatives(
+    (r"approaching", (("approaching",),)),
+    (r"\d{1,3}\s?%\s+of", (("%",), ("of",))),
+    (r"\bused\s+\d", (("used",),)),
+    (r"context", (("context",),)),
+    (r"\b(?:tokens?|turns?|rate|retry|output|memory|recursion|depth|size|length|iterations?"
+     r"|steps?|budget|loop|calls?|characters?|lines?|pages?|attempts?|timeout|time|file|upload"
+     r"|attachment|payload|concurrency|connection)\s+limits?\b", (_VETO_WORDS, ("limit",))),
 )
 # Capacity is not a quota: "no capacity" without a quota word is "other" (A4, A7).
-_CAPACITY = re.compile(
-    r"MODEL_CAPACITY_EXHAUSTED|No\s+capacity\s+available|is\s+at\s+capacity|overloaded",
-    re.IGNORECASE,
+_CAPACITY = Alternatives(
+    (r"MODEL_CAPACITY_EXHAUSTED", (("model_capacity_exhausted",),)),
+    (r"No\s+capacity\s+available", (("no",), ("capacity",), ("available",))),
+    (r"is\s+at\s+capacity", (("is",), ("at",), ("capacity",))),
+    (r"overloaded", (("overloaded",),)),
 )
-_QUOTA_WORD = re.compile(
-    r"QUOTA_EXHAUSTED|quota\s+(?:reached|exceeded|exhausted|will\s+reset)|usage\s+limit"
-    r"|Resets\s+in|exhausted\s+your",
-    re.IGNORECASE,
+_QUOTA_WORD = Alternatives(
+    (r"QUOTA_EXHAUSTED", (("quota_exhausted",),)),
+    (r"quota\s+(?:reached|exceeded|exhausted|will\s+reset)", (("quota",),)),
+    (r"usage\s+limit", (("usage",), ("limit",))),
+    (r"Resets\s+in", (("resets",), ("in",))),
+    (r"exhausted\s+your", (("exhausted",), ("your",))),
 )
 
-# Where a reset is written, in order of appearance after the phrase.
-_CUE = re.compile(
-    r"(?P<pipe>\|(?=\s*\d{10}))"
-    r"|(?P<word>will\s+reset|\bresets?\b|\btry\s+again\b|\bretry\s+(?:after|in)\b"
-    r"|available\s+again"
-    r"|regain\s+access|\buntil\b)"
-    r"|(?P<key>\"?(?:quotaResetTimeStamp|resets?_?at|reset_?time)\"?\s*[:=]\s*\"?)"
-    r"|(?P<delay>\"?(?:quotaResetDelay|retryDelay|retry[-_]?after(?:_?seconds)?"
-    r"|resets?_?after(?:_?seconds)?|resets?_?in(?:_?seconds)?|retry_?in)\"?\s*[:=]\s*\"?)",
-    re.IGNORECASE,
+# Where a reset is written, in order of appearance after the phrase: a pipe before an epoch,
+# a word, or a JSON key (`delay`: a delay, read as seconds when a bare number).
+_CUE = Alternatives(
+    (r"\|(?=\s*\d{10})", (("|",),)),
+    (r"will\s+reset", (("will",), ("reset",))),
+    (r"\bresets?\b", (("reset",),)),
+    (r"\btry\s+again\b", (("try",), ("again",))),
+    (r"\bretry\s+(?:after|in)\b", (("retry",),)),
+    (r"available\s+again", (("available",), ("again",))),
+    (r"regain\s+access", (("regain",), ("access",))),
+    (r"\buntil\b", (("until",),)),
+    (r"\"?(?:quotaResetTimeStamp|resets?_?at|reset_?time)\"?\s*[:=]\s*\"?",
+     (("reset",), (":", "="))),
+    (r"(?P<delay>\"?(?:quotaResetDelay|retryDelay|retry[-_]?after(?:_?seconds)?"
+     r"|resets?_?after(?:_?seconds)?|resets?_?in(?:_?seconds)?|retry_?in)\"?\s*[:=]\s*\"?)",
+     (("reset", "retry"), (":", "="))),
 )
 # A delay written as a bare number (`"resets_in_seconds": 13872`, `Retry-After: 120`) is seconds.
 _SECONDS = re.compile(r"\s*(?P<n>\d{1,9}(?:\.\d{1,9})?)(?![\d.]|\s?[a-zA-Z])")
 _MAX_CUES = 8
 # `Claude Opus 4 limit reached, now using Sonnet 4`: the call went on, on another model.
-_SWITCHED = re.compile(r"\W{0,4}now\s+using\b", re.IGNORECASE)
+_SWITCHED = Alternatives((r"\W{0,4}now\s+using\b", (("now",), ("using",))))
 
 
 _FLATTENED_KEY = re.compile(r"(?:message|error|detail|msg|result): ")
@@ -142,12 +168,13 @@ def _readers(win: str, start: int, meter: Meter | None) -> Iterator[tuple[Resolv
     paragraph = win.find("\n\n", start, reach)  # a reset belongs to its own paragraph
     if paragraph != -1:
         reach = paragraph
+    folded = fold(win)
     for _ in range(_MAX_CUES):
-        cue = search(_CUE, win[pos:reach], meter)
+        cue = _CUE.search(win[pos:reach], folded[pos:reach], meter)
         if cue is None:
             break
         cue_end = pos + cue.end()
-        if cue.group("delay"):
+        if cue.lastgroup == "delay":
             rest = win[cue_end:reach]
             seconds = match(_SECONDS, rest, meter)
             written = (float(seconds.group("n")), seconds.end()) if seconds else (
@@ -229,10 +256,13 @@ class PreparedCandidate:
 def candidates(text: str, provider: str, meter: Meter | None = None) -> Iterator[Candidate]:
     """The notices in `text`, in order, each distinct window once (no reset read yet)."""
     text = text.replace("\u2019", "'")  # both apostrophes occur (A3); same length
-    keywords = _KEYWORDS + _AGY_KEYWORDS if provider == "agy" else _KEYWORDS
+    keywords = _ALL_KEYWORDS if provider == "agy" else _KEYWORDS
     # A CLI retrying prints the same notice again and again: a window already confirmed (or
     # refused) gives the same answer, as `_confirm` depends on nothing else. Read it once.
     seen: set[tuple[str, int, bool]] = set()
+    # Two keywords of one phrase (`hit your usage limit`) confirm the same notice: a notice
+    # already given gives nothing new (the first with a reset, else the first, is read).
+    given: set[Candidate] = set()
     for position, keyword in keyword_hits(keywords, text, meter):
         win, off = window(text, position, before=_BEFORE, after=_AFTER)
         agy_only = keyword in _AGY_KEYWORDS
@@ -241,6 +271,9 @@ def candidates(text: str, provider: str, meter: Meter | None = None) -> Iterator
         seen.add((win, off, agy_only))
         candidate = _confirm(win, off, agy_only, meter)
         if candidate is not None:
+            if candidate in given and _bounded.PRECHECKS:
+                continue
+            given.add(candidate)
             yield candidate
 
 
@@ -271,10 +304,11 @@ def scan_limit(
 def _confirm(win: str, off: int, agy_only: bool, meter: Meter | None) -> Candidate | None:
     # The phrase must cover the keyword: look a little before it (for `5-hour limit reached`).
     pattern = _AGY_PHRASE if agy_only else _PHRASE
+    folded = fold(win)
     lo = max(0, off - 48)
     phrase = None
     for _ in range(4):  # the first phrase that covers the keyword
-        phrase = search(pattern, win[lo : off + 120], meter)
+        phrase = pattern.search(win[lo : off + 120], folded[lo : off + 120], meter)
         if phrase is None or lo + phrase.end() > off:
             break
         lo += max(phrase.end(), 1)
@@ -284,9 +318,15 @@ def _confirm(win: str, off: int, agy_only: bool, meter: Meter | None) -> Candida
     start, end = lo + phrase.start(), lo + phrase.end()
     # Warnings are told apart by the words just before the phrase, on its own line.
     veto_from = max(0, start - 24, win.rfind("\n", 0, start) + 1)
-    if search(_VETO, win[veto_from:end], meter) or match(_SWITCHED, win[end:], meter):
+    if _VETO.search(win[veto_from:end], folded[veto_from:end], meter) or _SWITCHED.match(
+        win[end:], folded[end:], meter
+    ):
         return None
     # A bare 429 / RESOURCE_EXHAUSTED next to a capacity error is the capacity error.
-    if agy_only and search(_CAPACITY, win, meter) and not search(_QUOTA_WORD, win, meter):
+    if (
+        agy_only
+        and _CAPACITY.search(win, folded, meter)
+        and not _QUOTA_WORD.search(win, folded, meter)
+    ):
         return None
     return Candidate(win=win, start=start, end=end)

@@ -27,7 +27,7 @@ from zoneinfo import ZoneInfo
 
 import attrs
 
-from ._bounded import Meter, match
+from ._bounded import Meter, fold, match
 
 # A reset further ahead than this is misread text, not a reset (A6).
 MAX_RESET_AHEAD = timedelta(days=400)
@@ -206,7 +206,7 @@ def read_duration(text: str, meter: Meter | None) -> tuple[float, int] | None:
     if words:
         if words.group("less"):
             return 60.0, words.end()
-        unit = words.group("unit").lower()[0]
+        unit = fold(words.group("unit"))[0]
         return float(_UNIT_SECONDS[unit]), words.end()
     lead = match(_DURATION_LEAD, text, meter)
     pos = lead.end() if lead else 0
@@ -216,7 +216,7 @@ def read_duration(text: str, meter: Meter | None) -> tuple[float, int] | None:
         part = match(_DURATION_PART, text[pos:], meter)
         if not part:
             break
-        unit = part.group("unit").lower()
+        unit = fold(part.group("unit"))
         key = "m" if unit.startswith("min") or unit == "m" else unit[0]
         total += float(part.group("n")) * _UNIT_SECONDS[key]
         pos += part.end()
@@ -316,15 +316,15 @@ class _Day:
 def _written_day(found: re.Match[str]) -> _Day:
     if found.group("mon"):
         year = found.group("year")
-        return _Day(month=_MONTHS[found.group("mon").lower()[:3]], day=int(found.group("day")),
+        return _Day(month=_MONTHS[fold(found.group("mon"))[:3]], day=int(found.group("day")),
                     year=int(year) if year else None)
     if found.group("dmon"):
         year = found.group("dyear")
-        return _Day(month=_MONTHS_DAY_FIRST[found.group("dmon").lower()[:3]],
+        return _Day(month=_MONTHS_DAY_FIRST[fold(found.group("dmon"))[:3]],
                     day=int(found.group("dday")), year=int(year) if year else None)
     wday = found.group("wday")
     return _Day(tomorrow=bool(found.group("tomorrow")),
-                weekday=_WEEKDAYS[wday.lower()[:3]] if wday else None)
+                weekday=_WEEKDAYS[fold(wday)[:3]] if wday else None)
 
 
 def _next_at(written: _Day, clock: time, zone: tzinfo, now: datetime) -> datetime | None:
@@ -370,7 +370,7 @@ def parse_when(text: str, meter: Meter | None) -> tuple[Resolver | None, int] | 
     when a reset expression was found, else None.
     """
     prep = match(_PREPOSITION, text, meter)
-    word = prep.group("word").lower() if prep and prep.group("word") else ""
+    word = fold(prep.group("word")) if prep and prep.group("word") else ""
     rest = text[prep.end():] if prep else text
     offset = prep.end() if prep else 0
     if word in ("in", "after", "within"):

@@ -25,6 +25,7 @@ from typing import Any, Literal, cast
 
 import attrs
 
+from . import _bounded
 from ._bounded import _groups
 
 # A5: text a model may have written is examined only up to this length, after trimming.
@@ -586,6 +587,10 @@ def _relevant_stdout(
     if not stdout:
         return pieces, rate_limits, succeeded
     if provider == "agy":  # `429` is a keyword, and JSON may write that number as `4.29e2`
+        return None
+    if len(stdout) <= MODEL_TEXT_MAX_CHARS and _bounded.PRECHECKS:
+        # Short: any free text with a trigger is short enough to be examined, and then the
+        # whole is read anyway (below); read it whole at once.
         return None
     kelvin = (_ESCAPE_KELVIN,) if any(b"k" in trigger for trigger in triggers) else ()
     triggers = (*triggers, _ESCAPE_ASCII, *kelvin)

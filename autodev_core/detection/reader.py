@@ -41,6 +41,7 @@ from ._resets import from_epoch
 from ._streams import (
     MODEL_TEXT_MAX_CHARS,
     Output,
+    Piece,
     codex_block_after,
     cut_relevant,
     examinable,
@@ -129,9 +130,21 @@ class _PreparedLimit:
             for event in output.rate_limits
             if event.status in LIMIT_STATUSES
         )
-        ordered = sorted(output.pieces, key=lambda piece: piece.origin != "cli")
-        texts = [text for text in map(examinable, ordered) if text]
-        return cls(provider, structured, tuple(candidates(t, provider, meter) for t in texts))
+        return cls(provider, structured, tuple(
+            candidates(t, provider, meter) for t in _examined_texts(output)
+        ))
+
+    @classmethod
+    def resolved_of(cls, provider: str, output: Output) -> _PreparedLimit:
+        """`of(provider, output, None).resolved()`, built at once."""
+        structured = tuple(
+            (event.text, event.resets_at)
+            for event in output.rate_limits
+            if event.status in LIMIT_STATUSES
+        )
+        return cls(provider, structured, tuple(
+            tuple(c.prepared() for c in candidates(t, provider)) for t in _examined_texts(output)
+        ))
 
     def at(self, now: datetime, local_tz: tzinfo, meter: Meter | None = None) -> LimitNotice | None:
         read = self.read(now, local_tz, meter)
@@ -174,6 +187,18 @@ class _PreparedLimit:
             tuple(c.prepared() if isinstance(c, Candidate) else c for c in piece)
             for piece in self.pieces
         ))
+
+
+def _examined_texts(output: Output) -> list[str]:
+    """The texts of the pieces the detectors may read, the CLI's own words first (A5)."""
+    pieces = output.pieces
+    if all(piece.origin == "cli" for piece in pieces):
+        ordered: Iterable[Piece] = pieces
+    else:  # a stable sort: the CLI's pieces, then the others, each in their order
+        ordered = [p for p in pieces if p.origin == "cli"] + [
+            p for p in pieces if p.origin != "cli"
+        ]
+    return [text for text in map(examinable, ordered) if text]
 
 
 def _login(provider: str, output: Output, meter: Meter | None) -> str | None:
@@ -299,7 +324,7 @@ def prepare_classification(
     if provider not in PROVIDERS:
         raise ValueError(f"unknown provider {provider!r} (known: {', '.join(PROVIDERS)})")
     output = cut_relevant(_text(stdout), _text(stderr), provider, _words("all", provider))
-    limit = _PreparedLimit.of(provider, output, None).resolved()
+    limit = _PreparedLimit.resolved_of(provider, output)
     if limit.structured or any(limit.pieces):
         # A limit is then read at every instant (the first notice, at worst, without a reset):
         # what the output says of login or the network never counts, so it is not looked for.
