@@ -21,7 +21,7 @@ from zoneinfo import ZoneInfo
 
 from bench_decision import cpu_time, median_ratio, timed_rounds
 
-from autodev_core.detection import classify_output, detect_limit
+from autodev_core.detection import _bounded, classify_output, detect_limit, prepare_classification
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 TZ = ZoneInfo("Europe/Lisbon")
@@ -203,7 +203,58 @@ def measure(rounds: int, big: int = 10 * MB, sizes: tuple[int, ...] = (1, 2, 4, 
             "context": context}
 
 
+# The answers of the 30-day storm (bench_simulation.py: each distinct text is read once per
+# run), as real CLIs print them: short, where the detectors' fixed costs dominate.
+SHORT_ANSWERS = (
+    *(("claude", f"You've hit your limit · resets {h}pm (Europe/Lisbon)", "") for h in (1, 5)),
+    *(("codex", "", "You've hit your usage limit. Upgrade to Pro or try again in "
+       f"{h} hours 2 minutes.") for h in (1, 5)),
+    *(("agy", "", f"Individual quota reached. Resets in {h}h31m33s.") for h in (1, 5)),
+    *((p, "", "getaddrinfo ENOTFOUND api.example.com") for p in ("claude", "codex", "agy")),
+    ("agy", "", ""),
+)
+
+
+def _short_answers(shortcuts: bool, classify: bool, repeat: int = 200) -> Callable[[], float]:
+    """Seconds per call over SHORT_ANSWERS, with the detectors' shortcuts for short texts on or
+    off (`_bounded.PRECHECKS`: off, every pattern is searched whole)."""
+
+    def run() -> float:
+        _bounded.PRECHECKS = shortcuts
+        try:
+            start = cpu_time()
+            for _ in range(repeat):
+                for provider, stdout, stderr in SHORT_ANSWERS:
+                    if classify:
+                        classify_output(provider, stdout=stdout, stderr=stderr, exit_code=1,
+                                        now=NOW, local_tz=TZ)
+                    else:
+                        prepare_classification(provider, stdout=stdout, stderr=stderr,
+                                               exit_code=1)
+            return (cpu_time() - start) / (repeat * len(SHORT_ANSWERS))
+        finally:
+            _bounded.PRECHECKS = True
+
+    return run
+
+
+def short_answers(rounds: int = 9) -> dict[str, dict[str, float]]:
+    """µs per call on the storm's answers, shortcuts on and off, and the median ratio."""
+    found = {}
+    for name, classify in (("prepare_classification", False), ("classify_output", True)):
+        on, off = timed_rounds([_short_answers(True, classify), _short_answers(False, classify)],
+                               rounds)
+        found[name] = {"on_us": statistics.median(on) * 1e6,
+                       "off_us": statistics.median(off) * 1e6,
+                       "speedup": median_ratio(off, on)}
+    return found
+
+
 def main() -> None:
+    for name, figures in short_answers().items():
+        print(f"{name} on the storm's answers: {figures['on_us']:.1f} µs per call, "
+              f"{figures['off_us']:.1f} µs with every pattern searched whole "
+              f"(x{figures['speedup']:.2f})")
     for name, (provider, out_chunk, err_chunk) in INPUTS.items():
         previous = None
         cells = []

@@ -82,10 +82,12 @@ def keyword_hits(
         meter.scan(len(text) * len(keywords))
     hits: list[tuple[int, str]] = []
     if len(lowered) <= _SHORT and PRECHECKS:
-        # A short text: a pass per keyword costs less than grouping them.
-        for keyword in _distinct(keywords):
-            if keyword in lowered:
-                _one_by_one(lowered, keyword, hits)
+        # A short text: a pass per shared word, then per keyword holding one that is there.
+        for shared, group in _groups(keywords):
+            if shared in lowered:
+                for keyword, _ in group:
+                    if keyword is shared or keyword in lowered:
+                        _one_by_one(lowered, keyword, hits)
     else:
         _find_groups(lowered, keywords, frozenset(), set(), hits, set())
     hits.sort()
@@ -94,11 +96,6 @@ def keyword_hits(
 
 # Texts up to this long are searched a keyword at a time (no shared words, no rare letters).
 _SHORT = 2_048
-
-
-@functools.cache
-def _distinct(keywords: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(keywords))
 
 
 # Letters from the rarest in English on: a word holding one the text lacks is not there, and a
@@ -289,7 +286,9 @@ class Alternatives:
         try:
             return self._patterns[present]
         except KeyError:
-            pass
+            return self._compiled(present)
+
+    def _compiled(self, present: tuple[bool, ...]) -> re.Pattern[str] | None:
         if len(self._patterns) >= _PATTERNS_KEPT:  # odd texts galore: the whole pattern
             return self.full
         have = {word for word, there in zip(self._words, present, strict=True) if there}
@@ -305,9 +304,17 @@ class Alternatives:
     def search(self, text: str, folded: str, meter: Meter | None) -> re.Match[str] | None:
         """`search(self.full, text, meter)`; `folded` is `fold(text)` (or holds it)."""
         pattern = self.pattern(folded)
-        return None if pattern is None else search(pattern, text, meter)
+        if pattern is None:
+            return None
+        if meter is not None:
+            meter.regex(min(len(text), MAX_WINDOW))
+        return pattern.search(text if len(text) <= MAX_WINDOW else text[:MAX_WINDOW])
 
     def match(self, text: str, folded: str, meter: Meter | None) -> re.Match[str] | None:
         """`match(self.full, text, meter)`; `folded` is `fold(text)` (or holds it)."""
         pattern = self.pattern(folded)
-        return None if pattern is None else match(pattern, text, meter)
+        if pattern is None:
+            return None
+        if meter is not None:
+            meter.regex(min(len(text), MAX_WINDOW))
+        return pattern.match(text if len(text) <= MAX_WINDOW else text[:MAX_WINDOW])

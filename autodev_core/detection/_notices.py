@@ -56,84 +56,84 @@ _AGY_KEYWORDS = (
 )
 _ALL_KEYWORDS = _KEYWORDS + _AGY_KEYWORDS
 
-# Each pattern as its alternatives, each with the words it cannot match without (lower case,
-# one word of each group at least): only those that may match are tried (`Alternatives`).
+# Each pattern as its alternatives, each with words it cannot match without (lower case, one
+# word of each group at least): only those that may match are tried (`Alternatives`). A few
+# words per pattern, shared among its alternatives: each word is one more `in` test per search.
 _PHRASE = Alternatives(
-    (r"(?:hit|reached|exceeded)\s+(?:your|the)\s+(?:[\w.'-]+\s+){0,4}?limits?\b",
-     (("hit", "reached", "exceeded"), ("your", "the"), ("limit",))),
+    (r"(?:hit|reached|exceeded)\s+(?:your|the)\s+(?:[\w.'-]+\s+){0,4}?limits?\b", (("limit",),)),
     (r"usage\s+limit\s+(?:reached|exceeded|has\s+been\s+reached|hit)", (("usage",), ("limit",))),
     (r"(?:[\w.'-]+\s+){0,3}?limit\s+reached", (("limit",), ("reached",))),
-    (r"out\s+of\s+extra\s+usage", (("out",), ("extra",), ("usage",))),
-    (r"limits?\s+will\s+reset", (("limit",), ("will",), ("reset",))),
+    (r"out\s+of\s+extra\s+usage", (("extra",),)),
+    (r"limits?\s+will\s+reset", (("limit",), ("will",))),
     (r"quota\s+(?:reached|exceeded|exhausted|will\s+reset)", (("quota",),)),
-    (r"exceeded\s+your\s+current\s+quota", (("exceeded",), ("current",), ("quota",))),
-    (r"exhausted\s+your\s+(?:[\w.-]+\s+){0,2}?(?:capacity|quota)",
-     (("exhausted",), ("your",), ("capacity", "quota"))),
-    (r"out\s+of\s+free\s+messages", (("out",), ("free",), ("messages",))),
+    (r"exceeded\s+your\s+current\s+quota", (("quota",),)),
+    (r"exhausted\s+your\s+(?:[\w.-]+\s+){0,2}?(?:capacity|quota)", (("exhausted",),)),
+    (r"out\s+of\s+free\s+messages", (("free",),)),
     (r"usage_?limit_?(?:reached|exceeded)", (("usage",), ("limit",))),
-    (r"out\s+of\s+credits", (("out",), ("credits",))),
+    (r"out\s+of\s+credits", (("credits",),)),
 )
 _AGY_PHRASE = Alternatives(
-    (r"RESOURCE_EXHAUSTED", (("resource_exhausted",),)),
-    (r"ResourceExhausted", (("resourceexhausted",),)),
-    (r"QUOTA_EXHAUSTED", (("quota_exhausted",),)),
-    (r"Resource\s+has\s+been\s+exhausted", (("resource",), ("been",), ("exhausted",))),
-    (r"(?:HTTP|status|code|error|Error:?)\W{0,12}429\b",
-     (("http", "status", "code", "error"), ("429",))),
-    (r"\b429\s+Too\s+Many\s+Requests", (("429",), ("too",), ("many",), ("requests",))),
+    (r"RESOURCE_EXHAUSTED", (("exhausted",),)),
+    (r"ResourceExhausted", (("exhausted",),)),
+    (r"QUOTA_EXHAUSTED", (("exhausted",),)),
+    (r"Resource\s+has\s+been\s+exhausted", (("exhausted",),)),
+    (r"(?:HTTP|status|code|error|Error:?)\W{0,12}429\b", (("429",),)),
+    (r"\b429\s+Too\s+Many\s+Requests", (("429",),)),
 )
 # Near the phrase: a warning, the context window, or an API rate limit is not a usage limit.
-_VETO_WORDS = (
-    "token", "turn", "rate", "retry", "output", "memory", "recursion", "depth", "size", "length",
-    "iteration", "step", "budget", "loop", "call", "character", "line", "page", "attempt",
-    "time", "file", "upload", "attachment", "payload", "concurrency", "connection",
-)
 _VETO = Alternatives(
     (r"approaching", (("approaching",),)),
-    (r"\d{1,3}\s?%\s+of", (("%",), ("of",))),
+    (r"\d{1,3}\s?%\s+of", (("%",),)),
     (r"\bused\s+\d", (("used",),)),
     (r"context", (("context",),)),
-    (r"\b(?:tokens?|turns?|rate|retry|output|memory|recursion|depth|size|length|iterations?"
-     r"|steps?|budget|loop|calls?|characters?|lines?|pages?|attempts?|timeout|time|file|upload"
-     r"|attachment|payload|concurrency|connection)\s+limits?\b", (_VETO_WORDS, ("limit",))),
+    (
+        r"\b(?:tokens?|turns?|rate|retry|output|memory|recursion|depth|size|length|iterations?"
+        r"|steps?|budget|loop|calls?|characters?|lines?|pages?|attempts?|timeout|time|file|upload"
+        r"|attachment|payload|concurrency|connection)\s+limits?\b",
+        (("limit",),),
+    ),
 )
 # Capacity is not a quota: "no capacity" without a quota word is "other" (A4, A7).
 _CAPACITY = Alternatives(
-    (r"MODEL_CAPACITY_EXHAUSTED", (("model_capacity_exhausted",),)),
-    (r"No\s+capacity\s+available", (("no",), ("capacity",), ("available",))),
-    (r"is\s+at\s+capacity", (("is",), ("at",), ("capacity",))),
+    (r"MODEL_CAPACITY_EXHAUSTED", (("capacity",),)),
+    (r"No\s+capacity\s+available", (("capacity",),)),
+    (r"is\s+at\s+capacity", (("capacity",),)),
     (r"overloaded", (("overloaded",),)),
 )
 _QUOTA_WORD = Alternatives(
-    (r"QUOTA_EXHAUSTED", (("quota_exhausted",),)),
+    (r"QUOTA_EXHAUSTED", (("quota",),)),
     (r"quota\s+(?:reached|exceeded|exhausted|will\s+reset)", (("quota",),)),
-    (r"usage\s+limit", (("usage",), ("limit",))),
-    (r"Resets\s+in", (("resets",), ("in",))),
-    (r"exhausted\s+your", (("exhausted",), ("your",))),
+    (r"usage\s+limit", (("usage",),)),
+    (r"Resets\s+in", (("reset",),)),
+    (r"exhausted\s+your", (("exhausted",),)),
 )
 
 # Where a reset is written, in order of appearance after the phrase: a pipe before an epoch,
 # a word, or a JSON key (`delay`: a delay, read as seconds when a bare number).
 _CUE = Alternatives(
     (r"\|(?=\s*\d{10})", (("|",),)),
-    (r"will\s+reset", (("will",), ("reset",))),
+    (r"will\s+reset", (("reset",),)),
     (r"\bresets?\b", (("reset",),)),
-    (r"\btry\s+again\b", (("try",), ("again",))),
+    (r"\btry\s+again\b", (("try",),)),
     (r"\bretry\s+(?:after|in)\b", (("retry",),)),
-    (r"available\s+again", (("available",), ("again",))),
-    (r"regain\s+access", (("regain",), ("access",))),
+    (r"available\s+again", (("available",),)),
+    (r"regain\s+access", (("regain",),)),
     (r"\buntil\b", (("until",),)),
-    (r"\"?(?:quotaResetTimeStamp|resets?_?at|reset_?time)\"?\s*[:=]\s*\"?",
-     (("reset",), (":", "="))),
-    (r"(?P<delay>\"?(?:quotaResetDelay|retryDelay|retry[-_]?after(?:_?seconds)?"
-     r"|resets?_?after(?:_?seconds)?|resets?_?in(?:_?seconds)?|retry_?in)\"?\s*[:=]\s*\"?)",
-     (("reset", "retry"), (":", "="))),
+    (
+        r"\"?(?:quotaResetTimeStamp|resets?_?at|reset_?time)\"?\s*[:=]\s*\"?",
+        (("reset",), (":", "=")),
+    ),
+    (
+        r"(?P<delay>\"?(?:quotaResetDelay|retryDelay|retry[-_]?after(?:_?seconds)?"
+        r"|resets?_?after(?:_?seconds)?|resets?_?in(?:_?seconds)?|retry_?in)\"?\s*[:=]\s*\"?)",
+        (("reset", "retry"), (":", "=")),
+    ),
 )
 # A delay written as a bare number (`"resets_in_seconds": 13872`, `Retry-After: 120`) is seconds.
 _SECONDS = re.compile(r"\s*(?P<n>\d{1,9}(?:\.\d{1,9})?)(?![\d.]|\s?[a-zA-Z])")
 _MAX_CUES = 8
 # `Claude Opus 4 limit reached, now using Sonnet 4`: the call went on, on another model.
-_SWITCHED = Alternatives((r"\W{0,4}now\s+using\b", (("now",), ("using",))))
+_SWITCHED = Alternatives((r"\W{0,4}now\s+using\b", (("using",),)))
 
 
 _FLATTENED_KEY = re.compile(r"(?:message|error|detail|msg|result): ")
@@ -221,14 +221,14 @@ class Candidate:
 
     def prepared(self) -> PreparedCandidate:
         """The same notice with its resets parsed now, to be resolved at many instants."""
-        win, start = self.win, self.start
-        return PreparedCandidate(
-            readers=tuple(
-                (resolve, _line_around(win, start, max(self.end, end)))
-                for resolve, end in _readers(win, start, None)
-            ),
-            text=_line_around(win, start, self.end),
-        )
+        win, start, phrase_end = self.win, self.start, self.end
+        text = _line_around(win, start, phrase_end)
+        readers = []
+        for resolve, end in _readers(win, start, None):
+            # A reset on the phrase's line gives the phrase's text (`_line_around` ends lines).
+            same = end <= phrase_end or win.find("\n", phrase_end, end) == -1
+            readers.append((resolve, text if same else _line_around(win, start, end)))
+        return PreparedCandidate(readers=tuple(readers), text=text)
 
 
 @attrs.frozen
@@ -263,13 +263,15 @@ def candidates(text: str, provider: str, meter: Meter | None = None) -> Iterator
     # Two keywords of one phrase (`hit your usage limit`) confirm the same notice: a notice
     # already given gives nothing new (the first with a reset, else the first, is read).
     given: set[Candidate] = set()
-    for position, keyword in keyword_hits(keywords, text, meter):
+    hits = keyword_hits(keywords, text, meter)
+    known = _Known() if len(hits) > 1 and _bounded.PRECHECKS else None
+    for position, keyword in hits:
         win, off = window(text, position, before=_BEFORE, after=_AFTER)
         agy_only = keyword in _AGY_KEYWORDS
         if (win, off, agy_only) in seen:
             continue
         seen.add((win, off, agy_only))
-        candidate = _confirm(win, off, agy_only, meter)
+        candidate = _confirm(win, off, agy_only, meter, known)
         if candidate is not None:
             if candidate in given and _bounded.PRECHECKS:
                 continue
@@ -301,14 +303,27 @@ def scan_limit(
     return pick(candidates(text, provider, meter), now, local_tz, meter)
 
 
-def _confirm(win: str, off: int, agy_only: bool, meter: Meter | None) -> Candidate | None:
+def _confirm(
+    win: str, off: int, agy_only: bool, meter: Meter | None, known: _Known | None = None
+) -> Candidate | None:
+    """The notice whose phrase covers the keyword at `off` in `win`, if it confirms. `known`
+    keeps the searches and verdicts of one text's windows: each is a function of its own
+    arguments, so a second keyword of the same phrase finds them done."""
     # The phrase must cover the keyword: look a little before it (for `5-hour limit reached`).
     pattern = _AGY_PHRASE if agy_only else _PHRASE
     folded = fold(win)
     lo = max(0, off - 48)
     phrase = None
     for _ in range(4):  # the first phrase that covers the keyword
-        phrase = pattern.search(win[lo : off + 120], folded[lo : off + 120], meter)
+        hi = off + 120
+        if known is None:
+            phrase = pattern.search(win[lo:hi], folded[lo:hi], meter)
+        else:
+            key = (win, agy_only, lo, min(hi, len(win)))
+            if key in known.phrases:
+                phrase = known.phrases[key]
+            else:
+                phrase = known.phrases[key] = pattern.search(win[lo:hi], folded[lo:hi], meter)
         if phrase is None or lo + phrase.end() > off:
             break
         lo += max(phrase.end(), 1)
@@ -316,6 +331,27 @@ def _confirm(win: str, off: int, agy_only: bool, meter: Meter | None) -> Candida
     if phrase is None:
         return None
     start, end = lo + phrase.start(), lo + phrase.end()
+    if known is None:
+        return _vetted(win, folded, start, end, agy_only, meter)
+    verdict = (win, agy_only, start, end)
+    if verdict not in known.verdicts:
+        known.verdicts[verdict] = _vetted(win, folded, start, end, agy_only, meter)
+    return known.verdicts[verdict]
+
+
+@attrs.define
+class _Known:
+    """What `_confirm` found in one text's windows (see there)."""
+
+    phrases: dict[tuple[str, bool, int, int], re.Match[str] | None] = attrs.Factory(dict)
+    verdicts: dict[tuple[str, bool, int, int], Candidate | None] = attrs.Factory(dict)
+
+
+def _vetted(
+    win: str, folded: str, start: int, end: int, agy_only: bool, meter: Meter | None
+) -> Candidate | None:
+    """The phrase at `start:end` of `win` as a notice, unless the words around it say it is not
+    one."""
     # Warnings are told apart by the words just before the phrase, on its own line.
     veto_from = max(0, start - 24, win.rfind("\n", 0, start) + 1)
     if _VETO.search(win[veto_from:end], folded[veto_from:end], meter) or _SWITCHED.match(

@@ -577,6 +577,11 @@ def _region_spans(
     return [(start + a, start + b) for a, b in _spans(low, triggers)]
 
 
+def _short(text: str) -> bool:
+    """Whether `text` is short enough to be read whole rather than sifted for triggers first."""
+    return len(text) <= MODEL_TEXT_MAX_CHARS and _bounded.PRECHECKS
+
+
 def _relevant_stdout(
     stdout: str, provider: str, triggers: tuple[bytes, ...]
 ) -> tuple[list[Piece], list[RateLimitEvent], bool] | None:
@@ -588,7 +593,7 @@ def _relevant_stdout(
         return pieces, rate_limits, succeeded
     if provider == "agy":  # `429` is a keyword, and JSON may write that number as `4.29e2`
         return None
-    if len(stdout) <= MODEL_TEXT_MAX_CHARS and _bounded.PRECHECKS:
+    if _short(stdout):
         # Short: any free text with a trigger is short enough to be examined, and then the
         # whole is read anyway (below); read it whole at once.
         return None
@@ -631,7 +636,7 @@ def cut_relevant(stdout: str, stderr: str, provider: str, triggers: tuple[bytes,
     pieces, rate_limits, succeeded = read
     # codex's stderr is cut into the CLI's lines and the model's (a pass per block word):
     # not needed when it mentions no keyword. Other CLIs' stderr is one piece, read as is.
-    if stderr and (provider != "codex" or mentions(stderr, triggers)):
+    if stderr and (provider != "codex" or _short(stderr) or mentions(stderr, triggers)):
         pieces.extend(_stderr_pieces(stderr, provider))
     return Output(pieces=tuple(pieces), rate_limits=tuple(rate_limits), succeeded=succeeded)
 
