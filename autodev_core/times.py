@@ -52,12 +52,17 @@ def clock(at: datetime, line_at: datetime, zone: tzinfo) -> str:
     return local_clock(at.astimezone(zone), line_at.astimezone(zone).date())
 
 
+#: "00" to "59": two digits by table, several times cheaper than a `02d` format spec (issue 13)
+_TWO_DIGITS = tuple(f"{n:02d}" for n in range(60))
+
+
 def local_clock(local: datetime, day: date) -> str:
-    """`clock` of an instant already in the run's zone, for a line written on local `day` (the
-    scheduler works the day out once per step)."""
+    """`clock` of an instant already in the run's zone, for a line written on local `day`."""
+    two = _TWO_DIGITS
     if local.date() == day:
-        return f"{local.hour:02d}:{local.minute:02d}"
-    return f"{local.year:04d}-{local.month:02d}-{local.day:02d} {local.hour:02d}:{local.minute:02d}"
+        return f"{two[local.hour]}:{two[local.minute]}"
+    return (f"{local.year:04d}-{two[local.month]}-{two[local.day]} "
+            f"{two[local.hour]}:{two[local.minute]}")
 
 
 def format_left(seconds: float) -> str:

@@ -75,6 +75,10 @@ class SchedulerConfig:
     engine_numbers: Mapping[tuple[str, str | None], int] = attrs.field(
         init=False, eq=False, repr=False)
     lane_bits: tuple[tuple[int, ...], ...] = attrs.field(init=False, eq=False, repr=False)
+    #: the engines by number, and each lane's distinct numbers in chain order: a wait reads the
+    #: resets of the engines it waits for by number
+    numbered_engines: tuple[Engine, ...] = attrs.field(init=False, eq=False, repr=False)
+    lane_numbers: tuple[tuple[int, ...], ...] = attrs.field(init=False, eq=False, repr=False)
     #: what each set of limited engines (a mask of their bits) means for the lanes, worked out
     #: the first time a step meets it (`limited_at`)
     limited_cache: dict[int, Limited] = attrs.field(init=False, eq=False, repr=False)
@@ -118,6 +122,10 @@ class SchedulerConfig:
         )
         object.__setattr__(self, "engine_numbers", MappingProxyType(numbers))
         object.__setattr__(self, "lane_bits", lane_bits)
+        engines = {numbers[e.provider, e.model]: e for lane in lanes for e in lane}
+        object.__setattr__(self, "numbered_engines", tuple(engines[n] for n in range(len(numbers))))
+        object.__setattr__(self, "lane_numbers", tuple(
+            tuple(dict.fromkeys(numbers[e.provider, e.model] for e in lane)) for lane in lanes))
         object.__setattr__(self, "limited_cache", {})
 
 

@@ -454,15 +454,36 @@ def _back_at(d: _Draft, engine: Engine, now: datetime) -> tuple[datetime, str, b
 
 
 def _soonest(
-    d: _Draft, now: datetime, runners: range | tuple[int, ...]
-) -> tuple[datetime, str, bool]:
-    """The first instant any entry of `runners` is free again (A18: the nearest reset among all
-    of them, not the last failure's), what it waits for, and whether any entry is limited."""
+    d: _Draft, now: datetime, owner: int | None
+) -> tuple[datetime, str, bool, dict[str, Any]]:
+    """The first instant any entry of `owner` (None: of anyone) is free again (A18: the nearest
+    reset among all of them, not the last failure's); what it waits for, written (the engine,
+    or the provider when an outage ends first; a tie goes to the smaller name) and as the wait
+    line's structured side (`{"engine": ...}` or `{"provider": ...}`); and whether any entry is
+    limited. Callers ask only when no entry of theirs is free."""
+    config = d.config
+    if not d.outages:
+        # Nothing is out, so every entry waited for is limited now (A8): the first back is the
+        # earliest reset among their engines, read by engine number.
+        if d._limited is None:
+            d.in_force()
+        entries = d.limit_index.entries  # type: ignore[union-attr]  # read by in_force
+        engines = config.numbered_engines
+        first: tuple[datetime, str] | None = None
+        chosen = 0
+        for number in range(len(engines)) if owner is None else config.lane_numbers[owner]:
+            back = (entries[number], engines[number]._name)
+            if first is None or back < first:
+                first = back
+                chosen = number
+        if first is None:  # pragma: no cover - a lane has at least one engine
+            raise AssertionError("no engine to wait for")
+        return first[0], first[1], True, {"engine": engines[chosen]}
     best: tuple[datetime, str] | None = None
     limited = False
     seen: set[tuple[str, str | None]] = set()
-    for runner in runners:
-        for engine in d.config.lanes[runner]:
+    for runner in range(len(config.team)) if owner is None else (owner,):
+        for engine in config.lanes[runner]:
             key = (engine.provider, engine.model)  # cheaper to hash than an Engine
             if key in seen:
                 continue
@@ -474,7 +495,11 @@ def _soonest(
             if best is None or (back[0], back[1]) < best:
                 best = (back[0], back[1])
     assert best is not None
-    return best[0], best[1], limited
+    until, what = best
+    for record in d.limits:  # an engine limited until then, else the provider retried then
+        if record.until == until and record.engine._name == what:
+            return until, what, limited, {"engine": record.engine}
+    return until, what, limited, {"provider": what}
 
 
 def _sleep(d: _Draft, now: datetime, until: datetime, status: Status, on_message: bool) -> None:
@@ -483,39 +508,30 @@ def _sleep(d: _Draft, now: datetime, until: datetime, status: Status, on_message
     d._effects.append(new_sleep(until, status, on_message))
 
 
-def _waited_for(d: _Draft, what: str, until: datetime) -> dict[str, Any]:
-    """The structured side of a wait line's `<engine>`: an engine limited until `until`, else
-    the provider whose retry comes then."""
-    for record in d.limits:
-        if record.until == until and record.engine._name == what:  # `str()`
-            return {"engine": record.engine}
-    return {"provider": what}
-
-
 def _wait_for_own(d: _Draft, now: datetime, owner: int) -> None:
     """A35 (or A18 for a team of one): nothing of the owner's own is free; wait for it."""
     if len(d.config.team) == 1:
         _wait_for_anyone(d, now)
         return
-    until, what, limited = _soonest(d, now, (owner,))
+    until, what, limited, waited = _soonest(d, now, owner)
     d._effects.append(new_log(
         now, logs.cannot_hand_over(d.config.team[owner].id, what, d.clock(until)), "wait-own",
-        participant=d.config.team[owner].id, until=until, **_waited_for(d, what, until)))
+        participant=d.config.team[owner].id, until=until, **waited))
     _sleep(d, now, until, "rate_limited" if limited else "unreachable", False)
 
 
 def _wait_for_anyone(d: _Draft, now: datetime) -> None:
     """A18/A27/A40: nobody can take the turn; sleep until the first entry comes back."""
-    until, what, limited = _soonest(d, now, range(len(d.config.team)))
+    until, what, limited, waited = _soonest(d, now, None)
     if limited:
         d._effects.append(new_log(
             now, logs.every_participant_limited(what, d.clock(until)), "wait-limited",
-            until=until, **_waited_for(d, what, until)))
+            until=until, **waited))
         _sleep(d, now, until, "rate_limited", False)
     else:
         d._effects.append(new_log(
             now, logs.no_provider_reachable(d.clock(until)), "wait-unreachable", until=until,
-            **_waited_for(d, what, until)))
+            **waited))
         _sleep(d, now, until, "unreachable", False)
 
 

@@ -543,6 +543,7 @@ class SchedulerMachine(RuleBasedStateMachine):
                     assert sleep.until == min([before.wait_until, *ends])
             elif sleep.status != "backing_off":
                 self.check_limit_wait(after, now, sleep, messages)
+                self.check_wait_names(after, now, sleep, effects)
         # SPEC 0.3: lossless round trips.
         assert from_json(to_json(after), SchedulerState) == after
         if self.steps % 7 == 0:
@@ -678,6 +679,40 @@ class SchedulerMachine(RuleBasedStateMachine):
         else:
             runners = list(range(len(after.config.team)))
         assert sleep.until == expected_wait(after, now, runners)
+
+    def check_wait_names(
+        self, after: SchedulerState, now: datetime, sleep: Sleep, effects: tuple[Effect, ...]
+    ) -> None:
+        """A18/A35/A27: a wait line names what comes back at the wait's end — an engine whose
+        limit ends then, or the provider retried then when its outage outlasts the entry's
+        limit (docs/scheduler.md: of several, the smallest name) — in its text and in its
+        structured side (`engine` or `provider`)."""
+        lines = [e for e in effects if isinstance(e, Log)
+                 and e.kind in ("wait-limited", "wait-unreachable", "wait-own")]
+        if not lines:
+            return
+        (line,) = lines
+        owner = after.config.index[after.approved] if after.approved is not None else after.due
+        lanes = [after.config.lanes[owner]] if line.kind == "wait-own" else after.config.lanes
+        candidates: list[tuple[str, Engine | None, str | None]] = []
+        for lane in lanes:
+            for engine in lane:
+                limit = max([r.until for r in after.limits
+                             if r.engine == engine and r.until > now], default=None)
+                retry = max([o.retry_at for o in after.outages
+                             if o.provider == engine.provider and o.retry_at > now], default=None)
+                back = max((t for t in (limit, retry) if t is not None), default=None)
+                if back != sleep.until:
+                    continue
+                if limit == back:
+                    candidates.append((str(engine), engine, None))
+                else:
+                    candidates.append((engine.provider, None, engine.provider))
+        assert candidates, (line, after.limits, after.outages)
+        name, engine, provider = min(candidates, key=lambda c: c[0])
+        if line.kind != "wait-unreachable":
+            assert f"waiting for {name}," in line.message, (line.message, candidates)
+        assert (line.engine, line.provider) == (engine, provider), (line, candidates)
 
     @invariant()
     def due_is_a_member(self) -> None:
