@@ -488,12 +488,12 @@ def _soonest(
             if key in seen:
                 continue
             seen.add(key)
-            back = _back_at(d, engine, now)
-            if back is None:  # pragma: no cover - callers only ask when nothing is free
+            found = _back_at(d, engine, now)
+            if found is None:  # pragma: no cover - callers only ask when nothing is free
                 raise AssertionError(f"{engine} is free: nothing to wait for")
-            limited = limited or back[2]
-            if best is None or (back[0], back[1]) < best:
-                best = (back[0], back[1])
+            limited = limited or found[2]
+            if best is None or (found[0], found[1]) < best:
+                best = (found[0], found[1])
     assert best is not None
     until, what = best
     for record in d.limits:  # an engine limited until then, else the provider retried then

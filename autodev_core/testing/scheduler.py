@@ -709,10 +709,10 @@ class SchedulerMachine(RuleBasedStateMachine):
                 else:
                     candidates.append((engine.provider, None, engine.provider))
         assert candidates, (line, after.limits, after.outages)
-        name, engine, provider = min(candidates, key=lambda c: c[0])
+        named = min(candidates, key=lambda c: c[0])
         if line.kind != "wait-unreachable":
-            assert f"waiting for {name}," in line.message, (line.message, candidates)
-        assert (line.engine, line.provider) == (engine, provider), (line, candidates)
+            assert f"waiting for {named[0]}," in line.message, (line.message, candidates)
+        assert (line.engine, line.provider) == named[1:], (line, candidates)
 
     @invariant()
     def due_is_a_member(self) -> None:
