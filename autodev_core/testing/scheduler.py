@@ -709,7 +709,7 @@ class SchedulerMachine(RuleBasedStateMachine):
                 else:
                     candidates.append((engine.provider, None, engine.provider))
         assert candidates, (line, after.limits, after.outages)
-        named = min(candidates, key=lambda c: c[0])
+        named = min(candidates, key=lambda c: (c[0], c[1] is None))  # a name tie: the engine
         if line.kind != "wait-unreachable":
             assert f"waiting for {named[0]}," in line.message, (line.message, candidates)
         assert (line.engine, line.provider) == named[1:], (line, candidates)
