@@ -78,6 +78,19 @@ def test_A26_recorded_claude_2_1_connection_reset_is_a_network_error() -> None:
     assert "ECONNRESET" in seen.text
 
 
+def test_A26_claude_2_1_request_timed_out_is_a_network_error() -> None:
+    """claude with `API_TIMEOUT_MS` set, on an API that accepts and never answers, gives up by
+    itself after ten retries with the result `Request timed out`, exit 1 (seen by hand with
+    2.1.197; this transcript is the recorded ECONNRESET one with that result in its place). A
+    request that timed out is a network error (A26); it was read as a failed call, since the
+    result's line did not start with an error word."""
+    stdout = (FIXTURES / "claude-request-timed-out.stdout").read_text(encoding="utf-8")
+    assert '"result":"Request timed out"' in stdout
+    seen = classify_output("claude", stdout=stdout, exit_code=1, now=NOW, local_tz=UTC)
+    assert seen.kind == "network"
+    assert seen.text == "Request timed out"
+
+
 def test_A26_recorded_claude_2_1_connection_refused_is_a_network_error() -> None:
     stdout = (FIXTURES / "claude-connection-refused.stdout").read_text(encoding="utf-8")
     assert '"subtype":"api_retry"' in stdout  # ten retries over three minutes, then the result

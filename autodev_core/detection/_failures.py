@@ -39,7 +39,7 @@ _ERROR_LINE = re.compile(
     r"\s*(?:■\s*|⎿\s*|\[[^\]\n]{0,40}\]\s*)?"
     r"(?:API\s+Error|Error|ERROR|error|Unable\s+to\s+connect|Reconnecting|stream\s+disconnected"
     r"|Connection\s+error|TypeError|FetchError|fetch\s+failed|request\s+to\s+https?://"
-    r"|failed\s+to\s+(?:lookup|connect)|dial\s+tcp|getaddrinfo)",
+    r"|failed\s+to\s+(?:lookup|connect)|dial\s+tcp|getaddrinfo|Request\s+timed\s+out)",
 )
 
 _LOGIN = ("not logged in", "please run /login", "authentication_error", "oauth token")
