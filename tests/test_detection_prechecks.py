@@ -91,7 +91,8 @@ WORDS = [
     "MODEL_CAPACITY_EXHAUSTED", "No capacity available", "is at capacity", "overloaded",
     "Approaching usage limit", "You've used 90% of your weekly limit", "used 5",
     "Context limit reached", "rate limit", "token limits", "retry limit", "time limit",
-    "connection limit", "now using Sonnet 4", ", now using",
+    "connection limit", "tool call limit", "output\tlimit", "Turns  Limits",
+    "iterations\u2003limit", "timeout limit", "pages limit", "now using Sonnet 4", ", now using",
     "resets", "reset", "will reset", "try again", "Try again later", "retry after",
     "retry in", "available again", "regain access", "until", "Resets in", "|",
     "|1776938400", "| 1776938400", "5pm", "3:54 AM", "2:30pm", "Oct 31, 9am",
@@ -107,6 +108,18 @@ WORDS = [
     "getaddrinfo ENOTFOUND api.example.com", "ECONNREFUSED", "socket hang up",
     " ", " ", "  ", "\t", "\n", "\n\n", ".", ",", "·", "∙", ":", "-", "'", "’", "x", "ok",
     "Upgrade to Pro or", "Individual", "of", "in", "at", "your", "the", "is",
+]
+# Technical limits are no usage limits (docs/limits.md): each such word before `limit`.
+TECHNICAL = [
+    "token", "tokens", "turn", "turns", "rate", "retry", "output", "memory", "recursion", "depth",
+    "size", "length", "iteration", "iterations", "step", "steps", "budget", "loop", "call",
+    "calls", "character", "characters", "line", "lines", "page", "pages", "attempt", "attempts",
+    "timeout", "time", "file", "upload", "attachment", "payload", "concurrency", "connection",
+]
+SPACES = [" ", "  ", "\t", "\u00a0", "\n"]
+WORDS += [
+    f"{word}{SPACES[n % len(SPACES)]}{['limit', 'limits', 'LIMIT'][n % 3]}"
+    for n, word in enumerate(TECHNICAL)
 ]
 # Non-ASCII letters an IGNORECASE pattern takes for ASCII ones, and others it does not.
 LOOKALIKES = {"i": ["\u0130", "\u0131"], "I": ["\u0130", "\u0131"], "s": ["\u017f"],
@@ -146,7 +159,7 @@ ALTERNATIVES = sorted(_all_alternatives())
 
 def test_D_the_patterns_with_pre_checks_are_those_of_the_notice_reader() -> None:
     names = {name.rsplit(".", 1)[1] for name, _ in ALTERNATIVES}
-    assert {"_PHRASE", "_AGY_PHRASE", "_VETO", "_CUE", "_CAPACITY", "_QUOTA_WORD"} <= names
+    assert {"_PHRASE", "_AGY_PHRASE", "_WARNING", "_CUE", "_CAPACITY", "_QUOTA_WORD"} <= names
 
 
 @settings(max_examples=MANY)
@@ -163,6 +176,10 @@ def test_D_a_pattern_with_pre_checks_finds_what_the_whole_pattern_finds(
                 assert (got and (got.span(), got.lastgroup)) == (
                     want and (want.span(), want.lastgroup)
                 ), (name, piece)
+        # A warning or a technical limit near a phrase (`_vetoed`: a word test before a regex).
+        assert _notices._vetoed(piece, folded, None) == _whole(
+            partial(_notices._vetoed, piece, folded, None)
+        ), piece
 
 
 @st.composite
@@ -281,3 +298,14 @@ def test_A6_a_reset_written_with_lookalike_letters_reads_as_written_in_ascii(
     assert got.kind == want.kind == "limit"
     assert got.limit is not None and want.limit is not None
     assert got.limit.reset_at == want.limit.reset_at is not None
+
+
+@pytest.mark.parametrize("word", TECHNICAL)
+def test_D_a_technical_limit_vetoes_a_phrase_with_pre_checks_as_without(word: str) -> None:
+    for text in (f"{word} limit reached", f"Your {word.upper()}\t LIMITS reached",
+                 f"{word.title()}\u2003limit", f"x{word} limit", f"{word}limit",
+                 f"{word} \u0131imit", f"{word.replace('s', chr(0x17F))} limit"):
+        folded = _bounded.fold(text)
+        assert _notices._vetoed(text, folded, None) == _whole(
+            partial(_notices._vetoed, text, folded, None)
+        ), text

@@ -30,7 +30,7 @@ from datetime import datetime, tzinfo
 import attrs
 
 from . import _bounded
-from ._bounded import Alternatives, Meter, fold, keyword_hits, match, window
+from ._bounded import Alternatives, Meter, fold, keyword_hits, match, search, window
 from ._resets import Resolver, after_seconds, parse_when, read_duration
 
 # How far around a keyword the phrase and its reset are looked for (characters).
@@ -81,18 +81,51 @@ _AGY_PHRASE = Alternatives(
     (r"\b429\s+Too\s+Many\s+Requests", (("429",),)),
 )
 # Near the phrase: a warning, the context window, or an API rate limit is not a usage limit.
-_VETO = Alternatives(
+# (Two patterns, only ever asked whether either matches: `_vetoed`.)
+_WARNING = Alternatives(
     (r"approaching", (("approaching",),)),
     (r"\d{1,3}\s?%\s+of", (("%",),)),
     (r"\bused\s+\d", (("used",),)),
     (r"context", (("context",),)),
-    (
-        r"\b(?:tokens?|turns?|rate|retry|output|memory|recursion|depth|size|length|iterations?"
-        r"|steps?|budget|loop|calls?|characters?|lines?|pages?|attempts?|timeout|time|file|upload"
-        r"|attachment|payload|concurrency|connection)\s+limits?\b",
-        (("limit",),),
-    ),
 )
+_TECHNICAL_WORDS = (
+    "token", "tokens", "turn", "turns", "rate", "retry", "output", "memory", "recursion", "depth",
+    "size", "length", "iteration", "iterations", "step", "steps", "budget", "loop", "call",
+    "calls", "character", "characters", "line", "lines", "page", "pages", "attempt", "attempts",
+    "timeout", "time", "file", "upload", "attachment", "payload", "concurrency", "connection",
+)
+_TECHNICAL_LIMIT = re.compile(
+    r"\b(?:" + "|".join(
+        # As the words above, in this order (a plural as `s?` after its word).
+        ("tokens?", "turns?", "rate", "retry", "output", "memory", "recursion", "depth", "size",
+         "length", "iterations?", "steps?", "budget", "loop", "calls?", "characters?", "lines?",
+         "pages?", "attempts?", "timeout", "time", "file", "upload", "attachment", "payload",
+         "concurrency", "connection")
+    ) + r")\s+limits?\b",
+    re.IGNORECASE,
+)
+
+
+def _vetoed(text: str, folded: str, meter: Meter | None) -> bool:
+    """Whether `text` (`folded` is `fold(text)`) holds a warning or a technical limit."""
+    if _WARNING.search(text, folded, meter) is not None:
+        return True
+    if _bounded.PRECHECKS and not _technical_limit_possible(folded):
+        return False
+    return search(_TECHNICAL_LIMIT, text, meter) is not None
+
+
+def _technical_limit_possible(folded: str) -> bool:
+    """Whether some `limit` in `folded` comes after whitespace after one of the technical words
+    (`_TECHNICAL_LIMIT` can match nowhere else: one `find` per `limit`, not a regex)."""
+    at = folded.find("limit")
+    while at != -1:
+        if folded[at - 1 : at].isspace() and folded[:at].rstrip().endswith(_TECHNICAL_WORDS):
+            return True
+        at = folded.find("limit", at + 1)
+    return False
+
+
 # Capacity is not a quota: "no capacity" without a quota word is "other" (A4, A7).
 _CAPACITY = Alternatives(
     (r"MODEL_CAPACITY_EXHAUSTED", (("capacity",),)),
@@ -156,7 +189,7 @@ def _line_around(text: str, start: int, end: int) -> str:
     if hi == -1:
         hi = len(text)
     line = " ".join(text[lo:hi].split())
-    key = _FLATTENED_KEY.match(line)  # "message: …" from a flattened JSON event
+    key = _FLATTENED_KEY.match(line) if ": " in line else None  # "message: …" from an event
     return line[key.end() if key else 0 :][:MAX_NOTICE_TEXT]
 
 
@@ -354,7 +387,7 @@ def _vetted(
     one."""
     # Warnings are told apart by the words just before the phrase, on its own line.
     veto_from = max(0, start - 24, win.rfind("\n", 0, start) + 1)
-    if _VETO.search(win[veto_from:end], folded[veto_from:end], meter) or _SWITCHED.match(
+    if _vetoed(win[veto_from:end], folded[veto_from:end], meter) or _SWITCHED.match(
         win[end:], folded[end:], meter
     ):
         return None
