@@ -205,16 +205,47 @@ def from_json(text: str | bytes, cls: Any) -> Any:
     return _converter("json").structure(data, cls) if value is _NOT_FLAT else value
 
 
-def to_yaml(value: Any, *, as_type: Any = None) -> str:
+#: Characters YAML reads as line breaks that PyYAML writes bare in a plain or single-quoted
+#: scalar, where a reader folds them into a space: only a double-quoted scalar escapes them
+#: (\N, \L, \P). Text holding one is written double-quoted (SPEC 0.3; issue 24).
+_BARE_BREAKS = frozenset("\x85\u2028\u2029")
+_DUMPER: Any = None
+
+
+def _yaml_dumper() -> Any:
+    global _DUMPER
+    if _DUMPER is None:
+        import yaml
+
+        class Dumper(yaml.SafeDumper):
+            pass
+
+        def represent_str(dumper: Any, text: str) -> Any:
+            style = '"' if not _BARE_BREAKS.isdisjoint(text) else None
+            return dumper.represent_scalar("tag:yaml.org,2002:str", text, style=style)
+
+        Dumper.add_representer(str, represent_str)
+        _DUMPER = Dumper
+    return _DUMPER
+
+
+def dump_yaml(data: Any, **options: Any) -> str:
+    """YAML text for plain data (dicts, lists, scalars) that reads back equal, every character
+    of every string kept (SPEC 0.3)."""
     import yaml
 
+    return str(yaml.dump(data, Dumper=_yaml_dumper(), allow_unicode=True, sort_keys=False,
+                         **options))
+
+
+def to_yaml(value: Any, *, as_type: Any = None) -> str:
     yaml_converter = _converter("yaml")
     raw = (
         yaml_converter.unstructure(value, unstructure_as=as_type)
         if as_type
         else (yaml_converter.unstructure(value))
     )
-    return str(yaml.safe_dump(raw, allow_unicode=True, sort_keys=False))
+    return dump_yaml(raw)
 
 
 def from_yaml(text: str, cls: Any) -> Any:

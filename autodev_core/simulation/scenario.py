@@ -24,6 +24,7 @@ from ..engine import PROVIDERS, Engine
 from ..errors import ConfigError
 from ..participant import Participant
 from ..scheduler.policy import DEFAULT_POLICY, Policy, parse_policy, policy_data
+from ..serialization import dump_yaml
 from ..times import aware, aware_or_none
 
 #: A call's outcome comes this long after it starts unless the answer says otherwise (SPEC D).
@@ -785,5 +786,5 @@ def render_scenario(scenario: Scenario) -> str:
         data["peers"] = [_peer_data(report, zone) for report in scenario.peers]
     if scenario.policy != DEFAULT_POLICY:
         data["policy"] = policy_data(scenario.policy)
-    return str(yaml.safe_dump(data, allow_unicode=True, sort_keys=False, width=1_000_000))
+    return dump_yaml(data, width=1_000_000)
 

@@ -20,6 +20,7 @@ docs/testing-your-orchestrator.md for a complete example. This module imports hy
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar, Protocol
@@ -84,14 +85,97 @@ def notice_outputs(
     )
 
 
+#: How a model's report quotes a notice it saw (A5): in its own prose, as plain stdout, or that
+#: prose carried in the CLI's own answer event (claude's `result`, codex's `agent_message`).
+LONG_TEXT_FORMS: tuple[str, ...] = ("prose", "answer-event")
+
+
+def _quoted(case: tuple[Any, ...]) -> str:
+    """A notice as a report quotes it: its words on one line. A stream-json notice is quoted
+    by what it says (the `result` or `message` text inside its events), never as the events."""
+    raw = (case[4] or case[5]).strip()
+    said: list[str] = []
+    for line in raw.split("\n"):
+        line = line.strip()
+        if not line.startswith("{"):
+            said.append(line)
+            continue
+        try:
+            event = json.loads(line)
+        except ValueError:
+            said.append(line)
+            continue
+        found = _said_in(event)
+        if found:
+            said.append(found)
+    return " ".join(" ".join(said).split())
+
+
+def _said_in(value: Any) -> str:
+    """The first human sentence an event holds (`result`, `message`, `text`), else ''."""
+    if isinstance(value, dict):
+        for key in ("result", "message", "text"):
+            if isinstance(value.get(key), str) and value[key].strip():
+                return str(value[key])
+        for item in value.values():
+            found = _said_in(item)
+            if found:
+                return found
+    return ""
+
+
+def _answer_event(provider: str, text: str) -> str:
+    """`text` as the CLI's own successful answer on stdout (the shell's stream-json modes)."""
+    if provider == "claude":
+        events = [
+            {"type": "system", "subtype": "init", "session_id": "s"},
+            {"type": "result", "subtype": "success", "is_error": False, "result": text,
+             "session_id": "s"},
+        ]
+    else:
+        events = [
+            {"type": "thread.started", "thread_id": "t"}, {"type": "turn.started"},
+            {"type": "item.completed", "item": {"id": "item_0", "type": "agent_message",
+                                                "text": text}},
+            {"type": "turn.completed", "usage": {"input_tokens": 1, "output_tokens": 1}},
+        ]
+    return "".join(json.dumps(event, ensure_ascii=False) + "\n" for event in events)
+
+
+#: The words of a short answer: none is a word of any notice, so no answer reads as one.
+POST_WORDS: tuple[str, ...] = (
+    "Reviewed", "the", "diff", "and", "fixed", "two", "typos", "tests", "pass", "merged",
+    "#12", "see", "notes", "done", "café", "naïve", "日本語", "Ελληνικά", "ok", "LGTM",
+)
+
+
+def _short_posts() -> st.SearchStrategy[str]:
+    """A short answer as plain stdout (A5: read as model text, so it must not be a notice):
+    harmless words between odd separators (spaces, punctuation, symbols, emoji, controls),
+    never starting with `{` (a structured event). The post is the text trimmed, as
+    `extract_post` reads it. Text drawn freely is not safe here: Hypothesis mines string
+    constants from the code it runs, the reader's own notice phrases among them."""
+    separators = st.text(st.characters(categories=["Zs", "Pd", "Po", "Sm", "So", "Cc"],
+                                       exclude_characters="{"), min_size=1, max_size=3)
+    return st.lists(st.tuples(st.sampled_from(POST_WORDS), separators), min_size=1,
+                    max_size=8).map(lambda parts: "".join(w + sep for w, sep in parts))
+
+
 @st.composite
 def _long_text(draw: st.DrawFn, provider: str) -> CliOutput:
-    """A model's report over 300 characters quoting a notice: a post, never a limit (A5)."""
+    """A model's report over 300 characters quoting a notice: a post, never a limit (A5).
+
+    The notice is quoted inside the report's own prose, on one line, so no line of stdout is
+    the CLI's structured event or a notice standing alone; for the stream-json CLIs (claude,
+    codex) the report may come inside the CLI's answer event, where A5's 300 characters apply
+    to the answer's text."""
     case = draw(st.sampled_from([c for c in NOTICE_CASES if c[1] == provider and c[2] == "limit"]))
-    quoted = (case[4] or case[5]).strip()
     padding = draw(st.integers(min_value=301, max_value=1200))
-    text = f"Summary of the review. The CLI once printed: {quoted} " + "All tests pass. " * (
-        padding // 16 + 1)
+    text = (f"Summary of the review. The CLI once printed: {_quoted(case)} "
+            + "All tests pass. " * (padding // 16 + 1)).strip()
+    forms = LONG_TEXT_FORMS if provider in ("claude", "codex") else ("prose",)
+    if draw(st.sampled_from(forms)) == "answer-event":
+        return CliOutput(stdout=_answer_event(provider, text), post=text, kind="long-text")
     return CliOutput(stdout=text, post=text, kind="long-text")
 
 
@@ -104,8 +188,8 @@ def cli_outputs(
     options: list[st.SearchStrategy[CliOutput]] = []
     for kind in kinds:
         if kind == "post":
-            options.append(st.text(min_size=1, max_size=40).filter(str.strip).map(
-                lambda t: CliOutput(stdout=t, post=t, kind="post")))
+            options.append(_short_posts().map(
+                lambda t: CliOutput(stdout=t, post=t.strip(), kind="post")))
         elif kind == "limit":
             forms = sorted({c[3] for c in NOTICE_CASES if c[1] == provider and c[2] == "limit"
                             and c[3] is not None})
@@ -126,6 +210,8 @@ def cli_outputs(
             options.append(_long_text(provider))
         else:
             raise ValueError(f"unknown output kind {kind!r} (one of {', '.join(OUTPUT_KINDS)})")
+    if not options:  # e.g. only `login` for codex, which has no login check (A32)
+        raise ValueError(f"{provider} has no output of the kinds {', '.join(kinds)}")
     return st.one_of(options)
 
 
