@@ -1,4 +1,7 @@
-"""Hypothesis profiles: `ci` (derandomized, no deadline), `dev` (default), `thorough`.
+"""Hypothesis profiles: `ci` (derandomized, no deadline), `dev` (default), `thorough`, `sweep`.
+
+`sweep` is `dev` without the example database, for tests/sweep.py: each seed's draw stands on
+its own, so a failure is reported under the seed that found it, not replayed into the others.
 
 Pick one with HYPOTHESIS_PROFILE; CI=true selects `ci` when none is named.
 """
@@ -18,6 +21,7 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.register_profile("dev", deadline=None, max_examples=100)
+settings.register_profile("sweep", deadline=None, max_examples=100, database=None, print_blob=True)
 settings.register_profile(
     "thorough",
     deadline=None,

@@ -17,7 +17,10 @@ from pathlib import Path
 import pytest
 
 BINARY = shutil.which("redis-server")
-REASON = "redis-server is not installed (.ci/run installs the Debian package redis-server)"
+REASON = (
+    "redis-server is missing: apt-get install redis-server (Debian/Ubuntu), brew install redis"
+    " (macOS); .ci/run installs it"
+)
 needs_redis = pytest.mark.skipif(BINARY is None, reason=REASON)
 
 
