@@ -63,6 +63,27 @@ def test_B7_accepted_run_id_is_the_queued_run_else_the_events() -> None:
     assert run(Queued(5, "A"), Accepted("search", 5, run_id="C")).accepted_run_id == ""
 
 
+@pytest.mark.parametrize("replayed", [Accepted("sqlite", 5), Accepted("sqlite", 3),
+                                      Accepted("sqlite", 5, run_id="C"), Accepted("sqlite", 0)])
+def test_B7_a_replayed_ack_never_changes_whose_revision_was_accepted(replayed: Accepted) -> None:
+    """Issue 28 item 1: a duplicate or late ack used to set `accepted_run_id` to "" (or to its
+    own run), so revision 5, confirmed for run A, no longer counted for A's next write."""
+    confirmed = run(Queued(5, "A"), Accepted("sqlite", 5))
+    again = run(replayed, state=confirmed)
+    assert (again.last_accepted_revision, again.accepted_tier, again.accepted_run_id) == (
+        5, "sqlite", "A")
+    gate = turn_gate(run(Queued(5, "A", recoverable_tier="shadow"), state=again), A)
+    assert (gate.may_start, gate.reason) == (True, "stale-pending-cleared"), gate
+
+
+def test_B7_an_ack_that_knows_no_run_keeps_the_run_it_had() -> None:
+    """No acknowledgement makes the accepted run an empty one, even one that raises the
+    revision while nothing is queued (the run of the revisions before it stays named)."""
+    state = run(Queued(5, "A"), Accepted("sqlite", 5), Accepted("sqlite", 7))
+    assert (state.last_accepted_revision, state.accepted_run_id) == (7, "A")
+    assert run(Accepted("sqlite", 2)).accepted_run_id == "", "no run was ever known"
+
+
 def test_B8_an_acceptance_of_another_run_never_clears_a_pending_write() -> None:
     state = run(Queued(5, "A"), Accepted("sqlite", 5), Queued(3, "B"))
     gate = turn_gate(state, B)

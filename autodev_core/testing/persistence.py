@@ -26,7 +26,14 @@ from typing import ClassVar
 
 import attrs
 from hypothesis import strategies as st
-from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, rule
+from hypothesis.stateful import (
+    Bundle,
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+)
 
 from ..control import persistence as _p
 from ..control.identity import RunIdentity
@@ -158,6 +165,7 @@ class PersistenceMachine(RuleBasedStateMachine):
         self.marker: CommitMarker | None = None
         self.recovery: RecoveryCopy | None = None
         self.high_water = 0
+        self.acks: list[Accepted] = []  # every Accepted fed so far, for the replay rule
 
     # --- the model's own statement of B5 and B8-B9 ------------------------------------------
 
@@ -253,12 +261,19 @@ class PersistenceMachine(RuleBasedStateMachine):
         self.state = _p.reduce_persistence(
             self.state, Accepted(tier, revision, accepted, clear, run_id), tiers=self.tiers
         )
+        self.acks.append(Accepted(tier, revision, accepted, clear, run_id))
+        self.model_accept(tier, revision, accepted, clear, run_id)
+
+    def model_accept(self, tier: str, revision: int, accepted: bool, clear: bool,
+                     run_id: str) -> None:
+        """B7 on its own."""
         m = self.model
         if not accepted or self.role(tier) != "canonical":
             return  # B7: nothing but a canonical acceptance changes anything.
-        m.accepted = max(m.accepted, revision, 0)
-        m.tier = normalize_tier(tier)
-        m.accepted_run = m.queued_run or run_id.strip()
+        if revision > m.accepted:  # only the ack that raises the revision says whose it is
+            m.accepted = revision
+            m.tier = normalize_tier(tier)
+            m.accepted_run = m.queued_run or run_id.strip() or m.accepted_run
         if max(revision, 0) < m.queued:
             return  # B7: an older write's acknowledgement leaves the newer one pending.
         m.pending = m.blocked = False
@@ -277,6 +292,24 @@ class PersistenceMachine(RuleBasedStateMachine):
             stored.queued_run_id.strip(), stored.queued_reason, stored.queued_immediate,
         )
         self.high_water = stored.last_accepted_revision
+        self.acks.clear()  # the acks that led here were of another history
+
+    @precondition(lambda self: bool(self.acks))
+    @rule(data=st.data())
+    def an_earlier_ack_comes_again(self, data: st.DataObject) -> None:
+        """B7: a duplicate or late acknowledgement, replayed at any moment, never changes whose
+        revision was accepted, so it never turns a turn the gate lets start into a deferred one
+        (the issue 28 repro: a replayed ack left `accepted_run_id` empty)."""
+        ack = data.draw(st.sampled_from(self.acks), label="replayed ack")
+        before = [self.ask_gate(other, 0)[0].may_start for other in (False, True)]
+        accepted = (self.state.last_accepted_revision, self.state.accepted_tier,
+                    self.state.accepted_run_id)
+        self.state = _p.reduce_persistence(self.state, ack, tiers=self.tiers)
+        self.model_accept(ack.tier, ack.revision, ack.accepted, ack.clear_queued, ack.run_id)
+        assert (self.state.last_accepted_revision, self.state.accepted_tier,
+                self.state.accepted_run_id) == accepted, (ack, self.state)
+        after = [self.ask_gate(other, 0)[0].may_start for other in (False, True)]
+        assert all(a or not b for a, b in zip(after, before, strict=True)), (ack, before, after)
 
     def near_the_queue(self, data: st.DataObject, label: str) -> int:
         """A revision drawn anywhere, or just around the queued one (where B8/B9 decide)."""
