@@ -38,11 +38,13 @@ def readme_test_command(readme: Path = ROOT / "README.md") -> str:
     return lines[1]
 
 
-def one_run(number: int, command: str, keep: Path | None) -> tuple[int, bool, str, float]:
+def one_run(number: int, command: str, keep: Path | None) -> tuple[int, bool, str, float, str]:
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix=f"autodev-fresh-{number}-") as tmp:
         clone = Path(tmp) / "autodev"
         subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+        commit = subprocess.run(["git", "-C", str(clone), "rev-parse", "--short", "HEAD"],
+                                capture_output=True, text=True, check=True).stdout.strip()
         env = {key: value for key, value in os.environ.items()
                if key not in {"CI", "HYPOTHESIS_PROFILE", "VIRTUAL_ENV", "PYTHONPATH"}}
         done = subprocess.run(["bash", "-c", command], cwd=clone, env=env, capture_output=True,
@@ -52,7 +54,7 @@ def one_run(number: int, command: str, keep: Path | None) -> tuple[int, bool, st
             keep.mkdir(parents=True, exist_ok=True)
             (keep / f"run-{number}.log").write_text(output, encoding="utf-8")
     last = next((line for line in reversed(output.splitlines()) if line.strip()), "")
-    return number, done.returncode == 0, last, time.monotonic() - started
+    return number, done.returncode == 0, last, time.monotonic() - started, commit
 
 
 def main() -> int:
@@ -67,11 +69,12 @@ def main() -> int:
     print(f"fresh clones of {head}, {args.runs} runs of: {command}", flush=True)
     green = 0
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        for number, ok, last, seconds in pool.map(
+        for number, ok, last, seconds, commit in pool.map(
             lambda n: one_run(n, command, args.keep_logs), range(1, args.runs + 1)
         ):
             green += ok
-            print(f"run {number}: {'green' if ok else 'RED'} ({seconds:.0f} s): {last}", flush=True)
+            verdict = "green" if ok else "RED"
+            print(f"run {number} ({commit}): {verdict} ({seconds:.0f} s): {last}", flush=True)
     print(f"{green} of {args.runs} runs green")
     return 0 if green == args.runs else 1
 
