@@ -43,6 +43,8 @@ if TYPE_CHECKING:
     from .errors import AutodevError, ConfigError
     from .participant import Participant, parse_participant
     from .scheduler import (
+        LOG_FIELDS,
+        LOG_KINDS,
         STATUSES,
         TRANSITIONS,
         CallCancelled,
@@ -54,6 +56,7 @@ if TYPE_CHECKING:
         GateRequested,
         LimitObserved,
         Log,
+        LogKind,
         MessageArrived,
         Outage,
         PauseRequested,
@@ -70,6 +73,7 @@ if TYPE_CHECKING:
         Woke,
         call_ended,
         initial_state,
+        log_fields,
         next_deadline,
         restore_state,
         start_run,
@@ -100,7 +104,11 @@ _EXPORTS: dict[str, str] = {
     "GateRequested": "scheduler",
     "LimitNotice": "detection.classification",
     "LimitObserved": "scheduler",
+    "LOG_FIELDS": "scheduler",
+    "LOG_KINDS": "scheduler",
     "Log": "scheduler",
+    "LogKind": "scheduler",
+    "log_fields": "scheduler",
     "MessageArrived": "scheduler",
     "Outage": "scheduler",
     "PROVIDERS": "engine",
@@ -149,6 +157,8 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "DEFAULT_TIERS",
+    "LOG_FIELDS",
+    "LOG_KINDS",
     "PROVIDERS",
     "STATUSES",
     "TRANSITIONS",
@@ -170,6 +180,7 @@ __all__ = [
     "LimitNotice",
     "LimitObserved",
     "Log",
+    "LogKind",
     "MessageArrived",
     "Outage",
     "Participant",
@@ -201,6 +212,7 @@ __all__ = [
     "extract_post",
     "ids_equivalent",
     "initial_state",
+    "log_fields",
     "next_deadline",
     "parse_participant",
     "parse_scenario",

@@ -11,7 +11,9 @@ from collections.abc import Mapping
 from contextlib import suppress
 from datetime import datetime, tzinfo
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, Protocol, TextIO
+from typing import TYPE_CHECKING, Protocol, TextIO
+
+from autodev_core.scheduler.effects import LOG_FIELDS, log_fields
 
 from .private import open_private
 
@@ -33,10 +35,6 @@ class LogSink(Protocol):
 
     def note(self, at: datetime, message: str) -> None: ...
 
-#: The structured fields of a `Log` written in `--json` lines (docs/cli.md), in this order.
-LOG_FIELDS: Final = (
-    "participant", "engine", "provider", "target", "colleague", "until", "count", "failure",
-)
 
 
 class StreamLog:
@@ -101,17 +99,10 @@ class StreamLog:
     def entry(self, log: Log) -> None:
         """A core line with its structured fields (issue 12: `event` is the `Log.kind`)."""
         self.lines.append((log.at, log.message))
-        fields: dict[str, object] = {"event": log.kind}
-        for name in LOG_FIELDS:
-            value = getattr(log, name)
-            if value is None:
-                continue
-            if isinstance(value, datetime):
-                fields[name] = value.isoformat()
-            elif isinstance(value, (int, str)):
-                fields[name] = value
-            else:
-                fields[name] = str(value)  # an Engine, as `provider[:model]` (A9)
+        record = log_fields(log)
+        fields: dict[str, object] = {"event": record.pop("kind")}
+        fields.update((name, value) for name, value in record.items()
+                      if name not in ("at", "message"))
         self._write(log.at, log.message, "log", fields)
 
     def status(self, at: datetime, status: str) -> None:

@@ -92,6 +92,13 @@ def _flat(value: Any) -> str:
     return "\n".join(lines)
 
 
+def _is_object(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False
+
+
 def plain_cut(stdout: str, stderr: str, provider: str) -> Output:
     """Every line read, every JSON line decoded: what the output says, in the order written."""
     pieces: list[Piece] = []
@@ -100,9 +107,10 @@ def plain_cut(stdout: str, stderr: str, provider: str) -> Output:
     free: list[str] = []
     for raw in strip_ansi(stdout).splitlines():
         line = raw.strip()
-        at = line.find("AGY_ERROR:", 0, 50)
-        if at != -1:
-            payload = line[at + len("AGY_ERROR:") :].strip()
+        # agy's own error line: only in agy's output, only before a JSON object (A4, A5).
+        at = line.find("AGY_ERROR:", 0, 50) if provider in ("agy", "") else -1
+        payload = line[at + len("AGY_ERROR:") :].strip() if at != -1 else ""
+        if at != -1 and _is_object(payload):
             parsed = _events(payload)
             text = payload if parsed is None else payload + "\n" + _flat(parsed)
             pieces.append(Piece(text=text, origin="cli", where="event"))

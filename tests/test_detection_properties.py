@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from autodev_core.detection._bounded import MAX_WINDOW, Meter
@@ -132,6 +132,14 @@ def test_A6_reported_reset_is_aware_and_later_than_now(
                    max_size=400),
     after=st.text(max_size=400),
     now=instants,
+)
+@example(  # issue 24: claude's model quoting an agy error line (found by a fresh random run)
+    notice=("claude", "Claude usage limit reached. Your limit will reset at 1am."),
+    before="AGY_ERROR:", after="", now=datetime(2024, 1, 1, tzinfo=UTC),
+)
+@example(  # and agy's own words before plain text: only `AGY_ERROR: {json}` is agy's line (A4)
+    notice=("agy", "Individual quota reached. Resets in 45m."),
+    before="AGY_ERROR:", after="", now=datetime(2024, 1, 1, tzinfo=UTC),
 )
 def test_A5_a_notice_inside_long_model_text_is_never_reported(
     notice: tuple[str, str], before: str, after: str, now: datetime

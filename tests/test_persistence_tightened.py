@@ -59,7 +59,10 @@ def test_B7_a_late_acknowledgement_takes_the_max_but_confirms_nothing_newer() ->
 def test_B7_accepted_run_id_is_the_queued_run_else_the_events() -> None:
     assert run(Queued(5, "A"), Accepted("sqlite", 5)).accepted_run_id == "A"
     assert run(Accepted("sqlite", 5, run_id=" C ")).accepted_run_id == "C"
-    assert run(Queued(5, "A"), Accepted("sqlite", 5, run_id="C")).accepted_run_id == "A"
+    # An ack naming another run than the queued one stored that run's write (issue 28 item 2:
+    # it no longer counts as the queued run's, which let it clear the queued write, B8).
+    assert run(Queued(5, "A"), Accepted("sqlite", 5, run_id="C")).accepted_run_id == "C"
+    assert run(Queued(5, "A"), Accepted("sqlite", 5, run_id=" A ")).accepted_run_id == "A"
     assert run(Queued(5, "A"), Accepted("search", 5, run_id="C")).accepted_run_id == ""
 
 
@@ -82,6 +85,22 @@ def test_B7_an_ack_that_knows_no_run_keeps_the_run_it_had() -> None:
     state = run(Queued(5, "A"), Accepted("sqlite", 5), Accepted("sqlite", 7))
     assert (state.last_accepted_revision, state.accepted_run_id) == (7, "A")
     assert run(Accepted("sqlite", 2)).accepted_run_id == "", "no run was ever known"
+
+
+def test_B8_an_acceptance_naming_run_A_never_clears_run_Bs_queued_write() -> None:
+    """Issue 28 item 2: `Accepted` takes the run its revision belongs to (an optional
+    `run_id`, beyond SPEC D's signature); one naming A while B's write is queued confirms
+    nothing of B's, whatever its revision, and the gate keeps B's turn waiting."""
+    state = run(Queued(5, "B"), Accepted("sqlite", 9, run_id="A"))
+    assert state.pending_persist and state.writes_blocked
+    assert (state.queued_revision, state.queued_run_id) == (5, "B")
+    assert (state.last_accepted_revision, state.accepted_run_id) == (9, "A")
+    gate = turn_gate(state, B)
+    assert (gate.may_start, gate.reason, gate.code) == (
+        False, "pending-persist", "accepted-revision-behind")
+    confirmed = run(Accepted("sqlite", 9, run_id="B"), state=state)
+    assert not confirmed.pending_persist, "B's own ack (or one naming no run) confirms it"
+    assert not run(Accepted("sqlite", 9), state=state).pending_persist
 
 
 def test_B8_an_acceptance_of_another_run_never_clears_a_pending_write() -> None:

@@ -140,9 +140,10 @@ class Queued:
 @attrs.frozen
 class Accepted:
     """Tier `tier` reports it stored `revision` (B7). Only a canonical tier confirms, and only
-    what was queued up to `revision`. `run_id` is the run the stored revision belongs to; it is
-    recorded as `accepted_run_id` when no write is queued (a queued write's run wins), and only
-    by an acknowledgement that raises `last_accepted_revision`."""
+    what was queued up to `revision`, and only for the queued run. `run_id` (optional, an
+    extension of SPEC D's signature) is the run the stored revision belongs to: empty, the
+    queued run is meant; another run than the queued one confirms nothing of the queued write.
+    `accepted_run_id` is set only by an acknowledgement that raises `last_accepted_revision`."""
 
     tier: str
     revision: int = attrs.field(converter=_revision)
@@ -196,18 +197,22 @@ def _accepted(state: PersistenceState, event: Accepted, tiers: TierRoles) -> Per
     if not event.accepted or tier_role(event.tier, tiers) != "canonical":
         return state  # B7: only a canonical acceptance advances confirmation.
     revision = _positive(event.revision)
+    # An ack that names a run other than the queued one stored that run's write, not the
+    # queued one (B8: an acceptance of another run never clears a pending write).
+    foreign = bool(event.run_id and state.queued_run_id and event.run_id != state.queued_run_id)
     accepted = state
     if revision > state.last_accepted_revision:
         # B7: `accepted_run_id` and `accepted_tier` describe the acknowledgement that set
         # `last_accepted_revision`; a duplicate or late ack (one that does not raise it) leaves
         # both as they are, and no ack makes the accepted run an empty one.
+        owner = event.run_id if foreign else state.queued_run_id or event.run_id
         accepted = attrs.evolve(
             state,
             last_accepted_revision=revision,
             accepted_tier=normalize_tier(event.tier),
-            accepted_run_id=state.queued_run_id or event.run_id or state.accepted_run_id,
+            accepted_run_id=owner or state.accepted_run_id,
         )
-    if revision < _positive(state.queued_revision):
+    if foreign or revision < _positive(state.queued_revision):
         # B7: a late or out-of-order acknowledgement of an older write. The newer queued write
         # is not confirmed by it: the pending flag, the block, the queued fields and the
         # recovery copy that holds the newer write all stay.

@@ -357,20 +357,37 @@ def _cut_start(stderr: str) -> tuple[str, str | None]:
     return rest, block if block in _BLOCK_WORDS else UNKNOWN_BLOCK
 
 
-def _read_line(raw: str, pieces: list[Piece], rate_limits: list[RateLimitEvent]) -> bool | None:
+def _json_object(text: str) -> bool:
+    """Whether `text` is one JSON object (agy's error payload)."""
+    if not text.startswith("{"):
+        return False
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False
+
+
+def _read_line(
+    raw: str, pieces: list[Piece], rate_limits: list[RateLimitEvent], provider: str = ""
+) -> bool | None:
     """Read one stdout line into `pieces` and `rate_limits`: None when it is free text (not a
     structured event of the CLI), else whether it was a terminal success."""
     line = raw.strip()
-    marker = line.find(_AGY_ERROR, 0, 40 + len(_AGY_ERROR))
-    if marker != -1:  # agy's own structured error line (A4), perhaps after a timestamp
+    # agy's own structured error line, `AGY_ERROR: {json}` (A4), perhaps after a timestamp.
+    # Only agy prints one, and only with a JSON payload: the same words in claude's or codex's
+    # output, or before plain text, are the model's (A5; issue 24: a report quoting
+    # "AGY_ERROR: Claude usage limit reached…" in claude's output read as a limit).
+    marker = line.find(_AGY_ERROR, 0, 40 + len(_AGY_ERROR)) if provider in ("agy", "") else -1
+    if marker != -1:
         payload = line[marker + len(_AGY_ERROR) :].strip()
         parsed = _as_events(payload)
-        pieces.append(
-            Piece(text=payload, origin="cli", where="event")
-            if parsed is None
-            else Piece(text=payload + "\n" + _cli(parsed).text, origin="cli", where="event")
-        )
-        return False
+        if parsed is not None:
+            pieces.append(Piece(text=payload + "\n" + _cli(parsed).text, origin="cli",
+                                where="event"))
+            return False
+        if _json_object(payload):  # agy's error object, with no event shape of its own
+            pieces.append(Piece(text=payload, origin="cli", where="event"))
+            return False
     events = _as_events(line)
     if events is None:
         return None
@@ -403,7 +420,7 @@ def _cut(stdout: str, stderr: str, provider: str) -> Output:
     succeeded = False
     free: list[str] = []
     for raw in stdout.splitlines():
-        said = _read_line(raw, pieces, rate_limits)
+        said = _read_line(raw, pieces, rate_limits, provider)
         if said is None:
             free.append(raw)
         elif said:
@@ -609,7 +626,7 @@ def _relevant_stdout(
         line = stdout[start:end]
         if wide and any(separator in line for separator in _SEPARATORS):
             return None  # the line is several lines
-        said = _read_line(line, pieces, rate_limits)
+        said = _read_line(line, pieces, rate_limits, provider)
         if said is None:
             free_seen = True
             free_chars += len(line.strip())

@@ -8,14 +8,18 @@ from __future__ import annotations
 
 from .effects import (
     EFFECT_TYPES,
+    LOG_FIELDS,
+    LOG_KINDS,
     STATUSES,
     Effect,
     Log,
+    LogKind,
     Sleep,
     StartCall,
     Status,
     StatusChanged,
     TurnKind,
+    log_fields,
 )
 from .events import (
     CALL_KINDS,
@@ -45,6 +49,8 @@ __all__ = [
     "DEFAULT_POLICY",
     "EFFECT_TYPES",
     "EVENT_TYPES",
+    "LOG_FIELDS",
+    "LOG_KINDS",
     "STATUSES",
     "TRANSITIONS",
     "Call",
@@ -58,6 +64,7 @@ __all__ = [
     "GateRequested",
     "LimitObserved",
     "Log",
+    "LogKind",
     "MessageArrived",
     "Outage",
     "PauseRequested",
@@ -76,6 +83,7 @@ __all__ = [
     "Woke",
     "call_ended",
     "initial_state",
+    "log_fields",
     "next_deadline",
     "parse_policy",
     "restore_state",

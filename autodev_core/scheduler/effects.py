@@ -97,6 +97,31 @@ class Log:
     failure: str | None = None
 
 
+#: The structured fields of a `Log`, in the order programs get them (`log_fields`).
+LOG_FIELDS: tuple[str, ...] = (
+    "participant", "engine", "provider", "target", "colleague", "until", "count", "failure",
+)
+
+
+def log_fields(log: Log) -> dict[str, str | int]:
+    """`log` as a compact dict for programs (C7): `at` (ISO 8601), `kind`, `message`, then each
+    of `LOG_FIELDS` that the line has, and no null fields; an engine is written `provider[:model]`
+    (A9), an instant in ISO 8601. `autodev run --json` writes these (as `event`, not `kind`)."""
+    record: dict[str, str | int] = {"at": log.at.isoformat(), "kind": log.kind,
+                                    "message": log.message}
+    for name in LOG_FIELDS:
+        value = getattr(log, name)
+        if value is None:
+            continue
+        if isinstance(value, datetime):
+            record[name] = value.isoformat()
+        elif isinstance(value, (int, str)):
+            record[name] = value
+        else:
+            record[name] = str(value)
+    return record
+
+
 @attrs.frozen(weakref_slot=False)  # no weak references: see _build.py
 class StatusChanged:
     """The run's status became `status` (A42)."""

@@ -936,8 +936,12 @@ def step(state: SchedulerState, event: Event) -> tuple[SchedulerState, tuple[Eff
                 f"step needs an event ({', '.join(t.__name__ for t in EVENT_TYPES)}), "
                 f"not {type(event).__name__} {event!r}"
             ) from None
+        hint = ""
+        if type(event) is RunStarted:  # a state saved mid-run, fed back as it was (A33)
+            hint = ("; to go on from a saved state, start from restore_state(config, saved), "
+                    "which forgets what a restart must rediscover")
         raise SchedulerProtocolError(
-            f"{type(event).__name__} makes no sense while the run is {state.status}"
+            f"{type(event).__name__} makes no sense while the run is {state.status}{hint}"
         ) from None
     now = event.now
     last = state.last_event_at

@@ -12,7 +12,12 @@ restarts in between, and checks after every step that:
 - every `StartCall` ran one CLI call, on that participant and engine, and nothing else did;
 - every `Log` line was written, in order, with the SPEC's words;
 - your store holds the state after each event (`saved()`), so a crash loses nothing —
-  including the last write before a stop.
+  including the last write before a stop;
+- each `CallEnded` your loop reports says what the CLI output it was handed says (read by the
+  core's `classify_output` and `call_ended`: kind, notice, post or none, exit code, timeout),
+  stamped when the call returned;
+- with `restart` set, a crash at any moment loses nothing: a new loop built from your store
+  holds `restore_state(config, saved())` and the owed turn is run again, once, by its owner.
 
 Your orchestrator implements `Orchestrator`: `state`, `handle(event)` and `saved()`. See
 docs/testing-your-orchestrator.md for a complete example. This module imports hypothesis.
@@ -29,16 +34,20 @@ import attrs
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from ..detection import classify_output
 from ..scheduler.effects import Effect, Log, StartCall
 from ..scheduler.events import (
     EVENT_TYPES,
+    CallEnded,
     Event,
     MessageArrived,
     PauseRequested,
     ResumeRequested,
     RunStarted,
     StopRequested,
+    call_ended,
 )
+from ..scheduler.restore import restore_state
 from ..scheduler.state import SchedulerConfig, SchedulerState, initial_state
 from ..scheduler.step import TRANSITIONS, step
 from .notices import NOTICE_CASES
@@ -231,6 +240,8 @@ class World:
         self.draw = draw
         self.calls: list[StartCall] = []
         self.outputs: list[CliOutput] = []
+        #: When each call of `calls` returned (the clock after its duration).
+        self.returned: list[datetime] = []
         self.logged: list[str] = []
 
     @property
@@ -253,6 +264,7 @@ class World:
         self.calls.append(call)
         self.outputs.append(output)
         self._now = max(self._now, call.at) + output.duration
+        self.returned.append(self._now)
         return output
 
     def log(self, message: str) -> None:
@@ -290,6 +302,12 @@ class OrchestratorMachine(RuleBasedStateMachine):
     #: When your store must hold the state: "always" (after every event) or "at-rest" (only
     #: once the run is stopped or paused).
     saved_when: ClassVar[str] = "always"
+    #: How your loop comes back after a crash: given the crashed loop (whose store survives),
+    #: the config and the world, a new loop that loaded its store through
+    #: `restore_state(config, saved)`. None (the default): no crash rule.
+    restart: ClassVar[Callable[[Orchestrator, SchedulerConfig, World], Orchestrator] | None] = (
+        None
+    )
 
     def __init__(self) -> None:
         super().__init__()
@@ -299,6 +317,8 @@ class OrchestratorMachine(RuleBasedStateMachine):
         self.pending: list[Event] = []
         self.expected_calls: list[StartCall] = []
         self.expected_logs: list[str] = []
+        self.config: SchedulerConfig | None = None
+        self.checked_calls = 0  # the world's calls whose CallEnded was checked or lost
 
     @property
     def o(self) -> Orchestrator:
@@ -320,8 +340,32 @@ class OrchestratorMachine(RuleBasedStateMachine):
         follow = list(self.o.handle(event))
         for later in follow:
             assert isinstance(later, EVENT_TYPES), f"handle returned {later!r}, not an event"
+            if isinstance(later, CallEnded):
+                self._check_call_ended(later)
         self.pending.extend(follow)
         self._check(effects)
+
+    def expected_call_ended(self, index: int) -> CallEnded:
+        """What the world's call `index` must be reported as: its output read by the core."""
+        assert self.reference is not None
+        call, output, at = self.w.calls[index], self.w.outputs[index], self.w.returned[index]
+        seen = classify_output(call.engine.provider, stdout=output.stdout, stderr=output.stderr,
+                               exit_code=output.exit_code, now=at,
+                               local_tz=self.reference.config.zone)
+        return call_ended(at, call.participant, call.engine, seen, posted=bool(output.post),
+                          exit_code=output.exit_code, timed_out=output.timed_out)
+
+    def _check_call_ended(self, reported: CallEnded) -> None:
+        assert self.checked_calls < len(self.w.calls), (
+            f"your loop reported {reported!r} for a call it never ran through world.run_cli")
+        index, output = self.checked_calls, self.w.outputs[self.checked_calls]
+        self.checked_calls += 1
+        expected = self.expected_call_ended(index)
+        assert reported == expected, (
+            f"your loop reported the call as {reported!r}, but the CLI printed a {output.kind!r} "
+            f"output ({output!r}) that the core reads as {expected!r}: report what the CLI "
+            "said (its post, exit code, timeout), stamped when the call returned"
+        )
 
     def _legal(self, event_type: object) -> bool:
         return self.reference is not None and (self.reference.status, event_type) in TRANSITIONS
@@ -329,6 +373,7 @@ class OrchestratorMachine(RuleBasedStateMachine):
     @initialize(data=st.data())
     def start(self, data: st.DataObject) -> None:
         config = data.draw(type(self).configs, label="config")
+        self.config = config
         self.world = World(datetime(2026, 12, 1, 9, tzinfo=UTC), data.draw)
         self.orchestrator = type(self).make(config, self.world)
         self.reference = initial_state(config)
@@ -351,6 +396,26 @@ class OrchestratorMachine(RuleBasedStateMachine):
             assert self.reference is not None
             now = self.reference.last_event_at or self.w.now
             self._feed(data, event_type(now=now))
+
+    @precondition(lambda self: self.reference is not None and type(self).restart is not None)
+    @rule(data=st.data())
+    def crash_and_restart(self, data: st.DataObject) -> None:
+        """Your process dies between two events (what was in flight is lost) and comes back
+        through `restart`: it must hold `restore_state(config, saved())`, and the owed turn
+        runs again, once, on its owner (A33; the call lists are checked as ever)."""
+        restart = type(self).restart
+        assert self.config is not None and restart is not None
+        saved = self.o.saved()
+        self.pending.clear()
+        self.checked_calls = len(self.w.calls)  # a lost call's end is never reported
+        self.orchestrator = restart(self.o, self.config, self.w)
+        self.reference = restore_state(self.config, saved)
+        assert self.o.state == self.reference, (
+            "after a restart your loop's state is not restore_state(config, saved()): "
+            "load your store through restore_state, which keeps the owed turn"
+        )
+        if self.reference.status == "stopped":
+            self._feed(data, RunStarted(now=self.w.now))
 
     def _check(self, effects: tuple[Effect, ...]) -> None:
         o, w = self.o, self.w

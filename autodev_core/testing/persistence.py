@@ -270,10 +270,14 @@ class PersistenceMachine(RuleBasedStateMachine):
         m = self.model
         if not accepted or self.role(tier) != "canonical":
             return  # B7: nothing but a canonical acceptance changes anything.
+        named = run_id.strip()
+        foreign = bool(named and m.queued_run and named != m.queued_run)  # another run's write
         if revision > m.accepted:  # only the ack that raises the revision says whose it is
             m.accepted = revision
             m.tier = normalize_tier(tier)
-            m.accepted_run = m.queued_run or run_id.strip() or m.accepted_run
+            m.accepted_run = (named if foreign else m.queued_run or named) or m.accepted_run
+        if foreign:
+            return  # B8: an acceptance of another run never clears a pending write.
         if max(revision, 0) < m.queued:
             return  # B7: an older write's acknowledgement leaves the newer one pending.
         m.pending = m.blocked = False
