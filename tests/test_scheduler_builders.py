@@ -23,7 +23,7 @@ from builder_helpers import same
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autodev_core.detection.classification import LimitNotice
+from autodev_core.detection.classification import LimitNotice, UsageReading
 from autodev_core.engine import Engine
 from autodev_core.scheduler import (
     Call,
@@ -177,6 +177,9 @@ class ReferenceCallEnded:
         default=None, validator=attrs.validators.optional(attrs.validators.instance_of(
             LimitNotice)))
     exit_code: int | None = attrs.field(default=None, validator=_optional_int)
+    usage: UsageReading | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.instance_of(
+            UsageReading)))
 
     def __attrs_post_init__(self) -> None:
         if (self.kind == "limit") != (self.limit is not None):
@@ -189,6 +192,11 @@ class ReferenceCallEnded:
             raise ValueError("posted only in a post or a limit")
         if self.kind == "exit" and not self.exit_code:
             raise ValueError("an exit has a non-zero code")
+        # Issue 25: a usage reading is the engine's own, and comes with a healthy call only.
+        if self.usage is not None and self.usage.provider != self.engine.provider:
+            raise ValueError("the reading's provider is the engine's")
+        if self.usage is not None and self.kind in ("limit", "network", "login"):
+            raise ValueError("a reading with a healthy call only")
 
 
 def _fields(value: Any) -> dict[str, Any]:
@@ -219,6 +227,11 @@ def call_fields(wrong_types: bool) -> st.SearchStrategy[dict[str, Any]]:
                           reset_at=optional_instants, text=st.just("x")),
                 "limit"),
             "exit_code": st.none() | maybe(st.integers(-2, 3), True, "1", 1.0),
+            "usage": st.none() | maybe(
+                st.builds(UsageReading, provider=st.sampled_from(("claude", "codex", "agy")),
+                          utilization=st.sampled_from((0.5, 0.97)),
+                          window=st.sampled_from(("", "five_hour"))),
+                "usage", 0.97),
         },
     )
 
@@ -258,16 +271,21 @@ CODEX_NOTICE = LimitNotice(provider="codex", reset_at=None, text="limit")
 CLAUDE_NOTICE = LimitNotice(provider="claude", reset_at=None, text="limit")
 
 
+CODEX_READING = UsageReading(provider="codex", utilization=0.97, window="five_hour")
+CLAUDE_READING = UsageReading(provider="claude", utilization=0.97, window="five_hour")
+
+
 def test_CallEnded_agrees_on_every_combination_of_kind_posted_limit_and_exit_code() -> None:
-    for kind, posted, limit, exit_code in itertools.product(
+    for kind, posted, limit, exit_code, usage in itertools.product(
         ("post", "limit", "network", "login", "exit", "timeout", "empty"),
         (False, True),
         (None, CODEX_NOTICE, CLAUDE_NOTICE),
         (None, 0, 1, -1),
+        (None, CODEX_READING, CLAUDE_READING),  # issue 25
     ):
         agrees_with_the_reference({"now": T0, "participant": "rui", "engine": Engine("codex"),
                                    "kind": kind, "posted": posted, "limit": limit,
-                                   "exit_code": exit_code})
+                                   "exit_code": exit_code, "usage": usage})
 
 
 @pytest.mark.parametrize(
