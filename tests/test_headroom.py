@@ -332,3 +332,79 @@ def test_0_3_a_state_with_readings_and_the_knob_round_trips() -> None:
     state, _ = run((ANA,), 0.95)
     state, _ = post(state, T0 + M, claude_at(0.97))
     assert from_json(to_json(state), SchedulerState) == state
+
+
+# -- the forecast (issue 25 item 4; C6) -------------------------------------------------------------
+
+
+def test_C6_status_forecasts_each_window_from_the_readings() -> None:
+    from zoneinfo import ZoneInfo
+
+    from autodev_shell.commands import usage_facts
+    from autodev_shell.stored_status import read_stored_status, status_of
+
+    lisbon = ZoneInfo("Europe/Lisbon")  # UTC+0 in December
+    ana = Participant(id="ana", provider="claude")
+    config = SchedulerConfig(team=(ana,), timezone="Europe/Lisbon", policy=Policy(headroom=0.95))
+    state, _ = step(initial_state(config), RunStarted(now=T0))
+    resets = datetime(2026, 12, 1, 14, 30, tzinfo=UTC)
+    state, _ = post(state, T0 + M, claude_at(0.97, resets))
+    weekly = UsageReading(provider="claude", utilization=0.4, window="seven_day",
+                          resets_at=T0 + timedelta(days=3))
+    state, _ = step(state, UsageObserved(now=T0 + 2 * M, engine=Engine("claude"),
+                                         reading=weekly, source="laptop"))
+    stored = read_stored_status(to_json(state))
+    assert stored == status_of(state)
+    now = datetime(2026, 12, 1, 13, 18, tzinfo=UTC)
+    facts = usage_facts(stored, now, lisbon)
+    assert [f["forecast"] for f in facts] == [
+        "claude at 97% of its five-hour window, resets 14:30 (in 1h12m)"
+        " — new turns hand over (policy.headroom)",
+        "claude at 40% of its seven-day window, resets 2026-12-04 09:00 (in 67h42m)"
+        " (reported by laptop)",
+    ]
+    assert facts[0]["percent"] == 97 and facts[0]["resets_at"] == resets.isoformat()
+    assert facts[0]["in_seconds"] == 72 * 60 and facts[0]["hands_over"] is True
+    # Past its reset a window is forecast no more (A38: `now >= t`).
+    assert [f["window"] for f in usage_facts(stored, resets, lisbon)] == ["seven_day"]
+
+
+def test_C6_an_older_stored_state_without_readings_reads_as_none() -> None:
+    from autodev_shell.stored_status import read_stored_status
+
+    state, _ = run((ANA,), None)
+    raw = json.loads(to_json(state))
+    del raw["readings"]
+    assert read_stored_status(json.dumps(raw)).readings == ()
+
+
+# -- simulate (issue 25 item 4; SPEC D) --------------------------------------------------------------
+
+WARNED = """\
+start: 2026-12-01T09:00:00
+timezone: UTC
+team:
+  - {id: ana, provider: claude, failover: [codex]}
+calls:
+  claude:
+    - {post: "first", stdout: '%s'}
+    - {post: "second"}
+  default: {post: ok}
+until: 2026-12-01T09:05:00
+""" % rate_limit_event("allowed_warning", resetsAt=int((T0 + 2 * H).timestamp()),
+                       rateLimitType="five_hour", utilization=0.97)
+
+
+def test_D_a_scenario_answer_carrying_claudes_warning_is_read_as_real_output_is() -> None:
+    from autodev_core import simulate
+
+    off = [line.message for line in simulate(parse_scenario(WARNED)).lines]
+    on = [line.message for line in simulate(parse_scenario(
+        WARNED + "policy:\n  headroom: {hand_over_at: 0.95}\n")).lines]
+    assert off[:2] == ["ana posted via claude", "ana posted via claude"]
+    assert on[:4] == [
+        "ana posted via claude",
+        "claude at 97% of its five-hour window — handing over until 11:00",
+        "ana: claude near its limit → codex",
+        "ana posted via codex",
+    ]
