@@ -334,7 +334,7 @@ def test_0_3_a_state_with_readings_and_the_knob_round_trips() -> None:
     assert from_json(to_json(state), SchedulerState) == state
 
 
-# -- the forecast (issue 25 item 4; C6) -------------------------------------------------------------
+# -- the forecast (issue 25 item 4; C6) ----------------------------------------------------
 
 
 def test_C6_status_forecasts_each_window_from_the_readings() -> None:
@@ -378,7 +378,7 @@ def test_C6_an_older_stored_state_without_readings_reads_as_none() -> None:
     assert read_stored_status(json.dumps(raw)).readings == ()
 
 
-# -- simulate (issue 25 item 4; SPEC D) --------------------------------------------------------------
+# -- simulate (issue 25 item 4; SPEC D) --------------------------------------------------
 
 WARNED = """\
 start: 2026-12-01T09:00:00
@@ -387,12 +387,13 @@ team:
   - {id: ana, provider: claude, failover: [codex]}
 calls:
   claude:
-    - {post: "first", stdout: '%s'}
+    - {post: "first", stdout: 'WARNING'}
     - {post: "second"}
   default: {post: ok}
 until: 2026-12-01T09:05:00
-""" % rate_limit_event("allowed_warning", resetsAt=int((T0 + 2 * H).timestamp()),
-                       rateLimitType="five_hour", utilization=0.97)
+""".replace("WARNING", rate_limit_event(
+    "allowed_warning", resetsAt=int((T0 + 2 * H).timestamp()), rateLimitType="five_hour",
+    utilization=0.97))
 
 
 def test_D_a_scenario_answer_carrying_claudes_warning_is_read_as_real_output_is() -> None:
