@@ -20,7 +20,7 @@ from typing import Any
 import attrs
 import pytest
 from builder_helpers import same
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from autodev_core.detection.classification import LimitNotice, UsageReading
@@ -199,6 +199,9 @@ class ReferenceCallEnded:
             raise ValueError("a reading with a healthy call only")
 
 
+T0 = datetime(2026, 12, 1, 9, tzinfo=UTC)
+
+
 def _fields(value: Any) -> dict[str, Any]:
     return {f.name: getattr(value, f.name) for f in attrs.fields(type(value))}
 
@@ -260,13 +263,18 @@ def agrees_with_the_reference(fields: dict[str, Any]) -> None:
 
 
 @given(fields=call_fields(wrong_types=False) | call_fields(wrong_types=True))
+# Issue 25 (seed 13): a reading of the wrong type is a TypeError before any rule of how the
+# fields fit together, as attrs checks every field before `__attrs_post_init__`.
+@example(fields={"now": T0, "participant": "a", "engine": Engine("claude"), "kind": "limit",
+                 "usage": "usage"})
+@example(fields={"now": T0, "participant": "a", "engine": Engine("claude"), "kind": "post",
+                 "usage": "usage"})
 def test_CallEnded_builds_and_refuses_exactly_what_a_checked_attrs_class_would(
     fields: dict[str, Any],
 ) -> None:
     agrees_with_the_reference(fields)
 
 
-T0 = datetime(2026, 12, 1, 9, tzinfo=UTC)
 CODEX_NOTICE = LimitNotice(provider="codex", reset_at=None, text="limit")
 CLAUDE_NOTICE = LimitNotice(provider="claude", reset_at=None, text="limit")
 

@@ -150,6 +150,8 @@ class CallEnded:
                 _limit(self, _field(CallEnded, "limit"), limit)
             if exit_code is not None and exit_code.__class__ is not int:
                 _exit_code(self, _field(CallEnded, "exit_code"), exit_code)
+            if usage is not None and usage.__class__ is not UsageReading:
+                _usage(self, _field(CallEnded, "usage"), usage)  # a type first, as attrs does
             if (kind == "limit") != (limit is not None):
                 raise ValueError("CallEnded.limit is set exactly when kind == 'limit'")
             if limit is not None and limit.provider != engine.provider:
@@ -163,7 +165,6 @@ class CallEnded:
             if kind == "exit" and (exit_code is None or exit_code == 0):
                 raise ValueError("CallEnded kind 'exit' needs a non-zero exit_code")
             if usage is not None:
-                _usage(self, _field(CallEnded, "usage"), usage)
                 if usage.provider != engine.provider:
                     raise ValueError(f"a {usage.provider} usage reading cannot end a call on "
                                      f"{engine}")
