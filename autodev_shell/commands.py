@@ -453,6 +453,8 @@ def _facts(read: StatusReading, now: datetime) -> tuple[dict[str, Any], tzinfo]:
         "outages": [],
         "failure_streak": None,
         "calls": None,
+        "usage": [],
+        "headroom": None,
         "persistence": {
             "summary": read.persistence,
             "revision": read.revision,
@@ -478,7 +480,44 @@ def _facts(read: StatusReading, now: datetime) -> tuple[dict[str, Any], tzinfo]:
         ]
         facts["failure_streak"] = state.failures
         facts["calls"] = state.iterations
+        facts["headroom"] = (
+            {"hand_over_at": state.hand_over_at} if state.hand_over_at is not None else None)
+        facts["usage"] = usage_facts(state, now, zone)
     return facts, zone
+
+
+def usage_facts(state: StoredStatus, now: datetime, zone: tzinfo) -> list[dict[str, Any]]:
+    """Issue 25, the forecast: each engine window's last usage reading whose window has not
+    reset at `now` (A38), highest first, with the line status prints for it."""
+    if not state.readings:
+        return []  # (and the scheduler's modules stay unloaded: status starts fast)
+    from autodev_core.scheduler.logs import percent, window_name
+    from autodev_core.times import clock as clock_text
+    from autodev_core.times import format_left
+
+    out = []
+    for r in sorted(state.readings, key=lambda r: (-r.utilization, r.engine, r.window)):
+        until = datetime.fromisoformat(r.until)
+        if now >= until:
+            continue
+        when = clock_text(until, now, zone)
+        left = format_left((until - now).total_seconds())
+        said = f"resets {when} (in {left})" if r.read else (
+            f"reset not said; counted until {when} (in {left})")
+        text = (f"{r.engine} at {percent(r.utilization)}% of its {window_name(r.window)} "
+                f"window, {said}")
+        near = state.hand_over_at is not None and r.utilization >= state.hand_over_at
+        if near:
+            text += " — new turns hand over (policy.headroom)"
+        if r.source:
+            text += f" (reported by {r.source})"
+        out.append({
+            "engine": r.engine, "window": r.window or None, "utilization": r.utilization,
+            "percent": percent(r.utilization), "resets_at": r.until, "reset_read": r.read,
+            "in_seconds": int((until - now).total_seconds()), "hands_over": near,
+            "reported_by": r.source or None, "forecast": text,
+        })
+    return out
 
 
 def status_lines(store: RunStore, now: datetime) -> list[str]:
@@ -522,6 +561,8 @@ def format_status(facts: dict[str, Any], now: datetime, zone: tzinfo) -> list[st
     for record in facts["limits"]:
         peer = f" (reported by {record['reported_by']})" if record.get("reported_by") else ""
         lines.append(f"limit: {record['engine']} until {at(record['until'])}{peer}")
+    for reading in facts.get("usage") or ():
+        lines.append(f"usage: {reading['forecast']}")  # issue 25
     for outage in facts["outages"]:
         lines.append(
             f"outage: {outage['provider']} unreachable ({outage['attempts']} tries); "

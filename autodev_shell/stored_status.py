@@ -41,6 +41,18 @@ class StoredOutage(NamedTuple):
     retry_at: str
 
 
+class StoredReading(NamedTuple):
+    """A usage reading of one engine's window (issue 25): `utilization` a fraction, `until`
+    the window's reset (or, `read` False, the A6 default standing in for an unsaid one)."""
+
+    engine: str
+    window: str
+    utilization: float
+    until: str
+    read: bool
+    source: str
+
+
 class StoredStatus(NamedTuple):
     """The fields of a scheduler state that `autodev status` shows; instants as ISO 8601 text
     with their offset, as `status --json` prints them."""
@@ -53,6 +65,9 @@ class StoredStatus(NamedTuple):
     outages: tuple[StoredOutage, ...]
     failures: int
     iterations: int
+    #: Issue 25: the last usage readings, and `Policy.headroom`'s threshold (None: off).
+    readings: tuple[StoredReading, ...] = ()
+    hand_over_at: float | None = None
 
 
 def status_of(state: SchedulerState) -> StoredStatus:
@@ -68,6 +83,10 @@ def status_of(state: SchedulerState) -> StoredStatus:
                       for o in state.outages),
         failures=state.failures,
         iterations=state.iterations,
+        readings=tuple(StoredReading(str(r.engine), r.window, r.utilization, r.until.isoformat(),
+                                     r.read, r.source) for r in state.readings),
+        hand_over_at=(state.config.policy.headroom.hand_over_at
+                      if state.config.policy.headroom is not None else None),
     )
 
 
@@ -116,7 +135,34 @@ def _read(data: dict[str, Any]) -> StoredStatus:
         outages=tuple(outages),
         failures=_of(data["failures"], int),
         iterations=_of(data["iterations"], int),
+        # Issue 25: a state written before readings existed has none.
+        readings=tuple(
+            StoredReading(_engine(_of(r["engine"], str)), _of(r["window"], str),
+                          _fraction(r["utilization"]), _instant(r["until"]),
+                          _of(r["read"], bool), _of(r["source"], str))
+            for r in _of(data.get("readings", []), list)
+        ),
+        hand_over_at=_hand_over_at(_of(config["policy"], dict).get("headroom")),
     )
+
+
+def _fraction(value: Any) -> float:
+    """A utilization as the serializer writes a float (an int when whole: JSON's `1`)."""
+    if type(value) is int:
+        value = float(value)
+    number = float(_of(value, float))
+    if not 0 <= number <= 10:
+        raise ValueError(f"utilization {number!r} out of range")
+    return number
+
+
+def _hand_over_at(value: Any) -> float | None:
+    if value is None:
+        return None
+    at = _fraction(_of(value, dict)["hand_over_at"])
+    if not 0 < at <= 1:
+        raise ValueError(f"hand_over_at {at!r} out of range")
+    return at
 
 
 def _of(value: Any, kind: type) -> Any:

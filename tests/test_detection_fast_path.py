@@ -35,6 +35,7 @@ from autodev_core.detection.reader import (
     _limit,
     _login,
     _network,
+    _usage,
     classify_output,
     detect_limit,
     detect_login_error,
@@ -152,7 +153,8 @@ def plain_classify(
     network = _network(output, exit_code, None)
     if network is not None:
         return Classification(kind="network", text=network)
-    return Classification(kind="other")
+    # Issue 25: a healthy call's usage reading, from the structured events the plain cut kept.
+    return Classification(kind="other", usage=_usage(provider, output))
 
 
 def _agree(provider: str, stdout: str, stderr: str, exit_code: int | None, tz: Any) -> None:

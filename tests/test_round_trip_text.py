@@ -160,6 +160,8 @@ def _hand_seeds() -> list[Any]:
         SyncOutcome,
     )
     from autodev_core.control.turn_input import InputRecord, TurnStart
+    from autodev_core.detection.classification import UsageReading
+    from autodev_core.scheduler import EngineUsage, Headroom, UsageObserved
     from autodev_core.simulation.scenario import PeerReport
 
     now = datetime(2026, 12, 4, 9, 30, tzinfo=UTC)
@@ -184,6 +186,12 @@ def _hand_seeds() -> list[Any]:
         (InputRecord("m1", "text", "context"), None),
         (TurnStart("fresh", "m1", "text"), None),
         (PeerReport(now, claude, now, "another run"), None),
+        # Issue 25: a usage reading, where the scheduler keeps it, and the knob.
+        (UsageObserved(now, claude, UsageReading("claude", 0.97, "five_hour", now, 0.9),
+                       seen=now, source="another run"), Event),
+        (Classification("other", None, "", UsageReading("claude", 0.5)), None),
+        (EngineUsage(claude, 0.97, "seven_day", now, True, now, "laptop", 0.75), None),
+        (Headroom(0.95), None),
     ]
 
 

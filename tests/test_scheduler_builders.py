@@ -20,10 +20,10 @@ from typing import Any
 import attrs
 import pytest
 from builder_helpers import same
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
-from autodev_core.detection.classification import LimitNotice
+from autodev_core.detection.classification import LimitNotice, UsageReading
 from autodev_core.engine import Engine
 from autodev_core.scheduler import (
     Call,
@@ -177,6 +177,9 @@ class ReferenceCallEnded:
         default=None, validator=attrs.validators.optional(attrs.validators.instance_of(
             LimitNotice)))
     exit_code: int | None = attrs.field(default=None, validator=_optional_int)
+    usage: UsageReading | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.instance_of(
+            UsageReading)))
 
     def __attrs_post_init__(self) -> None:
         if (self.kind == "limit") != (self.limit is not None):
@@ -189,6 +192,14 @@ class ReferenceCallEnded:
             raise ValueError("posted only in a post or a limit")
         if self.kind == "exit" and not self.exit_code:
             raise ValueError("an exit has a non-zero code")
+        # Issue 25: a usage reading is the engine's own, and comes with a healthy call only.
+        if self.usage is not None and self.usage.provider != self.engine.provider:
+            raise ValueError("the reading's provider is the engine's")
+        if self.usage is not None and self.kind in ("limit", "network", "login"):
+            raise ValueError("a reading with a healthy call only")
+
+
+T0 = datetime(2026, 12, 1, 9, tzinfo=UTC)
 
 
 def _fields(value: Any) -> dict[str, Any]:
@@ -219,6 +230,11 @@ def call_fields(wrong_types: bool) -> st.SearchStrategy[dict[str, Any]]:
                           reset_at=optional_instants, text=st.just("x")),
                 "limit"),
             "exit_code": st.none() | maybe(st.integers(-2, 3), True, "1", 1.0),
+            "usage": st.none() | maybe(
+                st.builds(UsageReading, provider=st.sampled_from(("claude", "codex", "agy")),
+                          utilization=st.sampled_from((0.5, 0.97)),
+                          window=st.sampled_from(("", "five_hour"))),
+                "usage", 0.97),
         },
     )
 
@@ -247,27 +263,37 @@ def agrees_with_the_reference(fields: dict[str, Any]) -> None:
 
 
 @given(fields=call_fields(wrong_types=False) | call_fields(wrong_types=True))
+# Issue 25 (seed 13): a reading of the wrong type is a TypeError before any rule of how the
+# fields fit together, as attrs checks every field before `__attrs_post_init__`.
+@example(fields={"now": T0, "participant": "a", "engine": Engine("claude"), "kind": "limit",
+                 "usage": "usage"})
+@example(fields={"now": T0, "participant": "a", "engine": Engine("claude"), "kind": "post",
+                 "usage": "usage"})
 def test_CallEnded_builds_and_refuses_exactly_what_a_checked_attrs_class_would(
     fields: dict[str, Any],
 ) -> None:
     agrees_with_the_reference(fields)
 
 
-T0 = datetime(2026, 12, 1, 9, tzinfo=UTC)
 CODEX_NOTICE = LimitNotice(provider="codex", reset_at=None, text="limit")
 CLAUDE_NOTICE = LimitNotice(provider="claude", reset_at=None, text="limit")
 
 
+CODEX_READING = UsageReading(provider="codex", utilization=0.97, window="five_hour")
+CLAUDE_READING = UsageReading(provider="claude", utilization=0.97, window="five_hour")
+
+
 def test_CallEnded_agrees_on_every_combination_of_kind_posted_limit_and_exit_code() -> None:
-    for kind, posted, limit, exit_code in itertools.product(
+    for kind, posted, limit, exit_code, usage in itertools.product(
         ("post", "limit", "network", "login", "exit", "timeout", "empty"),
         (False, True),
         (None, CODEX_NOTICE, CLAUDE_NOTICE),
         (None, 0, 1, -1),
+        (None, CODEX_READING, CLAUDE_READING),  # issue 25
     ):
         agrees_with_the_reference({"now": T0, "participant": "rui", "engine": Engine("codex"),
                                    "kind": kind, "posted": posted, "limit": limit,
-                                   "exit_code": exit_code})
+                                   "exit_code": exit_code, "usage": usage})
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from autodev_core.detection.classification import UsageReading
 from autodev_core.engine import Engine
 from autodev_core.participant import Participant
 from autodev_core.scheduler import (
@@ -30,6 +31,7 @@ from autodev_core.scheduler import (
     StartCall,
     StatusChanged,
     StopRequested,
+    UsageObserved,
     initial_state,
     step,
 )
@@ -73,6 +75,9 @@ def _event(kind: type) -> object:
         return kind(now=NOW, participant="ana")
     if kind is LimitObserved:
         return LimitObserved(now=NOW, engine=Engine("claude"), until=NOW, source="laptop")
+    if kind is UsageObserved:  # issue 25
+        return UsageObserved(now=NOW, engine=Engine("claude"), source="laptop",
+                             reading=UsageReading(provider="claude", utilization=0.97))
     return kind(now=NOW)
 
 

@@ -47,6 +47,10 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "not-logged-in": ("participant", "provider"),
     "max-iterations": ("count",),
     "max-runtime": ("count",),
+    # Issue 25 (`Policy.headroom`): <engine> at <n>% of its <window> window — handing over …
+    "near-limit": ("engine", "until", "count"),
+    "hop-near-limit": ("participant", "engine", "target"),  # <id>: <from> near its limit → <to>
+    "handover-near-limit": ("participant", "engine", "colleague"),
 }
 
 
@@ -78,6 +82,9 @@ def check_log(log: Log, state: SchedulerState) -> None:
     if log.until is not None:
         assert log.until >= log.at
         assert hhmm(log.until, state.config.zone, log.at) in text, log
+    if log.kind == "near-limit":
+        assert f" at {log.count}% of its " in text, log
+        assert any(r.engine == log.engine and r.until == log.until for r in state.readings)
     if log.kind in ("gave-up", "empty-turns", "max-iterations"):
         assert log.count is not None and str(log.count) in text, log
     if log.failure is not None:

@@ -21,7 +21,13 @@ from typing import TYPE_CHECKING, Any
 from .. import _lazy
 
 if TYPE_CHECKING:
-    from .classification import OUTPUT_KINDS, Classification, LimitNotice, OutputKind
+    from .classification import (
+        OUTPUT_KINDS,
+        Classification,
+        LimitNotice,
+        OutputKind,
+        UsageReading,
+    )
     from .posts import extract_post
     from .reader import (
         LIMIT_STATUSES,
@@ -47,6 +53,7 @@ _HOMES: dict[str, str] = {
     "detect_network_error": "reader",
     "extract_post": "posts",
     "prepare_classification": "reader",
+    "UsageReading": "classification",
 }
 
 __all__ = [
@@ -56,6 +63,7 @@ __all__ = [
     "LimitNotice",
     "OutputKind",
     "PreparedClassification",
+    "UsageReading",
     "classify_output",
     "detect_limit",
     "detect_login_error",

@@ -55,11 +55,16 @@ class Piece:
 
 @attrs.frozen
 class RateLimitEvent:
-    """claude's structured limit (A2): status rejected/blocked, reset from `resetsAt`."""
+    """claude's `rate_limit_event` (A2): a limit when its status is rejected/blocked (reset
+    from `resetsAt`); on a healthy call (`allowed`, `allowed_warning`) its `utilization`,
+    `rateLimitType` and `surpassedThreshold` are a usage reading (issue 25)."""
 
     status: str
     resets_at: float | None
     text: str
+    utilization: float | None = None
+    window: str = ""
+    threshold: float | None = None
 
 
 @attrs.frozen
@@ -122,11 +127,15 @@ def _event_pieces(event: dict[str, Any]) -> Iterator[Piece | RateLimitEvent | bo
             # A2: the status alone decides (rejected/blocked are limits, allowed and
             # allowed_warning are not), whatever the overage fields say.
             if isinstance(status, str):
+                window = info.get("rateLimitType")
                 yield RateLimitEvent(
                     status=status,
                     resets_at=_number(resets),
                     text=f"rate_limit_event: status {status}, resetsAt {str(resets)[:20]}, "
-                    f"type {str(info.get('rateLimitType'))[:40]}",
+                    f"type {str(window)[:40]}",
+                    utilization=_number(info.get("utilization")),
+                    window=window[:40] if isinstance(window, str) else "",
+                    threshold=_number(info.get("surpassedThreshold")),
                 )
         return
     if kind == "result":

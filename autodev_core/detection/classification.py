@@ -34,17 +34,82 @@ class LimitNotice:
             raise ValueError("LimitNotice.reset_at must be an aware datetime")
 
 
+def _fraction(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"UsageReading.{attribute.name} must be a number, not {value!r}")
+    if not 0 <= value <= MAX_UTILIZATION:  # (NaN fails this too)
+        raise ValueError(
+            f"UsageReading.{attribute.name} must be between 0 and {MAX_UTILIZATION:g}, "
+            f"not {value!r}"
+        )
+
+
+def _utilization(value: object) -> float:
+    """A reading's fraction, checked before it becomes a float (a bool is no number)."""
+    _fraction(None, _UTILIZATION, value)
+    return float(value)  # type: ignore[arg-type]
+
+
+class _Named:
+    name = "utilization"
+
+
+_UTILIZATION: Any = _Named()
+
+
+def _fraction_or_none(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None:
+        _fraction(instance, attribute, value)
+
+
+#: A usage reading above this is misread (claude writes 0..1; 1.0 is the whole window).
+MAX_UTILIZATION = 10.0
+
+
+@attrs.frozen(weakref_slot=False)
+class UsageReading:
+    """How much of a usage window a healthy call reported as used (issue 25), in the CLI's own
+    structured output — never from model text (A5), never polled (A1).
+
+    `utilization` is a fraction (0.97 = 97 %); `window` the provider's name for the window
+    (claude's `rateLimitType`: `five_hour`, `seven_day`, `seven_day_opus`, ...; empty when not
+    said); `resets_at` when the window resets (UTC; None when not said); `threshold` the
+    fraction the provider's own warning fired at (claude's `surpassedThreshold`; None when not
+    said). A reading is not a limit (A2): only a policy that asks for it acts on it
+    (`Policy.headroom`, docs/limits.md).
+    """
+
+    provider: str = attrs.field(validator=attrs.validators.in_(PROVIDERS))
+    utilization: float = attrs.field(converter=_utilization)
+    window: str = attrs.field(default="", validator=attrs.validators.instance_of(str))
+    resets_at: datetime | None = attrs.field(default=None, converter=utc_or_none)
+    threshold: float | None = attrs.field(default=None, validator=_fraction_or_none)
+
+    @resets_at.validator
+    def _aware(self, _attribute: object, value: datetime | None) -> None:
+        if value is not None and value.utcoffset() is None:
+            raise ValueError("UsageReading.resets_at must be an aware datetime")
+
+
 @attrs.frozen(weakref_slot=False)  # no weak references: see `limit_notice_of` below
 class Classification:
     """The meaning of one call's output (SPEC D `classify_output`).
 
     `kind` is "limit" (then `limit` is set), "network" (A26, A37), "login" (A32) or "other"
     (a post or a plain failure: the caller decides which). `text` is what was matched, for logs.
+    `usage` is the usage reading the CLI reported on a call of kind "other" (issue 25; None
+    when it reported none, and always None for the other kinds).
     """
 
     kind: OutputKind = attrs.field(validator=attrs.validators.in_(OUTPUT_KINDS))
     limit: LimitNotice | None = attrs.field(default=None)
     text: str = ""
+    usage: UsageReading | None = attrs.field(default=None)
+
+    @usage.validator
+    def _usage_only_other(self, _attribute: object, value: UsageReading | None) -> None:
+        if value is not None and (self.kind != "other" or not isinstance(value, UsageReading)):
+            raise ValueError("Classification.usage is a UsageReading, on kind 'other' only")
 
     @limit.validator
     def _limit_iff_kind(self, _attribute: object, value: LimitNotice | None) -> None:
@@ -72,10 +137,11 @@ class _LimitNoticeSlots:
 
 
 class _ClassificationSlots:
-    __slots__ = ("kind", "limit", "text")  # in field order: the frozen class's layout
+    __slots__ = ("kind", "limit", "text", "usage")  # in field order: the frozen class's layout
     kind: OutputKind
     limit: LimitNotice | None
     text: str
+    usage: UsageReading | None
 
 
 def _twin(cls: type, twin: type) -> None:
@@ -109,5 +175,6 @@ def limit_classification(limit: LimitNotice) -> Classification:
     classification.kind = "limit"
     classification.limit = limit
     classification.text = limit.text
+    classification.usage = None
     classification.__class__ = Classification
     return classification  # type: ignore[no-any-return]

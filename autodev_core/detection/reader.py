@@ -49,8 +49,10 @@ from ._streams import (
     triggers_for,
 )
 from .classification import (
+    MAX_UTILIZATION,
     Classification,
     LimitNotice,
+    UsageReading,
     limit_classification,
     limit_notice_of,
 )
@@ -69,6 +71,44 @@ __all__ = [
 # A2: claude's `rate_limit_event` statuses that are limits. `allowed` and `allowed_warning`
 # come on every healthy turn (often with `overageStatus: "rejected"`) and are never limits.
 LIMIT_STATUSES = frozenset({"rejected", "blocked", "denied"})
+# Issue 25: the statuses of a healthy call whose `utilization` is a usage reading.
+READING_STATUSES = frozenset({"allowed", "allowed_warning"})
+_EPOCH_MS_FROM = 1e11  # an epoch this large is in milliseconds (as `_resets.from_epoch` reads)
+_EPOCH_MAX = 253402300799  # 9999-12-31T23:59:59Z
+
+
+def _epoch(value: float | None) -> datetime | None:
+    """An epoch (seconds, or milliseconds when that large) as an aware UTC instant, whenever it
+    falls: a reading's reset is the provider's word, kept as said (None when unreadable)."""
+    if value is None or value != value or value <= 0:
+        return None
+    seconds = value / 1000 if value >= _EPOCH_MS_FROM else value
+    if seconds > _EPOCH_MAX:
+        return None
+    return datetime.fromtimestamp(seconds, UTC)
+
+
+def _usage(provider: str, output: Output) -> UsageReading | None:
+    """Issue 25: the usage reading of a healthy call, from the CLI's own structured events only
+    (claude's `rate_limit_event` with status `allowed`/`allowed_warning` and a `utilization`;
+    never model text, A5). Of several, the highest utilization (the window nearest its limit),
+    the later on a tie. codex and agy print none (docs/limits.md)."""
+    best: UsageReading | None = None
+    for event in output.rate_limits:
+        used = event.utilization
+        if event.status not in READING_STATUSES or used is None:
+            continue
+        if not 0 <= used <= MAX_UTILIZATION:
+            continue
+        threshold = event.threshold
+        if threshold is not None and not 0 <= threshold <= MAX_UTILIZATION:
+            threshold = None
+        if best is None or used >= best.utilization:
+            best = UsageReading(
+                provider=provider, utilization=used, window=event.window,
+                resets_at=_epoch(event.resets_at), threshold=threshold,
+            )
+    return best
 
 # What each detector reads for (see `_streams.cut_relevant`): a piece holding none of these
 # words holds none of its keywords, so it is left unread. `rate_limit_event` holds `limit`;
@@ -246,7 +286,8 @@ def _classify(
     network = _network(output, exit_code, meter)
     if network is not None:
         return Classification(kind="network", text=network)
-    return Classification(kind="other")
+    usage = _usage(provider, output) if output.rate_limits else None
+    return Classification(kind="other", usage=usage)
 
 
 def classify_output(
@@ -277,6 +318,8 @@ class PreparedClassification:
     #: limit structured or noticed, a limit is read at every instant: None, not looked for).
     login: str | None
     network: str | None
+    #: The usage reading of the output (issue 25), the same at every instant.
+    usage: UsageReading | None = None
     # The answer when no limit can be in it (nothing structured, no notice): the same at every
     # instant, so built once.
     fixed: Classification | None = attrs.field(init=False)
@@ -289,7 +332,7 @@ class PreparedClassification:
             return Classification(kind="login", text=self.login)
         if self.network is not None:
             return Classification(kind="network", text=self.network)
-        return Classification(kind="other")
+        return Classification(kind="other", usage=self.usage)
 
     def at(self, now: datetime, local_tz: tzinfo) -> Classification:
         limit = self.limit
@@ -314,7 +357,7 @@ class PreparedClassification:
             return Classification(kind="login", text=self.login)
         if self.network is not None:
             return Classification(kind="network", text=self.network)
-        return Classification(kind="other")
+        return Classification(kind="other", usage=self.usage)
 
 
 def prepare_classification(
@@ -333,6 +376,7 @@ def prepare_classification(
         limit=limit,
         login=_login(provider, output, None),
         network=_network(output, exit_code, None),
+        usage=_usage(provider, output) if output.rate_limits else None,
     )
 
 

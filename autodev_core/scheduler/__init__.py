@@ -36,12 +36,21 @@ from .events import (
     ResumeRequested,
     RunStarted,
     StopRequested,
+    UsageObserved,
     Woke,
     call_ended,
 )
-from .policy import DEFAULT_POLICY, Policy, parse_policy
+from .policy import DEFAULT_POLICY, Headroom, Policy, parse_policy
 from .restore import restore_state
-from .state import Call, EngineLimit, Outage, SchedulerConfig, SchedulerState, initial_state
+from .state import (
+    Call,
+    EngineLimit,
+    EngineUsage,
+    Outage,
+    SchedulerConfig,
+    SchedulerState,
+    initial_state,
+)
 from .step import TRANSITIONS, SchedulerProtocolError, next_deadline, start_run, step
 
 __all__ = [
@@ -59,9 +68,11 @@ __all__ = [
     "CallKind",
     "Effect",
     "EngineLimit",
+    "EngineUsage",
     "Event",
     "GateApproved",
     "GateRequested",
+    "Headroom",
     "LimitObserved",
     "Log",
     "LogKind",
@@ -80,6 +91,7 @@ __all__ = [
     "StatusChanged",
     "StopRequested",
     "TurnKind",
+    "UsageObserved",
     "Woke",
     "call_ended",
     "initial_state",

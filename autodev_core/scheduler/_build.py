@@ -22,13 +22,14 @@ from datetime import datetime, timedelta
 from typing import Any, Final
 
 from .._twins import twin_of
-from ..detection.classification import LimitNotice
+from ..detection.classification import LimitNotice, UsageReading
 from ..engine import Engine
 from .effects import Log, LogKind, Sleep, StartCall, Status, StatusChanged, TurnKind
 from .events import CallEnded, CallKind, Woke, _CallEndedTwin
 from .state import (
     Call,
     EngineLimit,
+    EngineUsage,
     Outage,
     SchedulerConfig,
     SchedulerState,
@@ -47,6 +48,7 @@ def new_call_ended(
     posted: bool = False,
     limit: LimitNotice | None = None,
     exit_code: int | None = None,
+    usage: UsageReading | None = None,
 ) -> CallEnded:
     """A `CallEnded` made from the fields of one already checked (e.g. the same call ended at
     another instant, `now` an aware UTC datetime): the value `CallEnded(...)` builds from the
@@ -59,6 +61,7 @@ def new_call_ended(
     event.posted = posted
     event.limit = limit
     event.exit_code = exit_code
+    event.usage = usage
     event.__class__ = CallEnded
     return event  # type: ignore[no-any-return]
 
@@ -184,6 +187,32 @@ def new_engine_limit(
     return record  # type: ignore[no-any-return]
 
 
+_ENGINE_USAGE: Final[Any] = twin_of(EngineUsage)
+
+
+def new_engine_usage(
+    engine: Engine,
+    utilization: float,
+    window: str,
+    until: datetime,
+    read: bool,
+    seen: datetime | None,
+    source: str,
+    threshold: float | None,
+) -> EngineUsage:
+    record = _new(_ENGINE_USAGE)
+    record.engine = engine
+    record.utilization = utilization
+    record.window = window
+    record.until = until
+    record.read = read
+    record.seen = seen
+    record.source = source
+    record.threshold = threshold
+    record.__class__ = EngineUsage
+    return record  # type: ignore[no-any-return]
+
+
 _OUTAGE: Final[Any] = twin_of(Outage)
 
 
@@ -218,6 +247,7 @@ def new_state(
     iterations: int,
     runtime: timedelta,
     last_event_at: datetime | None,
+    readings: tuple[EngineUsage, ...] = (),
 ) -> SchedulerState:
     state = _new(_STATE)
     state.config = config
@@ -238,6 +268,7 @@ def new_state(
     state.iterations = iterations
     state.runtime = runtime
     state.last_event_at = last_event_at
+    state.readings = readings
     state.limit_index = index_limits(config, limits)
     state._effects = None
     state._limited = None

@@ -54,13 +54,15 @@ class Sleep:
 
 
 #: What a `Log` line says, for programs (the `message` is for people). One kind per line of
-#: SPEC A; `note` is a line with no structured fields (none of the scheduler's).
+#: SPEC A; `note` is a line with no structured fields (none of the scheduler's); the three
+#: `*near-limit` kinds are issue 25's (`Policy.headroom`, off by default).
 LogKind = Literal[
     "limit", "posted", "outage", "reachable",
     "hop-limited", "hop-unreachable", "handover-limited", "handover-unreachable",
     "lifted", "wait-limited", "wait-unreachable", "wait-own",
     "failed", "gave-up", "empty-turns", "not-logged-in",
     "max-iterations", "max-runtime", "note",
+    "near-limit", "hop-near-limit", "handover-near-limit",
 ]
 LOG_KINDS: tuple[str, ...] = (
     "limit", "posted", "outage", "reachable",
@@ -68,6 +70,7 @@ LOG_KINDS: tuple[str, ...] = (
     "lifted", "wait-limited", "wait-unreachable", "wait-own",
     "failed", "gave-up", "empty-turns", "not-logged-in",
     "max-iterations", "max-runtime", "note",
+    "near-limit", "hop-near-limit", "handover-near-limit",
 )
 
 

@@ -16,7 +16,7 @@ from typing import Any, Literal
 import attrs
 
 from .._twins import twin_of
-from ..detection.classification import Classification, LimitNotice
+from ..detection.classification import Classification, LimitNotice, UsageReading
 from ..engine import Engine
 from ..serialization import register_union
 from ..times import aware, aware_or_none, utc, utc_or_none
@@ -48,6 +48,14 @@ def _limit(instance: object, attribute: attrs.Attribute[Any], value: Any) -> Non
     if value is not None and not isinstance(value, LimitNotice):
         raise TypeError(
             f"{type(instance).__name__}.{attribute.name} must be a LimitNotice or None, "
+            f"not {type(value).__name__}"
+        )
+
+
+def _usage(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and not isinstance(value, UsageReading):
+        raise TypeError(
+            f"{type(instance).__name__}.{attribute.name} must be a UsageReading or None, "
             f"not {type(value).__name__}"
         )
 
@@ -101,6 +109,8 @@ class CallEnded:
     posted: bool = False
     limit: LimitNotice | None = None
     exit_code: int | None = None
+    #: Issue 25: the usage reading the call reported (a healthy call's, never a limit's).
+    usage: UsageReading | None = None
 
     def __init__(
         self,
@@ -111,6 +121,7 @@ class CallEnded:
         posted: bool = False,
         limit: LimitNotice | None = None,
         exit_code: int | None = None,
+        usage: UsageReading | None = None,
     ) -> None:
         if now.__class__ is not datetime or now.tzinfo is not UTC:  # else: aware, in UTC
             now = utc(now)
@@ -121,7 +132,9 @@ class CallEnded:
             _engine(self, _field(CallEnded, "engine"), engine)
         # The two shapes of nearly every call's end pass on a few tests; any other is checked
         # field by field, then how the fields fit together (the errors are the same).
-        if kind == "post":
+        if usage is not None:
+            common = False
+        elif kind == "post":
             common = posted is True and limit is None and exit_code is None
         elif kind == "limit":
             common = (exit_code is None and limit is not None and limit.__class__ is LimitNotice
@@ -137,6 +150,8 @@ class CallEnded:
                 _limit(self, _field(CallEnded, "limit"), limit)
             if exit_code is not None and exit_code.__class__ is not int:
                 _exit_code(self, _field(CallEnded, "exit_code"), exit_code)
+            if usage is not None and usage.__class__ is not UsageReading:
+                _usage(self, _field(CallEnded, "usage"), usage)  # a type first, as attrs does
             if (kind == "limit") != (limit is not None):
                 raise ValueError("CallEnded.limit is set exactly when kind == 'limit'")
             if limit is not None and limit.provider != engine.provider:
@@ -149,9 +164,18 @@ class CallEnded:
                 raise ValueError(f"a call that posted ends as 'post' or 'limit', not {kind!r}")
             if kind == "exit" and (exit_code is None or exit_code == 0):
                 raise ValueError("CallEnded kind 'exit' needs a non-zero exit_code")
+            if usage is not None:
+                if usage.provider != engine.provider:
+                    raise ValueError(f"a {usage.provider} usage reading cannot end a call on "
+                                     f"{engine}")
+                if kind in ("limit", "network", "login"):
+                    raise ValueError(
+                        f"a usage reading comes with a healthy call, not one ending {kind!r}"
+                    )
         if self.__class__ is not CallEnded:  # a subclass: its own layout, set field by field
             for name, value in zip(_CALL_ENDED_FIELDS, (
-                    now, participant, engine, kind, posted, limit, exit_code), strict=True):
+                    now, participant, engine, kind, posted, limit, exit_code, usage),
+                    strict=True):
                 _setattr(self, name, value)
             return
         # The twin's plain assignments instead of seven `object.__setattr__` calls.
@@ -164,6 +188,7 @@ class CallEnded:
         this.posted = posted
         this.limit = limit
         this.exit_code = exit_code
+        this.usage = usage
         this.__class__ = CallEnded
 
 
@@ -255,6 +280,33 @@ class LimitObserved:
     source: str = attrs.field(default="another run", validator=_source)
 
 
+def _usage_source(_instance: object, _attribute: object, value: str) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("UsageObserved.source names who saw the reading; it cannot be empty")
+
+
+@attrs.frozen
+class UsageObserved:
+    """Another run driving the same account reported a usage reading of `engine` (issues 14,
+    25): a healthy call of its own said `reading`, at `seen` (None: at `now`). It joins the
+    readings by the rule a local one follows (`registry.merge_usage`: the newest wins). A
+    reading decides nothing by itself: it changes the next turn start's choice only when
+    `Policy.headroom` is set, and never starts or ends a wait."""
+
+    now: datetime = attrs.field(converter=utc, validator=aware)
+    engine: Engine = attrs.field(validator=_engine)
+    reading: UsageReading = attrs.field(validator=attrs.validators.instance_of(UsageReading))
+    seen: datetime | None = attrs.field(
+        default=None, converter=utc_or_none, validator=aware_or_none
+    )
+    source: str = attrs.field(default="another run", validator=_usage_source)
+
+    @reading.validator
+    def _same_provider(self, _attribute: object, value: UsageReading) -> None:
+        if value.provider != self.engine.provider:
+            raise ValueError(f"a {value.provider} usage reading cannot be of {self.engine}")
+
+
 Event = (
     RunStarted
     | CallEnded
@@ -267,6 +319,7 @@ Event = (
     | GateRequested
     | GateApproved
     | LimitObserved
+    | UsageObserved
 )
 EVENT_TYPES: tuple[type, ...] = (
     RunStarted,
@@ -280,6 +333,7 @@ EVENT_TYPES: tuple[type, ...] = (
     GateRequested,
     GateApproved,
     LimitObserved,
+    UsageObserved,
 )
 register_union(Event)
 
@@ -299,6 +353,7 @@ def call_ended(
     A notice wins over everything (A17: a post and a notice are a post then a limit); else a post
     is a working call; else a network error (A26), a login failure (A32, claude only — codex and
     agy have none), a timeout, a non-zero exit, or a normal exit with no post (A28, A31).
+    A usage reading in the classification (issue 25) comes along on a healthy call's end.
     """
     kind: CallKind
     limit = classification.limit
@@ -324,4 +379,5 @@ def call_ended(
         posted=posted,
         limit=limit if kind == "limit" else None,
         exit_code=exit_code if kind == "exit" else (None if timed_out else exit_code),
+        usage=classification.usage if kind not in ("limit", "network", "login") else None,
     )

@@ -27,6 +27,31 @@ def limited_elsewhere(engine: Engine, when: str, source: str) -> str:  # issue 1
     return f"{engine._name} limited until {when} (reported by {source})"
 
 
+#: Issue 25: how a provider's window is written in a line (its own name otherwise, `_` as ` `).
+_WINDOWS = {
+    "five_hour": "five-hour", "seven_day": "seven-day", "seven_day_opus": "seven-day Opus",
+    "seven_day_sonnet": "seven-day Sonnet", "": "usage",
+}
+
+
+def window_name(window: str) -> str:
+    """`five_hour` -> `five-hour`: the window a reading names, as a line writes it."""
+    return _WINDOWS.get(window, window.replace("_", " "))
+
+
+def percent(utilization: float) -> int:
+    """0.97 -> 97: a utilization as whole percent, rounded down (never shows more than used)."""
+    return int(utilization * 100 + 1e-9)
+
+
+def near_limit(engine: Engine, utilization: float, window: str, when: str,
+               source: str = "") -> str:  # issue 25 (wording ours)
+    """A usage reading at or above `Policy.headroom`: turns hand over until `when`."""
+    said = f" (reported by {source})" if source else ""
+    return (f"{engine._name} at {percent(utilization)}% of its {window_name(window)} window"
+            f" — handing over until {when}{said}")
+
+
 def posted_via(participant: str, engine: Engine) -> str:
     return f"{participant} posted via {engine._name}"
 
@@ -48,6 +73,14 @@ def hop_limited(participant: str, source: Engine, target: Engine) -> str:  # A11
 
 def hop_unreachable(participant: str, source: Engine, target: Engine) -> str:  # A26
     return f"{participant}: {source._name} unreachable → {target._name}"
+
+
+def hop_near_limit(participant: str, source: Engine, target: Engine) -> str:  # issue 25
+    return f"{participant}: {source._name} near its limit → {target._name}"
+
+
+def handover_near_limit(participant: str, source: Engine, other: str) -> str:  # issue 25
+    return f"{participant}: {source._name} near its limit — @{other} takes the turn"
 
 
 def handover_limited(participant: str, other: str) -> str:  # A15

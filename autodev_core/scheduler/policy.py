@@ -116,6 +116,33 @@ def _positive_count(name: str, value: object) -> None:
         raise ValueError(f"Policy.{name} must be at least 1, not {value}")
 
 
+def _hand_over_at(value: object) -> float:
+    """A fraction of a window, checked before it becomes a float (a bool is no number)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"Headroom.hand_over_at must be a number, not {value!r}")
+    if not 0 < value <= 1:  # (NaN fails this too)
+        raise ValueError(
+            f"Headroom.hand_over_at must be more than 0 and at most 1 (a fraction of the "
+            f"window: 0.95 is 95 %), not {value!r}"
+        )
+    return float(value)
+
+
+@attrs.frozen
+class Headroom:
+    """Issue 25, opt-in: act before the limit. When an engine's last usage reading (a healthy
+    call's own report, A1: nothing is polled) is at or above `hand_over_at` of its window, a
+    new turn on it prefers a free engine that is not (docs/limits.md)."""
+
+    hand_over_at: float = attrs.field(converter=_hand_over_at)
+
+
+def _headroom(value: object) -> Headroom | None:
+    if value is None or isinstance(value, Headroom):
+        return value
+    return Headroom(hand_over_at=value)
+
+
 @attrs.frozen
 class Policy:
     """Every number of the scheduler's policy, frozen and validated; the defaults are the SPEC's.
@@ -126,7 +153,9 @@ class Policy:
     `empty_turns` turns in a row without a post (A31). An unreachable provider is tried again
     after `outage_wait[n-1]` at its n-th failure in a row, then every `outage_wait_max` (A27).
     A limit notice with no readable reset takes its engine out for `limit_wait` of its provider
-    (A6). Every duration is positive; counts are at least 1.
+    (A6). Every duration is positive; counts are at least 1. `headroom` (None: off, the SPEC)
+    hands turns over before a limit when a usage reading nears it (issue 25, `Headroom`; a
+    number is read as its `hand_over_at`).
     """
 
     wait: tuple[timedelta, ...] = attrs.field(default=BACKOFF, converter=_durations)
@@ -138,6 +167,7 @@ class Policy:
     limit_wait: tuple[tuple[str, timedelta], ...] = attrs.field(
         factory=lambda: _limit_waits({}), converter=_limit_waits
     )
+    headroom: Headroom | None = attrs.field(default=None, converter=_headroom)
 
     def __attrs_post_init__(self) -> None:
         for index, value in enumerate(self.wait):
@@ -183,7 +213,10 @@ DEFAULT_POLICY: Final = Policy()
 #: The keys of a `policy:` mapping in a team's autodev.yaml or a scenario file.
 POLICY_KEYS: Final = (
     "wait", "wait_max", "attempts", "empty_turns", "outage_wait", "outage_wait_max", "limit_wait",
+    "headroom",
 )
+#: The keys of a `policy.headroom` mapping (issue 25).
+HEADROOM_KEYS: Final = ("hand_over_at",)
 
 
 def parse_policy(data: object, *, where: str = "policy") -> Policy:
@@ -218,9 +251,33 @@ def parse_policy(data: object, *, where: str = "policy") -> Policy:
                     )
                 waits[provider] = _seconds(f"{name}.{provider}", item)
             fields[key] = waits
+        elif key == "headroom":
+            fields[key] = _parse_headroom(value, name)
         else:
             fields[key] = _seconds(name, value)
     return Policy(**fields)
+
+
+def _parse_headroom(value: object, name: str) -> Headroom | None:
+    """`headroom: {hand_over_at: 0.95}` (or `headroom: off` / null: the SPEC's default)."""
+    if value is None or value is False:
+        return None
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{name} must be a mapping such as {{hand_over_at: 0.95}}, not {value!r}")
+    for key in value:
+        if key not in HEADROOM_KEYS:
+            raise ValueError(
+                f"unknown key '{name}.{key}' (known keys: {', '.join(HEADROOM_KEYS)})"
+            )
+    if "hand_over_at" not in value:
+        raise ValueError(f"{name} needs hand_over_at (a fraction of the window, e.g. 0.95)")
+    at = value["hand_over_at"]
+    if isinstance(at, bool) or not isinstance(at, (int, float)) or not 0 < at <= 1:
+        raise ValueError(
+            f"{name}.hand_over_at must be a fraction of the window, more than 0 and at most 1 "
+            f"(0.95 is 95 %), not {at!r}"
+        )
+    return Headroom(hand_over_at=at)
 
 
 def _seconds(name: str, value: object) -> timedelta:
@@ -258,4 +315,7 @@ def policy_data(policy: Policy) -> dict[str, Any]:
         policy.limit_wait, DEFAULT_POLICY.limit_wait, strict=True) if v != d}
     if changed:
         data["limit_wait"] = changed
+    if policy.headroom is not None:
+        at = policy.headroom.hand_over_at
+        data["headroom"] = {"hand_over_at": int(at) if at == int(at) else at}
     return data

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from .state import EngineLimit
+from .state import EngineLimit, EngineUsage
 
 
 def _rank(record: EngineLimit) -> tuple[bool, datetime]:
@@ -62,4 +62,26 @@ def merge_limit(record: EngineLimit | None, observed: EngineLimit, now: datetime
     return _better(record, observed)
 
 
-__all__ = ["merge_limit"]
+def _usage_rank(
+    record: EngineUsage,
+) -> tuple[datetime, float, datetime, bool, bool]:
+    seen = record.seen if record.seen is not None else record.until
+    return (seen, record.utilization, record.until, record.read, record.source == "")
+
+
+def merge_usage(record: EngineUsage | None, observed: EngineUsage) -> EngineUsage:
+    """Issue 25: the reading of `observed.engine` after `observed` joins `record`: the newest
+    reading (by when it was seen) wins — the account's usage now, not its peak; on a tie the
+    higher utilization, the later window end, a read reset, this run's own, then the smaller
+    source name. A total order, so the merge is a join (commutative, associative, idempotent)
+    and the order of arrival never matters — the rule the Redis registry runs too. A reading
+    whose window has reset is kept (it counts no more): readings are never lifted."""
+    if record is None:
+        return observed
+    a, b = _usage_rank(record), _usage_rank(observed)
+    if a != b:
+        return record if a > b else observed
+    return record if record.source <= observed.source else observed
+
+
+__all__ = ["merge_limit", "merge_usage"]

@@ -32,7 +32,8 @@ def restore_state(config: SchedulerConfig, saved: SchedulerState | None) -> Sche
     turn still owed (A22), the pending gates of participants still in the team (a new member
     starts with its file's gate, A16), and the calls made and call time (A30, A21, A43).
 
-    Forgotten: the limit and outage registry (A25: limits are rediscovered by calling), a call
+    Forgotten: the limit and outage registry and the usage readings (A25: limits are
+    rediscovered by calling, readings reported again; issue 25), a call
     that was in flight (its turn is still owed and is started again), a wait, the failure and
     empty-turn counts (a start or resume begins them afresh, A29, A31) and each participant's
     place on its chain (it takes its earliest free entry, A23).

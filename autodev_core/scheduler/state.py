@@ -147,6 +147,26 @@ class EngineLimit:
 
 
 @attrs.frozen(weakref_slot=False)  # no weak references: see _build.py
+class EngineUsage:
+    """Issue 25: the last usage reading reported for one `window` of `engine` (by a healthy
+    call of this run, or of another run sharing the account: `source`, empty for this run).
+    `utilization` is the fraction of the window used; the reading counts until `until` — the
+    window's reset (`read`), or, when the provider named none, the A6 default wait after
+    `seen`. `threshold` is the provider's own warning threshold, when it said. Records of one
+    window merge by `registry.merge_usage` (the newest reading wins). A reading is never a
+    limit (A1, A2)."""
+
+    engine: Engine
+    utilization: float
+    window: str
+    until: datetime
+    read: bool = True
+    seen: datetime | None = None
+    source: str = ""
+    threshold: float | None = None
+
+
+@attrs.frozen(weakref_slot=False)  # no weak references: see _build.py
 class Outage:
     """A26: `provider` could not be reached `attempts` times in a row; tried again at `retry_at`."""
 
@@ -288,6 +308,9 @@ class SchedulerState:
     - `iterations`: calls made (A30); `runtime`: time spent in calls (A21).
     - `last_event_at`: the `now` of the last event fed to `step` (None before the first): an
       event earlier than it is refused, time never goes backwards (A38).
+    - `readings`: the last usage reading of each engine's window (issue 25), sorted by engine
+      then window; kept whatever the policy (`autodev status` forecasts from them), acted on
+      only when `config.policy.headroom` is set.
     """
 
     config: SchedulerConfig
@@ -308,6 +331,7 @@ class SchedulerState:
     iterations: int = 0
     runtime: timedelta = timedelta(0)
     last_event_at: datetime | None = None
+    readings: tuple[EngineUsage, ...] = ()
     #: `limits` read by engine number (derived: not an argument, not compared, not serialised)
     limit_index: LimitIndex = attrs.field(init=False, eq=False, repr=False)
     # `step` makes the new state in place (step.py's `_Draft`, a twin of this class): these two

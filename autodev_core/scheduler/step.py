@@ -19,12 +19,14 @@ from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
+from ..detection.classification import UsageReading
 from ..engine import Engine
 from ..errors import AutodevError
 from . import logs
 from ._build import (
     new_call,
     new_engine_limit,
+    new_engine_usage,
     new_log,
     new_outage,
     new_sleep,
@@ -45,12 +47,14 @@ from .events import (
     ResumeRequested,
     RunStarted,
     StopRequested,
+    UsageObserved,
     Woke,
 )
-from .registry import merge_limit
+from .registry import merge_limit, merge_usage
 from .state import (
     Call,
     EngineLimit,
+    EngineUsage,
     Limited,
     LimitIndex,
     Outage,
@@ -110,6 +114,7 @@ class _Draft(_StateTwin):
     iterations: int
     runtime: timedelta
     last_event_at: datetime
+    readings: tuple[EngineUsage, ...]
     limit_index: LimitIndex | None
     _effects: list[Effect]
     _limited: Limited | None
@@ -287,6 +292,57 @@ def _observe_limit(d: _Draft, event: LimitObserved) -> bool:
         now, logs.limited_elsewhere(event.engine, d.clock(merged.until), merged.source),
         "limit", engine=event.engine, until=merged.until))
     return True
+
+
+def _record_usage(
+    d: _Draft, now: datetime, engine: Engine, reading: UsageReading, seen: datetime, source: str
+) -> None:
+    """Issue 25: join a usage reading to the engine's record of the same window (claude's
+    five-hour and seven-day windows are separate: one at 97 % is not undone by the other at
+    40 %), by `registry.merge_usage`: the newest wins. With `Policy.headroom` set, a reading
+    that puts the engine at or above the threshold when no window of it was is written (what
+    was learned, A39). A reading is never a limit: no wait, no lift, no call touched.
+    """
+    resets_at = reading.resets_at
+    until = resets_at if resets_at is not None else (
+        seen + d.config.policy.default_limit_wait(engine.provider))  # A6's wait, as for a limit
+    observed = new_engine_usage(engine, reading.utilization, reading.window, until,
+                                resets_at is not None, seen, source, reading.threshold)
+    key = (engine._name, reading.window)
+    readings = d.readings
+    record: EngineUsage | None = None
+    at = 0  # where the window's record is, or goes (sorted by engine name, then window)
+    for existing in readings:
+        other = (existing.engine._name, existing.window)
+        if other >= key:
+            if other == key:
+                record = existing
+            break
+        at += 1
+    merged = merge_usage(record, observed)
+    if merged is record:
+        return
+    headroom = d.config.policy.headroom
+    was_near = headroom is not None and engine._name in _near_limit(
+        d, now, headroom.hand_over_at)
+    d.readings = (*readings[:at], merged, *readings[at + (record is not None):])
+    if headroom is None:
+        return
+    if merged.utilization >= headroom.hand_over_at and now < merged.until and not was_near:
+        d._effects.append(new_log(
+            now, logs.near_limit(engine, merged.utilization, merged.window,
+                                 d.clock(merged.until), merged.source),
+            "near-limit", engine=engine, until=merged.until,
+            count=logs.percent(merged.utilization)))
+
+
+def _near_limit(d: _Draft, now: datetime, threshold: float) -> frozenset[str]:
+    """Issue 25: the engines (by name) whose last reading is at or above `threshold` of a
+    window that has not reset yet (A38: a window ending at `t` has reset when `now >= t`)."""
+    return frozenset(
+        record.engine._name for record in d.readings
+        if record.utilization >= threshold and now < record.until
+    )
 
 
 def _record_outage(d: _Draft, now: datetime, provider: str) -> None:
@@ -562,6 +618,11 @@ def _begin_turn(d: _Draft, now: datetime) -> None:
         position = d.earliest_free(owner)
     else:  # `earliest_free`, inline: nothing unreachable
         position = (d._limited or d.in_force()).first[owner] if d.limits else 0
+    if d.readings:
+        headroom = d.config.policy.headroom
+        if headroom is not None and _hand_over_early(
+                d, now, owner, position, headroom.hand_over_at):
+            return
     if position is not None:
         _start(d, now, owner, position, owner)
         return
@@ -573,6 +634,12 @@ def _begin_turn(d: _Draft, now: datetime) -> None:
         _wait_for_anyone(d, now)
         return
     runner, runner_position = found
+    _handover_line(d, now, owner, runner)
+    _start(d, now, runner, runner_position, owner)
+
+
+def _handover_line(d: _Draft, now: datetime, owner: int, runner: int) -> None:
+    """A15/A36: the line of a turn start that hands the owner's turn to `runner`."""
     member = d.config.team[owner]
     lane = d.config.lanes[owner]
     if not (d._limited or d.in_force()).limited[owner]:
@@ -586,7 +653,65 @@ def _begin_turn(d: _Draft, now: datetime) -> None:
         d._effects.append(new_log(  # A15, A24
             now, logs.handover_limited(member.id, d.config.team[runner].id), "handover-limited",
             participant=member.id, colleague=d.config.team[runner].id))
-    _start(d, now, runner, runner_position, owner)
+
+
+def _hand_over_early(
+    d: _Draft, now: datetime, owner: int, position: int | None, threshold: float
+) -> bool:
+    """Issue 25 (`Policy.headroom`): a turn start prefers an engine that is free and not near
+    its limit — the owner's earliest such entry (its chain, A10-A13), else, when the owner may
+    hand over (A16, A22: not with a gate, an approved turn or a team of one), the first
+    colleague after it in team order with such an entry (A15, A33), on its earliest. Whether
+    it started the call; False leaves the turn to the rules of A23-A24 and A15-A18 as they are:
+    a warning never makes the run wait (with nothing else free, the warned engine runs)."""
+    near = _near_limit(d, now, threshold)
+    if not near:
+        return False
+    config = d.config
+    if position is not None and config.lanes[owner][position]._name not in near:
+        return False  # the earliest free entry is not near its limit: as without the knob
+
+    def cool(runner: int) -> int | None:
+        mask = (d._limited or d.in_force()).mask if d.limits else 0
+        lane = config.lanes[runner]
+        for at, bit in enumerate(config.lane_bits[runner]):
+            engine = lane[at]
+            if (not mask & bit and engine._name not in near
+                    and (not d.outages or d.outage_of(engine.provider) is None)):
+                return at
+        return None
+
+    member = config.team[owner]
+    own = cool(owner)
+    if own is not None:
+        assert position is not None  # a free entry exists, so the earliest free one does
+        if d.seats[owner] != own:  # written when it moves there, not at every turn (A24)
+            source = config.lanes[owner][position]
+            target = config.lanes[owner][own]
+            d._effects.append(new_log(
+                now, logs.hop_near_limit(member.id, source, target), "hop-near-limit",
+                participant=member.id, engine=source, target=target))
+        _start(d, now, owner, own, owner)
+        return True
+    if _keeps_turn(d, owner):
+        return False
+    n = len(config.team)
+    for offset in range(1, n):
+        runner = (owner + offset) % n
+        entry = cool(runner)
+        if entry is None:
+            continue
+        other = config.team[runner].id
+        if position is not None:
+            source = config.lanes[owner][position]
+            d._effects.append(new_log(
+                now, logs.handover_near_limit(member.id, source, other), "handover-near-limit",
+                participant=member.id, engine=source, colleague=other))
+        else:  # the owner cannot run at all: the A15/A36 line, as without the knob
+            _handover_line(d, now, owner, runner)
+        _start(d, now, runner, entry, owner)
+        return True
+    return False
 
 
 def _reroute(d: _Draft, now: datetime, runner: int, source: Engine, unreachable: bool) -> None:
@@ -713,6 +838,8 @@ def _on_call_ended(d: _Draft, event: CallEnded) -> None:
     if event.posted:
         d._effects.append(new_log(  # (participant, engine): positional, cheaper
             now, logs.posted_via(participant, engine), "posted", participant, engine))
+        if event.usage is not None:  # issue 25: learned after the post
+            _record_usage(d, now, engine, event.usage, now, "")
         d.failures = 0  # A30: a call that works resets the count
         if d.empties[runner]:
             d.empties = _replace(d.empties, runner, 0)  # A31: a post resets the count
@@ -728,6 +855,8 @@ def _on_call_ended(d: _Draft, event: CallEnded) -> None:
             if live and not (config.bounded and _limits_reached(d, now)):
                 _begin_turn(d, now)
             return
+    elif event.usage is not None:  # issue 25: a healthy call that did not post
+        _record_usage(d, now, engine, event.usage, now, "")
     if event.limit is not None:
         _record_limit(d, now, engine, event.limit.reset_at)  # A17: after the post, if any
     if kind in ("exit", "timeout", "empty"):
@@ -858,6 +987,14 @@ def _on_limit_observed(d: _Draft, event: LimitObserved) -> None:
     _sleep(d, now, until, status, False)
 
 
+def _on_usage_observed(d: _Draft, event: UsageObserved) -> None:
+    """Issues 14, 25: a reading another run saw joins the readings; nothing is decided (a
+    reading never starts, moves or ends a wait, and a call in flight is not touched, A24)."""
+    now = event.now
+    _record_usage(d, now, event.engine, event.reading,
+                  event.seen if event.seen is not None else now, event.source)
+
+
 def _ignore(_d: _Draft, _event: Any) -> None:
     """Nothing to do in this status (the table says so explicitly)."""
 
@@ -885,6 +1022,7 @@ def _table() -> dict[tuple[Status, type], tuple[Handler, frozenset[Status]]]:
             _ALL if status == "running" else frozenset((status,)),
         )
         t[(status, GateRequested)] = (_on_gate_requested, frozenset((status,)))
+        t[(status, UsageObserved)] = (_on_usage_observed, frozenset((status,)))
         t[(status, StopRequested)] = (_on_stop, frozenset(("stopped",)))
         t[(status, LimitObserved)] = (
             _on_limit_observed,
@@ -970,6 +1108,7 @@ def step(state: SchedulerState, event: Event) -> tuple[SchedulerState, tuple[Eff
     d.iterations = state.iterations
     d.runtime = state.runtime
     d.last_event_at = now
+    d.readings = state.readings
     index = d.limit_index = state.limit_index
     effects: list[Effect] = []
     d._effects = effects

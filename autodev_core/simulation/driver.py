@@ -268,9 +268,10 @@ class _Machine:
             participant, engine, kind, posted = known
             limit = reply.limit
             if limit is None:
-                if reply.fixed is not None:
+                fixed = reply.fixed
+                if fixed is not None:
                     return new_call_ended(end, participant, engine, kind, posted, None,
-                                          reply.exit_code)
+                                          reply.exit_code, fixed.usage)
             elif end.__class__ is datetime and end.tzinfo is UTC:  # what `prepared.at` checks
                 # Each distinct answer is read once; only what depends on the instant (a
                 # limit's reset) is worked out at each call's end, as `classify_output` would.

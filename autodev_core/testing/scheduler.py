@@ -8,11 +8,12 @@ Orchestrators that import autodev can property-test the scheduler against their 
     TestMyTeam = MyTeam.TestCase
 
 `SchedulerMachine` feeds random interleavings of call outcomes (posts, notices with random
-resets, network errors, crashes, timeouts, empty turns, login failures), limits reported by other
-runs sharing the account (issue 14), messages, clock jumps, stops, pauses, resumes and gates to
-`step`, and after every step checks the invariants of
-SPEC A against a tiny independent model. This module imports hypothesis; nothing else in
-`autodev_core` does.
+resets, network errors, crashes, timeouts, empty turns, login failures), usage readings on
+healthy calls (issue 25), limits and readings reported by other runs sharing the account
+(issues 14, 25), messages, clock jumps, stops, pauses, resumes and gates to `step`, and after
+every step checks the invariants of SPEC A against a tiny independent model — with
+`Policy.headroom` off, also that the readings change nothing at all. This module imports
+hypothesis; nothing else in `autodev_core` does.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from hypothesis.stateful import (
     rule,
 )
 
-from ..detection.classification import LimitNotice
+from ..detection.classification import LimitNotice, UsageReading
 from ..engine import PROVIDERS, Engine
 from ..participant import Participant
 from ..scheduler import logs
@@ -47,8 +48,10 @@ from ..scheduler.events import (
     ResumeRequested,
     RunStarted,
     StopRequested,
+    UsageObserved,
     Woke,
 )
+from ..scheduler.policy import Policy
 from ..scheduler.restore import restore_state
 from ..scheduler.state import SchedulerConfig, SchedulerState, initial_state
 from ..scheduler.step import TRANSITIONS, step
@@ -147,11 +150,14 @@ def scheduler_configs(
         max_iterations = draw(
             st.one_of(st.none(), st.none(), st.none(), st.integers(min_value=0, max_value=60))
         )
+    # Issue 25: `Policy.headroom` off (the SPEC) half the time, else a threshold.
+    hand_over_at = draw(st.sampled_from((None, None, None, 0.5, 0.9, 0.95, 1.0)))
     return SchedulerConfig(
         team=team,
         installed=installed,
         timezone=draw(st.sampled_from(ZONES)),
         max_iterations=max_iterations,
+        policy=Policy(headroom=hand_over_at),
     )
 
 
@@ -167,6 +173,36 @@ def durations(max_hours: int = 6) -> st.SearchStrategy[timedelta]:
         st.integers(min_value=0, max_value=600).map(lambda s: timedelta(seconds=s)),
         st.integers(min_value=0, max_value=max_hours * 60).map(lambda m: timedelta(minutes=m)),
     )
+
+
+#: Issue 25: the utilizations a reading reports, around the thresholds `scheduler_configs` draws.
+UTILIZATIONS: tuple[float, ...] = (0.2, 0.49, 0.5, 0.9, 0.94, 0.95, 0.97, 1.0)
+#: ... and the windows it names (claude's `rateLimitType`; empty when not said).
+WINDOWS: tuple[str, ...] = ("five_hour", "seven_day", "")
+
+
+@st.composite
+def usage_readings(draw: st.DrawFn, *, provider: str, now: datetime) -> UsageReading:
+    """Issue 25: a healthy call's usage reading: its window resets from two hours ago (a stale
+    reading) to two days ahead, or is not said."""
+    offset = draw(st.none() | st.integers(min_value=-120, max_value=48 * 60))
+    return UsageReading(
+        provider=provider,
+        utilization=draw(st.sampled_from(UTILIZATIONS)),
+        window=draw(st.sampled_from(WINDOWS)),
+        resets_at=None if offset is None else now + timedelta(minutes=offset),
+        threshold=draw(st.sampled_from((None, 0.75, 0.9))),
+    )
+
+
+def near_limit(state: SchedulerState, now: datetime) -> frozenset[Engine]:
+    """Issue 25: the engines some window of which was last read at or above the policy's
+    threshold and has not reset (A38); empty with `Policy.headroom` off."""
+    headroom = state.config.policy.headroom
+    if headroom is None:
+        return frozenset()
+    return frozenset(r.engine for r in state.readings
+                     if r.utilization >= headroom.hand_over_at and now < r.until)
 
 
 def reset_offsets() -> st.SearchStrategy[timedelta | None]:
@@ -203,6 +239,7 @@ def is_learned(message: str) -> bool:
         or " posted via " in message
         or message.endswith(" is reachable again")
         or " could not be reached; trying it again at " in message
+        or " window — handing over until " in message  # issue 25
     )
 
 
@@ -237,6 +274,8 @@ class SchedulerMachine(RuleBasedStateMachine):
         # Deterministic, and the input is never mutated (SPEC 0.1).
         assert (again, effects_again) == (new, effects)
         assert to_json(before) == frozen_before
+        if before.config.policy.headroom is None:
+            self.check_readings_change_nothing(before, event, new, effects)
         self.check_step(before, event, new, effects)
         self.state = new
         self.steps += 1
@@ -258,6 +297,7 @@ class SchedulerMachine(RuleBasedStateMachine):
         posted_too=st.booleans(),
         reset=reset_offsets(),
         exit_code=st.integers(min_value=1, max_value=255),
+        read=st.sampled_from((False, True, True)),
     )
     def end_call(
         self,
@@ -267,8 +307,15 @@ class SchedulerMachine(RuleBasedStateMachine):
         posted_too: bool,
         reset: timedelta | None,
         exit_code: int,
+        read: bool,
     ) -> None:
-        self._end_call(duration, kind, posted_too, reset, exit_code)
+        usage = None
+        if read and kind not in ("limit", "network", "login"):  # issue 25: a healthy call's
+            call = self.s.call
+            assert call is not None
+            usage = data.draw(usage_readings(provider=call.engine.provider,
+                                             now=self.now + duration), label="reading")
+        self._end_call(duration, kind, posted_too, reset, exit_code, usage)
 
     @precondition(lambda self: self.state is not None and self.state.call is not None)
     @rule(
@@ -300,6 +347,7 @@ class SchedulerMachine(RuleBasedStateMachine):
         posted_too: bool,
         reset: timedelta | None,
         exit_code: int,
+        usage: UsageReading | None = None,
     ) -> None:
         call = self.s.call
         assert call is not None
@@ -314,6 +362,7 @@ class SchedulerMachine(RuleBasedStateMachine):
             )
         if kind == "login" and engine.provider != "claude":
             kind = "exit"  # A32: only claude has a login check
+            usage = None
         event = CallEnded(
             now=self.now,
             participant=call.participant,
@@ -322,6 +371,7 @@ class SchedulerMachine(RuleBasedStateMachine):
             posted=kind == "post" or (kind == "limit" and posted_too),
             limit=limit,
             exit_code=exit_code if kind == "exit" else None,
+            usage=usage,
         )
         self.feed(event)
 
@@ -349,6 +399,23 @@ class SchedulerMachine(RuleBasedStateMachine):
                 now=self.now, engine=engine, until=until, read=read, seen=seen, source=source
             )
         )
+
+    @precondition(lambda self: self.state is not None)
+    @rule(
+        data=st.data(),
+        seen_ago=st.integers(min_value=0, max_value=180),
+        source=st.sampled_from(("laptop", "ci-runner")),
+    )
+    def peer_usage(self, data: st.DataObject, seen_ago: int, source: str) -> None:
+        """Another run on the same account reports a usage reading (issues 14, 25), seen up to
+        three hours ago, on an engine of the team."""
+        engines = sorted({e for lane in self.s.config.lanes for e in lane}, key=str)
+        engine = data.draw(st.sampled_from(engines), label="peer engine")
+        seen = self.now - timedelta(minutes=seen_ago)
+        reading = data.draw(usage_readings(provider=engine.provider, now=self.now),
+                            label="peer reading")
+        self.feed(UsageObserved(now=self.now, engine=engine, reading=reading, seen=seen,
+                                source=source))
 
     @precondition(lambda self: self.state is not None and self.state.wait_until is not None)
     @rule(early=st.booleans(), late=st.integers(min_value=0, max_value=300))
@@ -445,6 +512,90 @@ class SchedulerMachine(RuleBasedStateMachine):
 
     # -- the invariants --------------------------------------------------------------------
 
+    def check_readings_change_nothing(
+        self,
+        before: SchedulerState,
+        event: Event,
+        after: SchedulerState,
+        effects: tuple[Effect, ...],
+    ) -> None:
+        """Issue 25: with `Policy.headroom` off, usage readings change nothing but the readings
+        themselves: the same step from the same state without any reading, on the same event
+        without its reading, makes the same effects and the same state."""
+        bare = attrs.evolve(before, readings=())
+        if isinstance(event, UsageObserved):
+            assert effects == ()
+            assert attrs.evolve(after, readings=()) == attrs.evolve(bare, last_event_at=event.now)
+            return
+        if not before.readings and not (isinstance(event, CallEnded) and event.usage):
+            return  # nothing to take away
+        if isinstance(event, CallEnded) and event.usage is not None:
+            event = attrs.evolve(event, usage=None)
+        state, done = step(bare, event)
+        assert done == effects
+        assert attrs.evolve(after, readings=()) == state
+
+    def check_headroom(
+        self,
+        before: SchedulerState,
+        event: Event,
+        after: SchedulerState,
+        starts: list[StartCall],
+    ) -> None:
+        """Issue 25 (`Policy.headroom`): a reading joins its window's record (the newest
+        wins); a turn start takes the owner's earliest free entry when no window of it is near
+        its limit (the return); on one that is, it prefers the owner's earliest free entry that
+        is not (A10-A13), else — when the owner may hand over (A16, A22) — the first colleague
+        in team order with one (A15, A33); it runs on an engine near its limit only when no
+        such entry is free, and a reading never makes it wait (`check_limit_wait`)."""
+        now = event.now
+        reading: UsageReading | None = None
+        seen = now
+        if isinstance(event, CallEnded):
+            reading = event.usage
+        elif isinstance(event, UsageObserved):
+            reading = event.reading
+            seen = event.seen if event.seen is not None else now
+        if reading is not None:
+            engine = event.engine  # type: ignore[union-attr]
+            (record,) = [r for r in after.readings
+                         if r.engine == engine and r.window == reading.window]
+            previous = [r for r in before.readings
+                        if r.engine == engine and r.window == reading.window]
+            assert record.seen is not None
+            assert record.seen >= seen or (previous and previous[0] == record)
+            if not previous or (previous[0].seen is not None and previous[0].seen < seen):
+                assert record.utilization == reading.utilization and record.seen == seen
+        if after.config.policy.headroom is None:
+            return
+        if isinstance(event, CallEnded) and event.kind in ("limit", "network") and (
+            not event.posted
+        ):
+            return  # a hop or handover of A11-A15, A26, A36: the same call's turn, not a start
+        near = near_limit(after, now)
+        config = after.config
+        for start in starts:
+            owner = config.index[start.turn_owner]
+
+            def cool(runner: int) -> Engine | None:
+                return next((e for e in config.lanes[runner]
+                             if back_at(after, e, now) is None and e not in near), None)
+
+            free = next((e for e in config.lanes[owner] if back_at(after, e, now) is None), None)
+            if free is not None and free not in near:
+                # The earliest free entry is not near its limit: taken, as without the knob.
+                assert (start.participant, start.engine) == (start.turn_owner, free), start
+                continue
+            if start.engine not in near:
+                continue
+            assert cool(owner) is None, (start, near)
+            hands_over = not (
+                len(config.team) == 1 or after.approved == start.turn_owner
+                or start.turn_owner in after.gates
+            )
+            if hands_over:
+                assert all(cool(r) is None for r in range(len(config.team))), (start, near)
+
     def check_step(
         self,
         before: SchedulerState,
@@ -506,6 +657,7 @@ class SchedulerMachine(RuleBasedStateMachine):
                     previous, record)
         if isinstance(event, LimitObserved):
             self.check_peer_limit(before, event, after, effects)
+        self.check_headroom(before, event, after, starts)
         # A42: status and the state agree.
         assert after.status in STATUSES
         if after.status == "running":
@@ -725,6 +877,8 @@ class SchedulerMachine(RuleBasedStateMachine):
 
 __all__ = [
     "OUTCOME_WEIGHTS",
+    "UTILIZATIONS",
+    "WINDOWS",
     "ZONES",
     "SchedulerMachine",
     "back_at",
@@ -733,7 +887,9 @@ __all__ = [
     "expected_wait",
     "instants",
     "is_learned",
+    "near_limit",
     "participants",
     "reset_offsets",
     "scheduler_configs",
+    "usage_readings",
 ]
