@@ -24,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+_SUMMARY = re.compile(r"\d+ (?:passed|failed)")
 _SH_BLOCK = re.compile(r"^```sh\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
 
@@ -53,7 +54,10 @@ def one_run(number: int, command: str, keep: Path | None) -> tuple[int, bool, st
         if keep is not None:
             keep.mkdir(parents=True, exist_ok=True)
             (keep / f"run-{number}.log").write_text(output, encoding="utf-8")
-    last = next((line for line in reversed(output.splitlines()) if line.strip()), "")
+    # pytest's summary line (stdout), not pip's warnings (stderr, written after it)
+    said = done.stdout.splitlines()
+    last = next((line for line in reversed(said) if _SUMMARY.search(line)),
+                said[-1] if said else "")
     return number, done.returncode == 0, last, time.monotonic() - started, commit
 
 

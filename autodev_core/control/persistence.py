@@ -213,9 +213,9 @@ def _accepted(state: PersistenceState, event: Accepted, tiers: TierRoles) -> Per
             accepted_run_id=owner or state.accepted_run_id,
         )
     if foreign or revision < _positive(state.queued_revision):
-        # B7: a late or out-of-order acknowledgement of an older write. The newer queued write
-        # is not confirmed by it: the pending flag, the block, the queued fields and the
-        # recovery copy that holds the newer write all stay.
+        # B7: another run's write, or a late or out-of-order acknowledgement of an older write.
+        # The queued write is not confirmed by it: the pending flag, the block, the queued
+        # fields and the recovery copy that holds the newer write all stay.
         return accepted
     confirmed = attrs.evolve(
         accepted, pending_persist=False, writes_blocked=False, last_recoverable_tier=NO_TIER,
