@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -32,3 +33,16 @@ settings.register_profile(
 settings.load_profile(
     os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
 )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark, as `hypothesis`, every test of a module that runs a state machine by hand.
+
+    Hypothesis' plugin marks `@given` tests and a machine's `TestCase`, but a test that calls
+    `run_state_machine_as_test` itself carries no mark, so `pytest -m hypothesis` (and
+    tests/sweep.py, issue 24) would never draw it under a fresh seed.
+    """
+    for item in items:
+        module = getattr(item, "module", None)
+        if module is not None and hasattr(module, "run_state_machine_as_test"):
+            item.add_marker(pytest.mark.hypothesis)
