@@ -279,6 +279,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .team import load_team
 
     team = load_team(args.team)
+    for warning in team.warnings:  # once, as the run starts (C5)
+        print(f"autodev: warning: {warning}", file=sys.stderr)
     run_dir = Path(args.run)
     run_id = args.thread or Path(args.team).resolve().name
     clock: Clock = ScaledClock(args.fast) if args.fast else SystemClock()
