@@ -162,3 +162,40 @@ def test_C5_run_prints_the_warning_once_before_anything_else(
     )
     assert sum(line.startswith("autodev: warning:") for line in err) == 1
 
+
+
+# ------------------------------------------------------------------------------------------------
+# A18/A35/A40/A42: limits and an outage together — the A18 line and `rate_limited`
+
+
+def test_A40_A42_two_limited_and_one_unreachable_wait_with_the_A18_line_as_rate_limited() -> None:
+    """A40: the A27 line only when every unavailable engine is out by an outage; otherwise the
+    A18 line, naming whichever comes back first (agy's retry). A42/A35: `unreachable` only when
+    every engine waited for is out by an outage, so this wait is `rate_limited`."""
+    run = Run(member("ana", "claude"), member("bob", "codex"), member("leo", "agy"))
+    run.start()
+    run.end("limit", reset=at(12))
+    run.end("limit", reset=at(13))
+    lines = run.end("network")
+    assert lines == [
+        "agy could not be reached; trying it again at 09:04",
+        "every participant limited — waiting for agy, back first at 09:04",
+    ]
+    assert run.state.status == "rate_limited" and run.sleep.status == "rate_limited"
+
+
+def test_A35_a_gated_owner_waits_as_rate_limited_unless_all_it_waits_for_is_out() -> None:
+    run = Run(member("ana", "claude", "codex", "agy", gate=True), member("bob", "claude"))
+    run.start()
+    run.end("limit", reset=at(12))          # claude: ana hops to codex
+    run.end("limit", reset=at(13))          # codex: ana hops to agy
+    lines = run.end("network")              # agy out: nothing of ana's own is free
+    assert lines[-1] == "ana cannot hand its turn over — waiting for agy, back at 09:04"
+    assert run.state.status == "rate_limited"
+    only_outages = Run(member("ana", "claude", "codex", gate=True), member("bob", "agy"))
+    only_outages.start()
+    only_outages.end("network")                               # 09:01 claude out until 09:02
+    only_outages.end("network", after=timedelta(seconds=10))  # 09:01:10 codex out until 09:02
+    assert only_outages.all_lines[-1] == (
+        "ana cannot hand its turn over — waiting for claude, back at 09:02")
+    assert only_outages.state.status == "unreachable"
