@@ -40,8 +40,8 @@ if TYPE_CHECKING:
         detect_network_error,
     )
     from .engine import PROVIDERS, Engine
-    from .errors import AutodevError, ConfigError
-    from .participant import Participant, parse_participant
+    from .errors import AutodevError, ConfigError, ConfigWarning
+    from .participant import Participant, parse_participant, read_participant
     from .scheduler import (
         LOG_FIELDS,
         LOG_KINDS,
@@ -98,6 +98,7 @@ _EXPORTS: dict[str, str] = {
     "Classification": "detection.classification",
     "CommitMarker": "control.persistence",
     "ConfigError": "errors",
+    "ConfigWarning": "errors",
     "DEFAULT_TIERS": "control.persistence",
     "Effect": "scheduler",
     "Engine": "engine",
@@ -152,6 +153,7 @@ _EXPORTS: dict[str, str] = {
     "next_deadline": "scheduler",
     "parse_participant": "participant",
     "parse_scenario": "simulation.scenario",
+    "read_participant": "participant",
     "reduce_persistence": "control.persistence",
     "resolve_active_identity": "control.identity",
     "restore_state": "scheduler",
@@ -178,6 +180,7 @@ __all__ = [
     "Classification",
     "CommitMarker",
     "ConfigError",
+    "ConfigWarning",
     "Effect",
     "Engine",
     "EngineLimit",
@@ -227,6 +230,7 @@ __all__ = [
     "next_deadline",
     "parse_participant",
     "parse_scenario",
+    "read_participant",
     "reduce_persistence",
     "resolve_active_identity",
     "restore_state",

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from .engine import PROVIDERS, Engine
-from .errors import ConfigError
+from .errors import ConfigError, ConfigWarning
 
 if TYPE_CHECKING:
     import yaml
@@ -89,6 +89,15 @@ def find_duplicate_key(node: yaml.Node | None) -> tuple[str, int, int] | None:
 
 def parse_participant(text: str, *, id: str, source: str = "<string>") -> Participant:
     """Read a participant file. Raises ConfigError naming `source` and the line (C5)."""
+    return read_participant(text, id=id, source=source)[0]
+
+
+def read_participant(
+    text: str, *, id: str, source: str = "<string>"
+) -> tuple[Participant, tuple[ConfigWarning, ...]]:
+    """`parse_participant`, plus what the file says that is allowed but useless (C5): a failover
+    entry naming the participant's own primary engine (A9) is limited whenever the primary is
+    and out whenever its provider is, so it can never be the free entry a hop looks for (A11)."""
     if not _ID_RE.match(id or ""):
         raise ConfigError(f"malformed participant id {id!r}", source=source)
     if text.startswith("\ufeff"):  # a UTF-8 byte order mark, as some editors write: accepted
@@ -168,6 +177,8 @@ def parse_participant(text: str, *, id: str, source: str = "<string>") -> Partic
     if not isinstance(raw_chain, list):
         raise fail("failover", "'failover' must be a list of 'provider[:model]' entries")
     chain: list[Engine] = []
+    warnings: list[ConfigWarning] = []
+    primary = Engine(provider.strip())  # A9: the provider alone, whatever the pin
     chain_node = value_nodes.get("failover")
     for index, entry in enumerate(raw_chain):
         line = key_lines.get("failover", first + 1)
@@ -185,7 +196,15 @@ def parse_participant(text: str, *, id: str, source: str = "<string>") -> Partic
             raise ConfigError(
                 f"bad failover entry {entry!r}: {exc}", source=source, line=line
             ) from None
-    return Participant(
+        if chain[-1] == primary and not warnings:  # once per file
+            warnings.append(ConfigWarning(
+                f"failover entry {entry!r} is this participant's own primary engine (A9): it "
+                "is limited whenever the primary is, so a hop never lands on it; leave it "
+                f"out, or name a model ('{primary.provider}:<model>' is an engine of its own)",
+                source=source,
+                line=line,
+            ))
+    participant = Participant(
         id=id,
         provider=provider.strip(),
         model=model.strip() if isinstance(model, str) else None,
@@ -193,3 +212,4 @@ def parse_participant(text: str, *, id: str, source: str = "<string>") -> Partic
         gate=gate,
         prompt=body,
     )
+    return participant, tuple(warnings)

@@ -279,6 +279,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .team import load_team
 
     team = load_team(args.team)
+    for warning in team.warnings:  # once, as the run starts (C5)
+        print(f"autodev: warning: {warning}", file=sys.stderr)
     run_dir = Path(args.run)
     run_id = args.thread or Path(args.team).resolve().name
     clock: Clock = ScaledClock(args.fast) if args.fast else SystemClock()
@@ -359,12 +361,17 @@ def _read_stdin() -> bytes:
 def _ago(then: datetime, now: datetime) -> str:
     from autodev_core.times import format_left
 
-    seconds = max((now - then).total_seconds(), 0.0)
-    if seconds < 1:
+    seconds = (now - then).total_seconds()
+    if -1 < seconds < 1:
         return "just now"
     # How long ago, in the units `format_left` writes, rounded down: it rounds time left up
     # (never "0m" while waiting), which would make a heartbeat 61 s old "2m ago".
-    whole = int(seconds) if seconds < 60 else int(seconds) // 60 * 60
+    whole = int(abs(seconds))
+    whole = whole if whole < 60 else whole // 60 * 60
+    if seconds < 0:
+        # Stamped ahead of this machine's clock: a run on a fast or virtual clock (the demo's)
+        # stamps its own time; saying "just now" would hide how far apart the two are.
+        return f"{format_left(whole)} ahead of this machine's clock (a fast clock's time)"
     return f"{format_left(whole)} ago"
 
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import sys
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final, TextIO
 
@@ -109,6 +109,17 @@ class RunSummary:
     posts: tuple[tuple[str, str], ...]  # (participant, engine) per post, in order
     revisions: int
     persistence: str
+
+
+def clock_behind(now: datetime, floor: datetime) -> str:
+    """The note of a restart on a clock behind the run's last event (A20)."""
+    behind = floor - now
+    minutes, seconds = divmod(int(behind.total_seconds()), 60)
+    hours, minutes = divmod(minutes, 60)
+    span = f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{seconds:02d}s"
+    return (f"the machine clock is {span} behind the run's last event, at "
+            f"{floor.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC; events are stamped at that instant "
+            "until the clock catches up (A20)")
 
 
 def restored_state(config: SchedulerConfig, saved_json: str) -> SchedulerState:
@@ -240,6 +251,11 @@ class Runner:
                           f"from the shadow copy; {done}")
         events.extend(self._shared(self.clock.now()))  # learned before the run starts (A39)
         self.end_previous_call()
+        floor = self.state.last_event_at
+        if floor is not None and self.clock.now() < floor:
+            # A20: the saved instant is a floor (restore_state keeps it); the run goes on from
+            # it, each event stamped there (`_apply`), until the clock catches up.
+            self.log.note(floor, clock_behind(self.clock.now(), floor))
         if self.state.status == "paused":
             # A pause survives a restart: it waits for a person (A29, A31, A32).
             self.log.note(self.clock.now(), "the run is paused; `autodev resume` goes on")

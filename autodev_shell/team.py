@@ -17,8 +17,8 @@ from typing import Any, Final
 import attrs
 import yaml
 
-from autodev_core.errors import ConfigError
-from autodev_core.participant import Participant, find_duplicate_key, parse_participant
+from autodev_core.errors import ConfigError, ConfigWarning
+from autodev_core.participant import Participant, find_duplicate_key, read_participant
 from autodev_core.scheduler.policy import DEFAULT_POLICY, Policy, parse_policy
 
 from .adapters import DEFAULT_TEMPLATES, CommandTemplate, templates_from_config
@@ -48,6 +48,8 @@ class Team:
     max_runtime: timedelta | None = None
     share: ShareOptions = attrs.field(factory=ShareOptions)
     policy: Policy = DEFAULT_POLICY
+    #: What the files say that is allowed but useless (C5), for the caller to print once.
+    warnings: tuple[ConfigWarning, ...] = ()
 
     def file_of(self, participant_id: str) -> Path:
         """A14: the path of a participant's file; ConfigError when there is none."""
@@ -143,6 +145,7 @@ def load_team(directory: str | Path) -> Team:
     if not files:
         raise ConfigError("no participant files (*.md) in the team directory", source=str(root))
     members: list[Participant] = []
+    warnings: list[ConfigWarning] = []
     seen: dict[str, Path] = {}
     for path in files:
         pid = path.stem
@@ -152,7 +155,9 @@ def load_team(directory: str | Path) -> Team:
                 f"duplicate participant id {pid!r} (also {twin.name})", source=str(path), line=1
             )
         seen[pid.lower()] = path
-        members.append(parse_participant(_read(path), id=pid, source=str(path)))
+        member, said = read_participant(_read(path), id=pid, source=str(path))
+        members.append(member)
+        warnings.extend(said)
     timezone = settings.get("timezone")
     if timezone is not None and not isinstance(timezone, str):
         raise ConfigError(
@@ -185,6 +190,7 @@ def load_team(directory: str | Path) -> Team:
         max_runtime=timedelta(minutes=runtime_min) if runtime_min is not None else None,
         share=share_options(settings.get("share"), settings.get("accounts"), source=source),
         policy=policy,
+        warnings=tuple(warnings),
     )
 
 

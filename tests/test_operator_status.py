@@ -31,3 +31,16 @@ def test_C6_the_heartbeat_s_age_is_rounded_down(tmp_path: Path, seconds: float) 
         lines = status_lines(store, BEAT + timedelta(seconds=seconds))
     beat = [line for line in lines if line.startswith("heartbeat:")]
     assert beat and beat[0].startswith(f"heartbeat: {_said(seconds)} ago"), lines
+
+
+@pytest.mark.parametrize("seconds", [61, 3 * 3600 + 30])
+def test_C6_a_heartbeat_stamped_ahead_of_the_clock_says_so(tmp_path: Path, seconds: int) -> None:
+    """After the demo (a virtual clock hours ahead), status said `heartbeat: just now` for a
+    heartbeat stamped in the future (issue 28 item 4)."""
+    with RunStore.open(tmp_path / "run.db", create=True, run_id="t", now=BEAT) as store:
+        store.heartbeat(BEAT)
+        lines = status_lines(store, BEAT - timedelta(seconds=seconds))
+    beat = [line for line in lines if line.startswith("heartbeat:")]
+    assert beat and beat[0].startswith(
+        f"heartbeat: {_said(seconds)} ahead of this machine's clock (a fast clock's time)"
+    ), lines

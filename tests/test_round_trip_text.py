@@ -133,6 +133,7 @@ def _hand_seeds() -> list[Any]:
         CallCancelled,
         Classification,
         CommitMarker,
+        ConfigWarning,
         Engine,
         GateApproved,
         GateRequested,
@@ -192,6 +193,8 @@ def _hand_seeds() -> list[Any]:
         (Classification("other", None, "", UsageReading("claude", 0.5)), None),
         (EngineUsage(claude, 0.97, "seven_day", now, True, now, "laptop", 0.75), None),
         (Headroom(0.95), None),
+        # Issue 28: a participant file's warning (A9, C5).
+        (ConfigWarning("failover entry 'claude' is its own primary engine", "ana.md", 6), None),
     ]
 
 

@@ -109,3 +109,20 @@ def test_B9_custom_tiers() -> None:
 def test_0_3_turn_gate_round_trips() -> None:
     gate = turn_gate(queued(3), RUN)
     assert from_json(to_json(gate), TurnGate) == gate
+
+
+def test_B9_retry_write_says_what_the_caller_must_do_under_every_verdict() -> None:
+    """Issue 28 item 4: under `recovery-copy` the turn starts but the write is still owed (a
+    recovery copy confirms nothing, B7), so the caller must keep retrying it: `retry_write`."""
+    owed = queued(3)
+    on_copy = turn_gate(owed, RUN, recovery=RecoveryCopy("run-7", 3, "shadow"))
+    assert (on_copy.may_start, on_copy.reason, on_copy.retry_write) == (
+        True, "recovery-copy", True)
+    assert on_copy.state.pending_persist  # the write it must retry
+    deferred = turn_gate(owed, RUN)
+    assert (deferred.reason, deferred.retry_write) == ("pending-persist", True)
+    confirmed = turn_gate(reduce_persistence(owed, Accepted("sqlite", 3)), RUN)
+    assert (confirmed.reason, confirmed.retry_write) == ("confirmed", False)
+    cleared = turn_gate(owed, RUN, marker=CommitMarker("r7", 3, "sqlite"))
+    assert (cleared.reason, cleared.retry_write) == ("stale-pending-cleared", False)
+    assert not turn_gate(owed, NO_RUN).retry_write  # no run to retry it for

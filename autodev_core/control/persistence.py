@@ -446,8 +446,12 @@ class TurnGate:
 
     @property
     def retry_write(self) -> bool:
-        """True when the shell should retry the queued write before asking again (B9)."""
-        return self.reason == "pending-persist"
+        """True when the caller must go on retrying the queued canonical write (B9): the turn
+        waits for it (`pending-persist`: retry, then ask again), or starts on a recovery copy
+        while the write is still owed (`recovery-copy`: a recovery copy confirms nothing, B7;
+        retry it as the turn runs, the next gate asks again). False when nothing is owed, or
+        when the write is not this run's to retry (`queued-run-mismatch`, `no-active-run`)."""
+        return self.reason in ("pending-persist", "recovery-copy")
 
 
 def turn_gate(

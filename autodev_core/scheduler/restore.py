@@ -30,13 +30,17 @@ def restore_state(config: SchedulerConfig, saved: SchedulerState | None) -> Sche
     Kept: who the turn is owed to (A33; by participant id, so a reordered or grown team keeps
     it, and a removed participant passes it to the next one in the old order), a gate-approved
     turn still owed (A22), the pending gates of participants still in the team (a new member
-    starts with its file's gate, A16), and the calls made and call time (A30, A21, A43).
+    starts with its file's gate, A16), the calls made and call time (A30, A21, A43), and the
+    instant of the last event as a floor (`last_event_at`): time never goes backwards across a
+    restart either (A20, A38), so an event earlier than it is refused as in a live run.
 
     Forgotten: the limit and outage registry and the usage readings (A25: limits are
     rediscovered by calling, readings reported again; issue 25), a call
     that was in flight (its turn is still owed and is started again), a wait, the failure and
     empty-turn counts (a start or resume begins them afresh, A29, A31) and each participant's
-    place on its chain (it takes its earliest free entry, A23).
+    place on its chain (it takes its earliest free entry, A23). `fresh` is true: the first call
+    after a restart is a `fresh` turn (B18) — `RunStarted` makes it so in a live run too, and the
+    call the saved state held in flight has no outcome, so nothing says its CLI saw the input.
 
     The status is `paused` when the saved run was paused — a pause waits for a person (A29,
     A31, A32), so feed `ResumeRequested` to go on — and `stopped` otherwise: feed `RunStarted`.
@@ -60,6 +64,7 @@ def restore_state(config: SchedulerConfig, saved: SchedulerState | None) -> Sche
         gates=gates,
         iterations=saved.iterations,
         runtime=saved.runtime,
+        last_event_at=saved.last_event_at,  # A20: the saved instant is a floor
     )
 
 

@@ -1087,7 +1087,8 @@ def step(state: SchedulerState, event: Event) -> tuple[SchedulerState, tuple[Eff
         raise SchedulerProtocolError(
             f"{type(event).__name__} at {now.isoformat()} is earlier than the last event, at "
             f"{last.isoformat()}: time never goes backwards (A38); feed events in the order "
-            "they happened"
+            "they happened, and a clock behind the state (set back, or a restart from a saved "
+            "state) at max(now, state.last_event_at) until it catches up (A20)"
         )
     d = _new(_Draft)  # the new state, filled from the one before
     d.config = state.config

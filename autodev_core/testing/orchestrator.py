@@ -320,6 +320,13 @@ class OrchestratorMachine(RuleBasedStateMachine):
         self.config: SchedulerConfig | None = None
         self.checked_calls = 0  # the world's calls whose CallEnded was checked or lost
 
+    def new_world(
+        self, start: datetime, draw: Callable[[st.SearchStrategy[Any]], Any]
+    ) -> World:
+        """The world of one example (a hook: the asyncio harness of the shell puts an asyncio
+        event loop on a virtual clock behind it)."""
+        return World(start, draw)
+
     @property
     def o(self) -> Orchestrator:
         assert self.orchestrator is not None
@@ -374,7 +381,7 @@ class OrchestratorMachine(RuleBasedStateMachine):
     def start(self, data: st.DataObject) -> None:
         config = data.draw(type(self).configs, label="config")
         self.config = config
-        self.world = World(datetime(2026, 12, 1, 9, tzinfo=UTC), data.draw)
+        self.world = self.new_world(datetime(2026, 12, 1, 9, tzinfo=UTC), data.draw)
         self.orchestrator = type(self).make(config, self.world)
         self.reference = initial_state(config)
         self._feed(data, RunStarted(now=self.w.now))

@@ -487,6 +487,7 @@ class SchedulerMachine(RuleBasedStateMachine):
         assert restored.limits == () and restored.outages == ()  # A25
         self.outage_attempts = {}
         assert (restored.iterations, restored.runtime) == (saved.iterations, saved.runtime)
+        assert restored.last_event_at == saved.last_event_at  # A20: the saved instant, a floor
         assert restored.status == ("paused" if saved.status == "paused" else "stopped")
         self.state = restored
         self._start_counts_afresh(jump)

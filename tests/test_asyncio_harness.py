@@ -1,0 +1,234 @@
+"""`AsyncOrchestratorMachine` catches what an asyncio loop gets wrong (issue 28 item 3).
+
+An asyncio loop on the virtual clock of `autodev_shell.asyncio_harness`: a heartbeat task
+beside `handle`, a store whose writes take time, CLI calls that take their duration while other
+tasks run. Each loop below plants one bug an asyncio author writes — a post dropped, the state
+saved by a task nobody awaits, the step's log lines written concurrently, a call stamped with
+the time another task last read, a restart from the saved state as it is — and the machine must
+fail it under the derandomized `ci` draw and under random seeds; the loop without a bug passes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, Phase, seed, settings
+from hypothesis.stateful import run_state_machine_as_test
+
+from autodev_core import (
+    CallEnded,
+    Event,
+    Log,
+    SchedulerState,
+    Sleep,
+    StartCall,
+    Woke,
+    call_ended,
+    classify_output,
+    initial_state,
+    restore_state,
+    step,
+)
+from autodev_core.serialization import from_json, to_json
+from autodev_shell.asyncio_harness import (
+    AsyncOrchestratorMachine,
+    AsyncWorld,
+    VirtualClock,
+    VirtualTimeDeadlock,
+    virtual_event_loop,
+)
+
+SEEDS = [3, 17, 101, 2026, 40_961]
+HEARTBEAT = 600.0  # seconds between heartbeats (the shell's is 30 s; fewer wake-ups here)
+
+
+class Loop:
+    """A correct asyncio loop: a heartbeat task, awaited writes, effects one after another."""
+
+    def __init__(self, config: Any, world: AsyncWorld) -> None:
+        self.world = world
+        self.state = initial_state(config)
+        self.store: dict[str, str] = {}
+        self.heart: asyncio.Task[None] | None = None
+        self.last_read = world.now  # the time the heartbeat task last read
+
+    async def heartbeat(self) -> None:
+        while True:
+            await asyncio.sleep(HEARTBEAT)
+            self.last_read = self.world.now
+            self.store["heartbeat"] = self.last_read.isoformat()
+
+    async def write(self, key: str, text: str) -> None:
+        await asyncio.sleep(0.05)  # the database takes its time
+        self.store[key] = text
+
+    async def write_log(self, message: str) -> None:
+        await asyncio.sleep(len(message) / 10_000)  # a longer line takes longer to write
+        self.world.log(message)
+
+    def report(self, effect: StartCall, out: Any, now: datetime) -> CallEnded:
+        seen = classify_output(effect.engine.provider, stdout=out.stdout, stderr=out.stderr,
+                               exit_code=out.exit_code, now=now,
+                               local_tz=self.state.config.zone)
+        return call_ended(now, effect.participant, effect.engine, seen, posted=bool(out.post),
+                          exit_code=out.exit_code, timed_out=out.timed_out)
+
+    async def carry(self, effect: Any) -> Event | None:
+        if isinstance(effect, Log):
+            await self.write_log(effect.message)
+        elif isinstance(effect, StartCall):
+            out = await self.world.call(effect)
+            return self.report(effect, out, self.world.now)
+        elif isinstance(effect, Sleep):
+            return Woke(now=await self.world.sleep_until(effect.until))
+        return None
+
+    async def carry_all(self, effects: tuple[Any, ...]) -> list[Event | None]:
+        return [await self.carry(effect) for effect in effects]
+
+    async def save(self) -> None:
+        await self.write("state", to_json(self.state))
+
+    async def handle(self, event: Event) -> list[Event]:
+        if self.heart is None:
+            self.heart = asyncio.get_running_loop().create_task(self.heartbeat())
+        self.state, effects = step(self.state, event)
+        follow = [e for e in await self.carry_all(effects) if e is not None]
+        await self.save()
+        return follow
+
+    def saved(self) -> SchedulerState | None:
+        text = self.store.get("state")
+        return None if text is None else from_json(text, SchedulerState)
+
+    def load(self, config: Any) -> None:
+        self.state = restore_state(config, self.saved())
+
+    @classmethod
+    async def restart(cls, crashed: Any, config: Any, world: AsyncWorld) -> Any:
+        loop = cls(config, world)
+        loop.store = crashed.store  # the database outlives the process
+        loop.load(config)
+        return loop
+
+
+class DropsPosts(Loop):
+    def report(self, effect: StartCall, out: Any, now: datetime) -> CallEnded:
+        return super().report(effect, type(out)(stdout="", stderr=out.stderr,
+                                                exit_code=out.exit_code, post=None,
+                                                timed_out=out.timed_out), now)
+
+
+class SavesInBackground(Loop):
+    async def save(self) -> None:
+        # "no need to wait for the database": the write is a task nobody awaits
+        asyncio.get_running_loop().create_task(self.write("state", to_json(self.state)))
+
+
+class LogsConcurrently(Loop):
+    async def carry_all(self, effects: tuple[Any, ...]) -> list[Event | None]:
+        return list(await asyncio.gather(*(self.carry(effect) for effect in effects)))
+
+
+class StampsWithTheHeartbeatsTime(Loop):
+    async def carry(self, effect: Any) -> Event | None:
+        if isinstance(effect, StartCall):
+            out = await self.world.call(effect)
+            return self.report(effect, out, max(self.last_read, effect.at))  # another task's
+        return await super().carry(effect)
+
+
+class RestartsAsSaved(Loop):
+    def load(self, config: Any) -> None:
+        saved = self.saved()
+        self.state = saved if saved is not None else initial_state(config)
+
+
+def machine(loop: type[Loop]) -> type[AsyncOrchestratorMachine]:
+    class Machine(AsyncOrchestratorMachine):
+        make_async = loop
+        restart_async = loop.restart
+
+    Machine.__name__ = f"{loop.__name__}Machine"
+    return Machine
+
+
+def quick(*, derandomize: bool) -> settings:
+    return settings(max_examples=60, derandomize=derandomize, database=None, deadline=None,
+                    phases=[Phase.generate], suppress_health_check=list(HealthCheck))
+
+
+BUGS = [
+    (DropsPosts, "your loop reported the call as"),
+    (SavesInBackground, "your store does not hold the state"),
+    (LogsConcurrently, "every Log line is written, in order"),
+    (StampsWithTheHeartbeatsTime, "your loop reported the call as"),
+    (RestartsAsSaved, "after a restart your loop's state is not restore_state"),
+]
+
+
+@pytest.mark.parametrize(("loop", "message"), BUGS, ids=[b[0].__name__ for b in BUGS])
+def test_the_async_machine_catches_a_planted_bug_in_the_ci_draw(
+    loop: type[Loop], message: str
+) -> None:
+    with pytest.raises(AssertionError, match=message):
+        run_state_machine_as_test(machine(loop), settings=quick(derandomize=True))
+
+
+@pytest.mark.parametrize("draw", SEEDS)
+@pytest.mark.parametrize(("loop", "message"), BUGS, ids=[b[0].__name__ for b in BUGS])
+def test_the_async_machine_catches_a_planted_bug_under_any_seed(
+    loop: type[Loop], message: str, draw: int
+) -> None:
+    with pytest.raises(AssertionError, match=message):
+        run_state_machine_as_test(seed(draw)(machine(loop)), settings=quick(derandomize=False))
+
+
+@pytest.mark.parametrize("draw", [None, *SEEDS[:3]])
+def test_an_async_loop_without_a_bug_passes_crashes_and_all(draw: int | None) -> None:
+    test = machine(Loop) if draw is None else seed(draw)(machine(Loop))
+    run_state_machine_as_test(test, settings=quick(derandomize=draw is None))
+
+
+# --- the virtual clock ---------------------------------------------------------------------
+
+T0 = datetime(2026, 12, 1, 9, tzinfo=UTC)
+
+
+def test_a_virtual_loop_passes_waits_at_once_and_in_order() -> None:
+    clock = VirtualClock(T0)
+    loop = virtual_event_loop(clock)
+    woke: list[tuple[str, float]] = []
+
+    async def sleeper(name: str, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+        woke.append((name, clock.elapsed))
+
+    async def main() -> None:
+        await asyncio.gather(sleeper("week", 7 * 86400), sleeper("hour", 3600),
+                             sleeper("now", 0))
+
+    try:
+        loop.run_until_complete(main())
+    finally:
+        loop.close()
+    assert woke == [("now", 0.0), ("hour", 3600.0), ("week", 7 * 86400.0)]
+    assert clock.now == datetime(2026, 12, 8, 9, tzinfo=UTC)
+
+
+def test_a_loop_awaiting_what_never_comes_is_a_clear_error_not_a_hang() -> None:
+    loop = virtual_event_loop(VirtualClock(T0))
+
+    async def forever() -> None:
+        await loop.create_future()  # nobody sets it
+
+    try:
+        with pytest.raises(VirtualTimeDeadlock, match="awaits something that never comes"):
+            loop.run_until_complete(forever())
+    finally:
+        for task in asyncio.all_tasks(loop):
+            task.cancel()
+        loop.close()
