@@ -104,15 +104,19 @@ return 1
 #: and atomic. KEYS[1]: the account's engine's hash. ARGV: the reading as JSON ({util, reset,
 #: read, seen, who, threshold}, times in epoch ms), now (ms), the channel, the account, the
 #: engine, the window. The newest reading (by `seen`) wins; on a tie the higher utilization, the
-#: later reset, a read reset, then the smaller name. A reading whose window has reset by `now`
-#: is dropped, and so is a recorded one (the hash expires with its last window). The reading is
-#: stored and published as the writer sent it (cjson would round a float). Returns 1 when the
-#: window's record changed (and was published), else 0.
+#: later reset, a read reset, the smaller name, then the higher threshold. A reading whose
+#: window has reset by `now` is dropped, and so is a recorded one (the hash expires with its
+#: last window). The reading is stored and published as the writer sent it (cjson would round
+#: a float). Returns 1 when the window's record changed (and was published), else 0.
 USAGE_SCRIPT: Final = """
 local obs = cjson.decode(ARGV[1])
 local now = tonumber(ARGV[2])
 local window = ARGV[6]
 if obs.reset <= now then return 0 end
+local function said(r)
+  if type(r.threshold) == 'number' then return r.threshold end
+  return -1
+end
 local function rank(r)
   local read = 0
   if r.read then read = 1 end
@@ -127,7 +131,8 @@ if raw then
     for i = 1, 4 do
       if a[i] ~= b[i] then newer = b[i] > a[i] break end
     end
-    if newer == nil then newer = obs.who < rec.who end
+    if newer == nil and obs.who ~= rec.who then newer = obs.who < rec.who end
+    if newer == nil then newer = said(obs) > said(rec) end
     if not newer then return 0 end
   end
 end

@@ -430,6 +430,16 @@ def peers(quick: bool, summary: list[str], details: list[str]) -> None:
         f"{result['ratio']:.0f} steps. (Its import alone takes seconds of CPU.)\n")
 
 
+def headroom(quick: bool, summary: list[str], details: list[str]) -> None:
+    """Issue 25 item 5: what `policy.headroom` changes on a storm with warnings before each
+    limit (counts from the simulation, deterministic: the knob-off run is the baseline)."""
+    import bench_headroom
+
+    m = bench_headroom.measure()
+    summary.append(bench_headroom.row(m["comparison"], m["days"]))
+    details.append(bench_headroom.details(m["comparison"], m["days"]))
+
+
 NOTES = """\
 ## Reading the numbers
 
@@ -669,7 +679,7 @@ def main(argv: list[str] | None = None) -> int:
     benches: list[tuple[str, Callable[[bool, list[str], list[str]], None]]] = [
         ("decision", decision), ("simulation", simulation), ("detection", detection),
         ("commit", commit), ("checkpoint", checkpoint), ("memory", memory), ("cold", cold),
-        ("sharing", sharing), ("peers", peers),
+        ("sharing", sharing), ("peers", peers), ("headroom", headroom),
     ]
     for name, bench in benches:
         print(f"running {name} ...", file=sys.stderr, flush=True)

@@ -333,14 +333,15 @@ def usage(util: float, until: datetime, *, seen: datetime = T0, window: str = "f
 
 
 @st.composite
-def readings_seen(draw: st.DrawFn) -> tuple[str, str, int, float, int, bool]:
+def readings_seen(draw: st.DrawFn) -> tuple[str, str, int, float, int, bool, float | None]:
     who = draw(st.sampled_from(("a", "b", "c")))
     window = draw(st.sampled_from(("five_hour", "seven_day", "")))
     seen = draw(st.integers(0, 30))
     util = draw(st.sampled_from((0.5, 0.9, 0.97, 1.0)))
     until = draw(st.integers(-30, 120))  # minutes after the instant the scripts run at
     read = draw(st.booleans())
-    return who, window, seen, util, until, read
+    threshold = draw(st.sampled_from((None, 0.75, 0.9)))
+    return who, window, seen, util, until, read, threshold
 
 
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
@@ -354,22 +355,24 @@ def test_the_usage_script_keeps_what_the_cores_merge_keeps(server: RedisServer, 
     now = T0 + timedelta(minutes=60)
     sharers = {}
     expected: dict[str, EngineUsage] = {}
-    for who, window, seen, util, until, read in seq:
+    for who, window, seen, util, until, read, threshold in seq:
         if who not in sharers:
             sharers[who] = LimitSharing(
                 ShareSettings(url=base.url, accounts=base.accounts, name=who,
                               prefix=base.prefix), subscribe=False)
         reading = usage(util, now + timedelta(minutes=until), window=window, read=read,
-                        seen=T0 + timedelta(minutes=seen))
+                        seen=T0 + timedelta(minutes=seen), threshold=threshold)
         sharers[who].publish_usage([reading], now)
         if until > 0:
             expected[window] = merge_usage(expected.get(window), attrs.evolve(reading, source=who))
     client = redis.Redis.from_url(base.url)
     held = {k.decode(): json.loads(v) for k, v in
             client.hgetall(base.usage_key(CLAUDE)).items()}  # type: ignore[union-attr]
-    got = {w: (d["util"], d["reset"], d["read"], d["seen"], d["who"]) for w, d in held.items()}
+    got = {w: (d["util"], d["reset"], d["read"], d["seen"], d["who"], d["threshold"])
+           for w, d in held.items()}
     assert got == {
-        w: (r.utilization, millis(r.until), r.read, millis(r.seen), r.source)  # type: ignore[arg-type]
+        w: (r.utilization, millis(r.until), r.read, millis(r.seen), r.source,  # type: ignore[arg-type]
+            r.threshold)
         for w, r in expected.items()
     }
     for sharer in sharers.values():
@@ -404,6 +407,13 @@ def test_a_reading_is_one_field_of_the_engines_hash_expiring_with_its_last_windo
                        who="laptop")
     assert a._merge_usage(past, now) is False
     assert sorted(client.hkeys(key)) == [b"five_hour", b"seven_day"]
+    # A full tie but the threshold: the said threshold stays, whichever came first (a join).
+    for first, second in ((None, 0.75), (0.75, None)):
+        window = f"tie-{first}"
+        for threshold in (first, second):
+            a.publish_usage([usage(0.5, now + timedelta(hours=1), seen=now, engine=sonnet,
+                                   window=window, threshold=threshold)], now)
+        assert json.loads(client.hget(key, window))["threshold"] == 0.75
     # Limits keep their own keys: a reading is never a limit (A2).
     assert not client.exists(f"{s.prefix}:limit:work-max:claude:sonnet")
     a.publish_usage([usage(0.97, now + timedelta(hours=1), seen=now, engine=Engine("agy"))], now)

@@ -279,3 +279,50 @@ usage:
     assert (compared.off.refused, compared.off.lost, compared.off.waiting) == (
         1, 10 * M, 50 * M)
     assert compared.on == compared.off  # no reading: the knob has nothing to act on
+
+
+# -- the bundled storm, docs/limits.md and docs/performance.md (issue 25 items 4, 5) ----------
+
+
+def _bench() -> object:
+    import sys
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    import bench_headroom
+
+    return bench_headroom
+
+
+def test_the_limits_page_shows_what_the_command_prints(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from autodev_shell.cli import main
+
+    storm = ROOT / "docs" / "examples" / "headroom" / "storm-week.yaml"
+    assert main(["simulate", str(storm), "--compare-headroom", "0.95"]) == 0
+    printed = capsys.readouterr().out
+    page = (ROOT / "docs" / "limits.md").read_text(encoding="utf-8")
+    shown = page.split("<!-- compare-headroom: begin -->\n")[1].split(
+        "<!-- compare-headroom: end -->")[0]
+    assert shown == printed
+    # ... and the knob made a difference there (else the storm would show nothing).
+    rows = {line.split(" | ")[0]: line.split(" | ")[1:] for line in printed.splitlines()}
+    off, on = (int(x.strip(" |")) for x in rows["| calls refused by a limit"])
+    assert on < off
+
+
+def test_the_bundled_storm_is_what_its_generator_writes() -> None:
+    bench = _bench()
+    storm = ROOT / "docs" / "examples" / "headroom" / "storm-week.yaml"
+    text = storm.read_text(encoding="utf-8")
+    body = "\n".join(line for line in text.split("\n") if not line.startswith("#"))
+    assert body == render_scenario(bench.usage_storm(7, per_call=False))  # type: ignore[attr-defined]
+
+
+def test_the_performance_row_is_what_the_bench_measures() -> None:
+    bench = _bench()
+    m = bench.measure()  # type: ignore[attr-defined]
+    row = bench.row(m["comparison"], m["days"])  # type: ignore[attr-defined]
+    page = (ROOT / "docs" / "performance.md").read_text(encoding="utf-8")
+    assert row in page.splitlines()
+    assert bench.details(m["comparison"], m["days"]) in page  # type: ignore[attr-defined]
