@@ -362,3 +362,55 @@ def test_A_reads_claude_near_its_limit_and_B_hands_over_before_calling_it(
                      shown, re.M), shown
     # A, knob off, kept calling claude: the reading it reported changed nothing for it.
     assert a.calls("claude") >= 2
+
+
+def test_a_reading_heard_during_a_limit_wait_is_learned_and_the_wait_goes_on(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    """Issue 25 item 3: B waits on its own claude limit; A's call reports a reading meanwhile.
+    B learns it (its status shows it, marked as A's) and sleeps on until its reset: a reading
+    never ends or starts a wait."""
+    accounts = {"claude": "work-max"}
+    virtual, real = _start_clock()
+    factor = 120.0
+    resets = int((virtual + timedelta(hours=4)).timestamp())
+    warning = json.dumps({"type": "rate_limit_event", "rate_limit_info": {
+        "status": "allowed_warning", "utilization": 0.97, "rateLimitType": "five_hour",
+        "resetsAt": resets}})
+    result = json.dumps({"type": "result", "subtype": "success", "is_error": False,
+                         "result": "ok"})
+    a = Daemon(tmp_path, "a", {"ana": "claude"}, accounts, {
+        "claude": {"default": {"stdout": warning + "\n" + result + "\n", "sleep": 0.05}},
+        "default": {"post": "ok", "sleep": 0.05},
+    })
+    # A hops to claude:sonnet, which B's limit (on claude) does not cover (A8, A11): A is free
+    # to call while B waits, and its reading reaches B by pub/sub.
+    (a.team / "ana.md").write_text(
+        "---\nprovider: claude\nfailover: [\"claude:sonnet\"]\n---\nWork.\n", encoding="utf-8")
+    b = Daemon(tmp_path, "b", {"bob": "claude"}, accounts, {
+        "claude": [{"kind": "limit", "notice": "Usage limit reached. Try again in 40 minutes."}],
+        "default": {"post": "ok", "sleep": 0.05},
+    })
+    try:
+        b.start(redis_server.url, factor, virtual, real, seconds=45)
+        wait_for(lambda: any("every participant limited" in m for m in b.messages()),
+                 "B's wait")
+        a.start(redis_server.url, factor, virtual, real, seconds=8)
+        wait_for(lambda: any("ana posted via claude:sonnet" in m for m in a.messages()),
+                 "A's post")
+        a.finish()
+        wait_for(lambda: any("bob posted via claude" in m for m in b.messages()), "B's post")
+        b.finish()
+    finally:
+        a.kill()
+        b.kill()
+    messages = b.messages()
+    assert not any(m.startswith("nothing to do") for m in messages), messages
+    lines = b.lines()
+    own_at, own = first(lines, "claude limited until")
+    reset = clock_time(own.rsplit(" ", 1)[1], own_at)
+    posted_at, _ = first(lines, "bob posted via claude")
+    assert posted_at >= reset  # the wait went on to its end (A18, A23)
+    shown = status(b.run_dir)
+    assert re.search(r"^usage: claude:sonnet at 97% of its five-hour window, .*"
+                     r"\(reported by .+/a\)$", shown, re.M), shown
