@@ -9,7 +9,8 @@ records between a run's registry and Redis:
   move it);
 - a server-side Lua script that sets or moves a record only by the core's rule, atomically, and
   publishes the new record on `<prefix>:limits` when it changed;
-- one `MGET` round trip for the team's engines at each turn start (`sync`), plus the pub/sub
+- one round trip for the team's engines at each turn start (`sync`: an `MGET` of the limits,
+  pipelined with the readings' `HGETALL`s), plus the pub/sub
   messages received meanwhile by a background subscriber (which also wakes a sleeping daemon);
 - every Redis operation has a short timeout; when Redis is down, slow or partitioned the run
   carries on with its own registry, says once that sharing is lost and once that it is back, and
