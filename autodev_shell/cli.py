@@ -38,6 +38,14 @@ def build_parser() -> argparse.ArgumentParser:
         "its log lines, then its final status.",
     )
     simulate.add_argument("scenario", metavar="SCENARIO.yaml", help="the scenario file")
+    simulate.add_argument(
+        "--compare-headroom",
+        metavar="AT",
+        type=float,
+        default=None,
+        help="run the scenario with policy.headroom off and with hand_over_at AT (e.g. 0.95) "
+        "and print what limits cost each run, as a Markdown table (issue 25)",
+    )
     simulate.set_defaults(handler=_simulate)
     demo = commands.add_parser(
         "demo",
@@ -75,7 +83,18 @@ def _simulate(args: argparse.Namespace) -> int:
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise ConfigError(f"cannot read the scenario: {reason}", source=source) from None
-    result = simulate(parse_scenario(text, source=source), source=source)
+    scenario = parse_scenario(text, source=source)
+    if args.compare_headroom is not None:
+        from autodev_core.simulation.compare import compare_headroom
+
+        try:
+            comparison = compare_headroom(scenario, args.compare_headroom, source=source)
+        except ValueError as exc:
+            raise ConfigError(f"--compare-headroom: {exc}", source="command line") from None
+        table = comparison.table(Path(source).name)
+        sys.stdout.write("".join(f"{line}\n" for line in table))
+        return 0
+    result = simulate(scenario, source=source)
     sys.stdout.write("".join(f"{line}\n" for line in result.render()))
     return 0
 

@@ -58,6 +58,7 @@ from autodev_core.scheduler import (
     StartCall,
     StatusChanged,
     StopRequested,
+    UsageObserved,
     Woke,
     call_ended,
     restore_state,
@@ -457,10 +458,14 @@ class Runner:
                 # Issue 14: another run's limit is heard before the wait ends or goes on; the
                 # core decides afresh (a read reset may end a defaulted wait early).
                 shared = self._shared(wake.at)
-                if shared:
+                if any(not isinstance(todo.event, UsageObserved) for todo in shared):
                     if self.countdown is not None:
                         self.countdown.write("\n")
                     return shared
+                # Issue 25: readings alone decide nothing and never end a wait: learned here,
+                # the run sleeps on.
+                for todo in shared:
+                    self._apply(todo, deque())
                 if wake.reason == "news":
                     continue
             if wake.reason != "message" or effect.wakes_on_message:
@@ -590,13 +595,20 @@ class Runner:
         return [_Todo(observed) for observed in self.sharing.sync(self._engines, at)]
 
     def _publish(self, before: SchedulerState, now: datetime) -> None:
-        """Offer the limits this step recorded from this run's own calls (never outages)."""
-        if self.sharing is None or self.state.limits == before.limits:
+        """Offer the limits and (issue 25) the usage readings this step recorded from this run's
+        own calls (never outages)."""
+        if self.sharing is None:
             return
-        old = set(before.limits)
-        learned = [r for r in self.state.limits if not r.source and r not in old]
-        if learned:
-            self.sharing.publish(learned, now)
+        if self.state.limits != before.limits:
+            old = set(before.limits)
+            learned = [r for r in self.state.limits if not r.source and r not in old]
+            if learned:
+                self.sharing.publish(learned, now)
+        if self.state.readings != before.readings:
+            seen = set(before.readings)
+            read = [r for r in self.state.readings if not r.source and r not in seen]
+            if read:
+                self.sharing.publish_usage(read, now)
 
 
 def default_countdown() -> TextIO | None:

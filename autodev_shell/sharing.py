@@ -9,11 +9,19 @@ records between a run's registry and Redis:
   move it);
 - a server-side Lua script that sets or moves a record only by the core's rule, atomically, and
   publishes the new record on `<prefix>:limits` when it changed;
-- one `MGET` round trip for the team's engines at each turn start (`sync`), plus the pub/sub
+- one round trip for the team's engines at each turn start (`sync`: an `MGET` of the limits,
+  pipelined with the readings' `HGETALL`s), plus the pub/sub
   messages received meanwhile by a background subscriber (which also wakes a sleeping daemon);
 - every Redis operation has a short timeout; when Redis is down, slow or partitioned the run
   carries on with its own registry, says once that sharing is lost and once that it is back, and
   re-publishes what it learned meanwhile. Outages (A26) are never shared: only limits.
+
+Usage readings (issue 25) travel the same way beside them: one hash per account and engine,
+`<prefix>:usage:<account>:<engine>`, a field per window holding the last reading (utilization,
+reset, whether it was read, who saw it and when, the provider's threshold), set by a second
+script by the core's rule (`registry.merge_usage`: the newest reading wins per engine and
+window) and published on `<prefix>:usage`; a reading whose window has reset is dropped (never
+written, never delivered), and the hash expires with its last window.
 
 Only providers named in `accounts` are shared, so two different logins are never mixed. The URL's
 password never leaves this module: everything it says shows `redacted(url)`.
@@ -42,7 +50,7 @@ from autodev_core.errors import ConfigError
 from .sharing_status import sharing_facts, sharing_line, status_lines
 
 if TYPE_CHECKING:  # the scheduler is loaded only by a run that shares (cold start, issue 13)
-    from autodev_core.scheduler import EngineLimit, LimitObserved
+    from autodev_core.scheduler import EngineLimit, EngineUsage, LimitObserved, UsageObserved
 
 #: Seconds every Redis operation may take before the run carries on without it.
 DEFAULT_TIMEOUT: Final = 0.25
@@ -89,6 +97,61 @@ else
 end
 redis.call('PUBLISH', ARGV[3], cjson.encode({account = ARGV[4], engine = ARGV[5],
   reset = new.reset, read = new.read, seen = new.seen, who = new.who}))
+return 1
+"""
+
+
+#: Issue 25: the core's usage rule (`autodev_core.scheduler.registry.merge_usage`), server-side
+#: and atomic. KEYS[1]: the account's engine's hash. ARGV: the reading as JSON ({util, reset,
+#: read, seen, who, threshold}, times in epoch ms), now (ms), the channel, the account, the
+#: engine, the window. The newest reading (by `seen`) wins; on a tie the higher utilization, the
+#: later reset, a read reset, the smaller name, then the higher threshold. A reading whose
+#: window has reset by `now` is dropped, and so is a recorded one (the hash expires with its
+#: last window). The reading is stored and published as the writer sent it (cjson would round
+#: a float). Returns 1 when the window's record changed (and was published), else 0.
+USAGE_SCRIPT: Final = """
+local obs = cjson.decode(ARGV[1])
+local now = tonumber(ARGV[2])
+local window = ARGV[6]
+if obs.reset <= now then return 0 end
+local function said(r)
+  if type(r.threshold) == 'number' then return r.threshold end
+  return -1
+end
+local function rank(r)
+  local read = 0
+  if r.read then read = 1 end
+  return {r.seen, r.util, r.reset, read}
+end
+local raw = redis.call('HGET', KEYS[1], window)
+if raw then
+  local ok, rec = pcall(cjson.decode, raw)
+  if ok and type(rec) == 'table' and type(rec.reset) == 'number' and rec.reset > now then
+    local a, b = rank(rec), rank(obs)
+    local newer = nil
+    for i = 1, 4 do
+      if a[i] ~= b[i] then newer = b[i] > a[i] break end
+    end
+    if newer == nil and obs.who ~= rec.who then newer = obs.who < rec.who end
+    if newer == nil then newer = said(obs) > said(rec) end
+    if not newer then return 0 end
+  end
+end
+redis.call('HSET', KEYS[1], window, ARGV[1])
+local latest = obs.reset
+local all = redis.call('HGETALL', KEYS[1])
+for i = 1, #all, 2 do
+  local ok, r = pcall(cjson.decode, all[i + 1])
+  if not ok or type(r) ~= 'table' or type(r.reset) ~= 'number' or r.reset <= now then
+    redis.call('HDEL', KEYS[1], all[i])
+  elseif r.reset > latest then
+    latest = r.reset
+  end
+end
+redis.call('PEXPIRE', KEYS[1], string.format('%d', latest - now))
+redis.call('PUBLISH', ARGV[3], '{"account":' .. cjson.encode(ARGV[4]) .. ',"engine":'
+  .. cjson.encode(ARGV[5]) .. ',"window":' .. cjson.encode(window) .. ',"record":'
+  .. ARGV[1] .. '}')
 return 1
 """
 
@@ -237,9 +300,20 @@ class ShareSettings:
     def channel(self) -> str:
         return f"{self.prefix}:limits"
 
+    @property
+    def usage_channel(self) -> str:
+        """Issue 25: where changed usage readings are published (apart from limits, so a run
+        of an older version never reads a reading as a limit)."""
+        return f"{self.prefix}:usage"
+
     def key(self, engine: Engine) -> str | None:
         account = self.accounts.get(engine.provider)
         return None if account is None else f"{self.prefix}:limit:{account}:{engine}"
+
+    def usage_key(self, engine: Engine) -> str | None:
+        """Issue 25: the hash of `engine`'s usage readings on its account, a field per window."""
+        account = self.accounts.get(engine.provider)
+        return None if account is None else f"{self.prefix}:usage:{account}:{engine}"
 
 
 def share_settings(
@@ -287,6 +361,73 @@ class Shared:
             seen=from_millis(self.seen),
             source=self.who,
         )
+
+
+@attrs.frozen
+class SharedUsage:
+    """Issue 25: one usage reading as Redis holds it (a field of the engine's hash)."""
+
+    account: str
+    engine: Engine
+    window: str
+    utilization: float
+    reset: int
+    read: bool
+    seen: int
+    who: str
+    threshold: float | None = None
+
+    def payload(self) -> str:
+        return json.dumps(
+            {"util": self.utilization, "reset": self.reset, "read": self.read,
+             "seen": self.seen, "who": self.who, "threshold": self.threshold},
+            separators=(",", ":"),
+        )
+
+    def observed(self, now: datetime) -> UsageObserved:
+        """The reading as the core takes it from another run: a reset the provider did not say
+        stays unsaid (the receiver counts it as its own policy's A6 default after `seen`)."""
+        from autodev_core.detection.classification import UsageReading
+        from autodev_core.scheduler import UsageObserved
+
+        return UsageObserved(
+            now=now,
+            engine=self.engine,
+            reading=UsageReading(
+                provider=self.engine.provider,
+                utilization=self.utilization,
+                window=self.window,
+                resets_at=from_millis(self.reset) if self.read else None,
+                threshold=self.threshold,
+            ),
+            seen=from_millis(self.seen),
+            source=self.who,
+        )
+
+
+def _parse_usage(account: str, engine: Engine, window: str, raw: Any) -> SharedUsage | None:
+    try:
+        data = json.loads(raw) if isinstance(raw, (str, bytes, bytearray)) else raw
+        util = data["util"]
+        threshold = data.get("threshold")
+        for value in (util, threshold):
+            if value is not None and (isinstance(value, bool)
+                                      or not isinstance(value, (int, float))
+                                      or not 0 <= value <= 10):
+                return None  # not a reading the core would take
+        return SharedUsage(
+            account=account,
+            engine=engine,
+            window=window,
+            utilization=float(util),
+            reset=int(data["reset"]),
+            read=bool(data["read"]),
+            seen=int(data["seen"]),
+            who=str(data["who"]),
+            threshold=None if threshold is None else float(threshold),
+        )
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None  # a record this version cannot read is not this run's business
 
 
 def _parse(account: str, engine: Engine, raw: Any) -> Shared | None:
@@ -337,12 +478,16 @@ class LimitSharing:
             health_check_interval=0,
         )
         self._script = self._client.register_script(MERGE_SCRIPT)
+        self._usage_script = self._client.register_script(USAGE_SCRIPT)
         self._up = True  # until an operation fails
         self._next_try = 0.0
-        self._inbox: queue.SimpleQueue[Shared] = queue.SimpleQueue()
+        self._inbox: queue.SimpleQueue[Shared | SharedUsage] = queue.SimpleQueue()
         self._news = threading.Event()
         self._delivered: dict[str, Shared] = {}
         self._mine: dict[str, Shared] = {}  # this run's latest record per key (re-published)
+        # Issue 25: the same for usage readings, per (hash key, window).
+        self._heard: dict[tuple[str, str], SharedUsage] = {}
+        self._mine_usage: dict[tuple[str, str], SharedUsage] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.lost_count = 0
@@ -419,6 +564,9 @@ class LimitSharing:
         for record in list(self._mine.values()):
             if record.reset > millis(now):
                 self._merge(record, now)
+        for reading in list(self._mine_usage.values()):
+            if reading.reset > millis(now):
+                self._merge_usage(reading, now)
 
     # --- what this run learned ----------------------------------------------------------------
 
@@ -463,6 +611,50 @@ class LimitSharing:
             self._back(now)
         return bool(changed)
 
+    def publish_usage(self, records: Iterable[EngineUsage], now: datetime) -> None:
+        """Issue 25: offer this run's own usage readings (source empty) to the shared registry;
+        a reading whose window has reset by `now` is dropped."""
+        for record in records:
+            if record.source:
+                continue  # another run's: already shared
+            key = self.settings.usage_key(record.engine)
+            if key is None:
+                continue  # only named accounts are shared
+            reset = millis(record.until)
+            if reset <= millis(now):
+                continue  # its window has reset: it counts no more
+            shared = SharedUsage(
+                account=self.settings.accounts[record.engine.provider],
+                engine=record.engine,
+                window=record.window,
+                utilization=record.utilization,
+                reset=reset,
+                read=record.read,
+                seen=millis(record.seen if record.seen is not None else now),
+                who=self.settings.name,
+                threshold=record.threshold,
+            )
+            self._mine_usage[(key, record.window)] = shared
+            if self._may_try():
+                self._merge_usage(shared, now)
+
+    def _merge_usage(self, shared: SharedUsage, now: datetime) -> bool:
+        key = self.settings.usage_key(shared.engine)
+        assert key is not None
+        try:
+            changed = self._usage_script(
+                keys=[key],
+                args=[shared.payload(), millis(now), self.settings.usage_channel,
+                      shared.account, str(shared.engine), shared.window],
+            )
+        except self._errors() as error:
+            self._lost(error)
+            return False
+        self.round_trips += 1
+        if not self._up:
+            self._back(now)
+        return bool(changed)
+
     # --- what other runs learned ------------------------------------------------------------
 
     def has_news(self) -> bool:
@@ -470,11 +662,15 @@ class LimitSharing:
         sleeper, so a sleeping daemon wakes at once)."""
         return self._news.is_set() or (not self._up and time.monotonic() >= self._next_try)
 
-    def sync(self, engines: Iterable[Engine], now: datetime) -> list[LimitObserved]:
-        """At a turn start: one round trip for the team's engines, plus the messages received
-        meanwhile; the records other runs wrote that this run has not been told of yet."""
+    def sync(
+        self, engines: Iterable[Engine], now: datetime
+    ) -> list[LimitObserved | UsageObserved]:
+        """At a turn start: one round trip for the team's engines (their limits and, issue 25,
+        their usage readings, pipelined), plus the messages received meanwhile; the records other
+        runs wrote that this run has not been told of yet — limits first, then readings whose
+        window has not reset at `now`."""
         self._news.clear()
-        found: list[Shared] = []
+        found: list[Shared | SharedUsage] = []
         while True:
             try:
                 found.append(self._inbox.get_nowait())
@@ -484,7 +680,13 @@ class LimitSharing:
         keyed = [(e, k) for e, k in wanted if k is not None]
         if keyed and self._may_try():
             try:
-                values = self._client.mget([k for _e, k in keyed])
+                pipe = self._client.pipeline(transaction=False)
+                pipe.mget([k for _e, k in keyed])
+                for engine, _key in keyed:
+                    pipe.hgetall(self.settings.usage_key(engine))
+                values, *hashes = pipe.execute(raise_on_error=False)
+                if isinstance(values, Exception):
+                    raise values
             except self._errors() as error:
                 self._lost(error)
             else:
@@ -497,16 +699,44 @@ class LimitSharing:
                     shared = _parse(account, engine, raw)
                     if shared is not None:
                         found.append(shared)
-        out: list[LimitObserved] = []
-        for shared in found:
-            where = self.settings.key(shared.engine)
-            if where is None or shared.who == self.settings.name:
-                continue  # not an account of this run, or this run's own record
-            if self._delivered.get(where) == shared:
+                for (engine, _key), fields in zip(keyed, hashes, strict=True):
+                    if not isinstance(fields, dict):
+                        continue  # a key this version cannot read
+                    account = self.settings.accounts[engine.provider]
+                    for window in sorted(fields):
+                        name = window.decode("utf-8", "replace") if isinstance(
+                            window, bytes) else str(window)
+                        reading = _parse_usage(account, engine, name, fields[window])
+                        if reading is not None:
+                            found.append(reading)
+        limits: list[LimitObserved | UsageObserved] = []
+        readings: list[LimitObserved | UsageObserved] = []
+        for item in found:
+            if isinstance(item, SharedUsage):
+                observed = self._heard_usage(item, now)
+                if observed is not None:
+                    readings.append(observed)
                 continue
-            self._delivered[where] = shared
-            out.append(shared.observed(now))
-        return out
+            where = self.settings.key(item.engine)
+            if where is None or item.who == self.settings.name:
+                continue  # not an account of this run, or this run's own record
+            if self._delivered.get(where) == item:
+                continue
+            self._delivered[where] = item
+            limits.append(item.observed(now))
+        return limits + readings
+
+    def _heard_usage(self, shared: SharedUsage, now: datetime) -> UsageObserved | None:
+        """A reading of another run not delivered yet, whose window has not reset (else None)."""
+        where = self.settings.usage_key(shared.engine)
+        if where is None or shared.who == self.settings.name:
+            return None  # not an account of this run, or this run's own reading
+        if shared.reset <= millis(now):
+            return None  # its window has reset: dropped
+        if self._heard.get((where, shared.window)) == shared:
+            return None
+        self._heard[(where, shared.window)] = shared
+        return shared.observed(now)
 
     def _listen(self) -> None:
         """The subscriber: its own connection, reconnecting quietly (the loop says lost/back)."""
@@ -520,12 +750,16 @@ class LimitSharing:
                     health_check_interval=0,
                 )
                 pubsub = client.pubsub(ignore_subscribe_messages=True)
-                pubsub.subscribe(self.settings.channel)
+                pubsub.subscribe(self.settings.channel, self.settings.usage_channel)
+                usage = self.settings.usage_channel.encode("utf-8")
                 while not self._stop.is_set():
                     message = pubsub.get_message(timeout=0.5)
                     if message is None or message.get("type") != "message":
                         continue
-                    self._receive(message.get("data"))
+                    if message.get("channel") in (usage, self.settings.usage_channel):
+                        self._receive_usage(message.get("data"))
+                    else:
+                        self._receive(message.get("data"))
             except self._errors():
                 self._stop.wait(min(self.retry_seconds, 1.0))
             finally:
@@ -550,6 +784,24 @@ class LimitSharing:
         self._inbox.put(shared)
         self._news.set()
 
+    def _receive_usage(self, raw: Any) -> None:
+        """Issue 25: a reading published on the usage channel, for an account of this run."""
+        try:
+            data = json.loads(raw)
+            account = str(data["account"])
+            engine = Engine.parse(str(data["engine"]))
+            window = str(data["window"])
+            record = data["record"]
+        except (ValueError, KeyError, TypeError):
+            return
+        if self.settings.accounts.get(engine.provider) != account:
+            return  # another account: never mixed
+        shared = _parse_usage(account, engine, window, record)
+        if shared is None or shared.who == self.settings.name:
+            return
+        self._inbox.put(shared)
+        self._news.set()
+
     def close(self) -> None:
         self._stop.set()
         if self.status_file is not None:
@@ -567,10 +819,12 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "MERGE_SCRIPT",
     "SHARE_KEYS",
+    "USAGE_SCRIPT",
     "LimitSharing",
     "ShareOptions",
     "ShareSettings",
     "Shared",
+    "SharedUsage",
     "check_accounts",
     "check_url",
     "from_millis",

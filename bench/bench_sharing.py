@@ -1,7 +1,8 @@
 """Shared limits (issue 14): the turn-start round trip to Redis beside the decision cost.
 
-At each turn start a run sharing its limits reads the team's engines from Redis in one `MGET`
-(`LimitSharing.sync`). This starts a redis-server of its own on a free loopback port in a temp
+At each turn start a run sharing its limits reads the team's engines from Redis in one round
+trip (`LimitSharing.sync`: an `MGET` of the limits pipelined with the usage readings' `HGETALL`s,
+issue 25). This starts a redis-server of its own on a free loopback port in a temp
 dir, fills the registry with the 8-participant team's engines (half of them limited by another
 run), and measures, interleaved round by round in the same run:
 

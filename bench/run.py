@@ -394,7 +394,8 @@ def sharing(quick: bool, summary: list[str], details: list[str]) -> None:
         "### 7. Shared limits (issue 14)\n\n"
         "`bench/bench_sharing.py` (docs/sharing.md): a redis-server of its own on loopback; "
         f"the median of {result['rounds']} rounds, interleaved with bench_decision's steps. "
-        f"Turn-start read (`LimitSharing.sync`, one `MGET`): {result['read_us']:.0f} µs; one "
+        f"Turn-start read (`LimitSharing.sync`, one round trip: an `MGET` of the limits "
+        f"pipelined with the readings' `HGETALL`s): {result['read_us']:.0f} µs; one "
         f"publish (the merge script): {result['publish_us']:.0f} µs; one `step`: "
         f"{result['step_us']:.1f} µs. A turn start that shares pays about "
         f"{result['read_per_step']:.0f} decisions' worth of time for the round trip, once per "
@@ -428,6 +429,16 @@ def peers(quick: bool, summary: list[str], details: list[str]) -> None:
         "rounds, median of per-round ratios, CPU time. Nothing is sent: the deployments point at "
         "a closed loopback port. One LiteLLM decision costs about "
         f"{result['ratio']:.0f} steps. (Its import alone takes seconds of CPU.)\n")
+
+
+def headroom(quick: bool, summary: list[str], details: list[str]) -> None:
+    """Issue 25 item 5: what `policy.headroom` changes on a storm with warnings before each
+    limit (counts from the simulation, deterministic: the knob-off run is the baseline)."""
+    import bench_headroom
+
+    m = bench_headroom.measure()
+    summary.append(bench_headroom.row(m["comparison"], m["days"]))
+    details.append(bench_headroom.details(m["comparison"], m["days"]))
 
 
 NOTES = """\
@@ -669,7 +680,7 @@ def main(argv: list[str] | None = None) -> int:
     benches: list[tuple[str, Callable[[bool, list[str], list[str]], None]]] = [
         ("decision", decision), ("simulation", simulation), ("detection", detection),
         ("commit", commit), ("checkpoint", checkpoint), ("memory", memory), ("cold", cold),
-        ("sharing", sharing), ("peers", peers),
+        ("sharing", sharing), ("peers", peers), ("headroom", headroom),
     ]
     for name, bench in benches:
         print(f"running {name} ...", file=sys.stderr, flush=True)

@@ -16,7 +16,7 @@ import importlib
 import inspect
 import pkgutil
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -163,7 +163,8 @@ def _hand_seeds() -> list[Any]:
     from autodev_core.control.turn_input import InputRecord, TurnStart
     from autodev_core.detection.classification import UsageReading
     from autodev_core.scheduler import EngineUsage, Headroom, UsageObserved
-    from autodev_core.simulation.scenario import PeerReport
+    from autodev_core.simulation.compare import HeadroomComparison, RunCost
+    from autodev_core.simulation.scenario import PeerReport, UsagePeriod
 
     now = datetime(2026, 12, 4, 9, 30, tzinfo=UTC)
     claude = Engine.parse("claude:sonnet")
@@ -195,6 +196,12 @@ def _hand_seeds() -> list[Any]:
         (Headroom(0.95), None),
         # Issue 28: a participant file's warning (A9, C5).
         (ConfigWarning("failover entry 'claude' is its own primary engine", "ana.md", 6), None),
+        # Issue 25 item 4: a scenario's usage periods and the knob-off/on comparison.
+        (UsagePeriod("claude", now, now + timedelta(hours=1), 0.97, "five_hour", now, 0.9),
+         None),
+        (UsagePeriod("codex", now, now + timedelta(hours=2)), None),
+        (HeadroomComparison(0.95, RunCost(3, 4, 1, 1, timedelta(minutes=5), timedelta(hours=1)),
+                            RunCost(4, 4, 0, 0, timedelta(0), timedelta(0))), None),
     ]
 
 

@@ -22,6 +22,7 @@ from autodev_core.simulation.scenario import (
     CallAnswer,
     PeerReport,
     Scenario,
+    UsagePeriod,
     parse_scenario,
     render_scenario,
 )
@@ -511,7 +512,29 @@ def scenarios(draw: st.DrawFn) -> Scenario:
             reset=reset,
             source=draw(st.sampled_from(("another run", "laptop", "ci runner"))),
         ))
+    usage = []  # issue 25: each provider's periods follow each other, never overlapping
+    for provider in draw(st.lists(st.sampled_from(PROVIDERS), max_size=3, unique=True)):
+        at = draw(st.integers(0, 10**5))
+        for _ in range(draw(st.integers(1, 3))):
+            length = draw(st.integers(1, 10**5))
+            begin = local(naive_start + timedelta(seconds=at))
+            end = local(naive_start + timedelta(seconds=at + length))
+            if draw(st.booleans()):
+                usage.append(UsagePeriod(provider, begin, end))
+            else:
+                reset = None
+                if draw(st.booleans()):
+                    reset = local(naive_start + timedelta(seconds=at + draw(
+                        st.integers(1, 10**6))))
+                usage.append(UsagePeriod(
+                    provider, begin, end,
+                    warning=draw(st.sampled_from((0.0, 0.5, 0.97, 1, 1.25))),
+                    window=draw(st.sampled_from(("", "five_hour", "seven_day"))),
+                    reset=reset,
+                    threshold=draw(st.none() | st.sampled_from((0.75, 0.9)))))
+            at += length + draw(st.integers(0, 10**4))
     return Scenario(
+        usage=tuple(usage),
         start=start,
         timezone=zone_name,
         installed=installed,

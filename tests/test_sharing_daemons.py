@@ -37,7 +37,8 @@ class Daemon:
     """One daemon: its team, its stand-ins (with their own call log), its run directory."""
 
     def __init__(self, root: Path, run_id: str, members: dict[str, str],
-                 accounts: dict[str, str], script: dict[str, object]) -> None:
+                 accounts: dict[str, str], script: dict[str, object],
+                 settings: str = "") -> None:
         self.run_id = run_id
         self.team = root / f"team-{run_id}"
         self.team.mkdir(parents=True)
@@ -46,7 +47,7 @@ class Daemon:
                 f"---\nprovider: {provider}\n---\nWork.\n", encoding="utf-8"
             )
         (self.team / "autodev.yaml").write_text(
-            "accounts: " + json.dumps(accounts) + "\n", encoding="utf-8"
+            "accounts: " + json.dumps(accounts) + "\n" + settings, encoding="utf-8"
         )
         self.bin = install_standins(root / f"bin-{run_id}")
         self.script = write_script(root / f"script-{run_id}.json", script)
@@ -313,3 +314,103 @@ def test_redis_stopped_then_killed_mid_run_blocks_no_turn_and_loses_nothing(
         assert f"127.0.0.1:{redis_server.port}" in lost[0]
     # Outages are never shared: only limits reach the other run.
     assert not any("could not be reached" in m for m in b.messages())
+
+
+def test_A_reads_claude_near_its_limit_and_B_hands_over_before_calling_it(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    """Issue 25 item 3: a usage reading one daemon's call reported reaches the other through
+    Redis; B, with `policy.headroom` on, hands its turns over to its chain's next engine without
+    calling claude at all, and its status marks the reading as another run's."""
+    accounts = {"claude": "work-max"}
+    virtual, real = _start_clock()
+    factor = 60.0
+    resets = int((virtual + timedelta(hours=4)).timestamp())
+    warning = json.dumps({"type": "rate_limit_event", "rate_limit_info": {
+        "status": "allowed_warning", "utilization": 0.97, "rateLimitType": "five_hour",
+        "surpassedThreshold": 0.9, "resetsAt": resets}})
+    result = json.dumps({"type": "result", "subtype": "success", "is_error": False,
+                         "result": "ok"})
+    a = Daemon(tmp_path, "a", {"ana": "claude"}, accounts, {
+        "claude": {"default": {"stdout": warning + "\n" + result + "\n", "sleep": 0.05}},
+        "default": {"post": "ok", "sleep": 0.05},
+    })
+    b = Daemon(tmp_path, "b", {"bob": "claude"}, accounts, {
+        "default": {"post": "ok", "sleep": 0.05},
+    }, settings="policy:\n  headroom: {hand_over_at: 0.95}\n")
+    (b.team / "bob.md").write_text(
+        "---\nprovider: claude\nfailover: [codex]\n---\nWork.\n", encoding="utf-8")
+    try:
+        a.start(redis_server.url, factor, virtual, real, seconds=20)
+        wait_for(lambda: any("ana posted via claude" in m for m in a.messages()), "A's post")
+        b.start(redis_server.url, factor, virtual, real, seconds=15)
+        wait_for(lambda: sum("bob posted via codex" in m for m in b.messages()) >= 2,
+                 "B's posts on codex")
+        shown = status(b.run_dir)
+        a.finish()
+        b.finish()
+    finally:
+        a.kill()
+        b.kill()
+    # B never called claude: the reading came before its first turn (A39: learned first).
+    assert b.calls("claude") == 0 and b.calls("codex") >= 2
+    messages = b.messages()
+    assert "bob: claude near its limit → codex" in messages, messages
+    assert not any("limited" in m or "waiting" in m for m in messages)  # a reading is no limit
+    assert re.search(r"^usage: claude at 97% of its five-hour window, resets \S+ \(in .+\) "
+                     r"— new turns hand over \(policy.headroom\) \(reported by .+/a\)$",
+                     shown, re.M), shown
+    # A, knob off, kept calling claude: the reading it reported changed nothing for it.
+    assert a.calls("claude") >= 2
+
+
+def test_a_reading_heard_during_a_limit_wait_is_learned_and_the_wait_goes_on(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    """Issue 25 item 3: B waits on its own claude limit; A's call reports a reading meanwhile.
+    B learns it (its status shows it, marked as A's) and sleeps on until its reset: a reading
+    never ends or starts a wait."""
+    accounts = {"claude": "work-max"}
+    virtual, real = _start_clock()
+    factor = 120.0
+    resets = int((virtual + timedelta(hours=4)).timestamp())
+    warning = json.dumps({"type": "rate_limit_event", "rate_limit_info": {
+        "status": "allowed_warning", "utilization": 0.97, "rateLimitType": "five_hour",
+        "resetsAt": resets}})
+    result = json.dumps({"type": "result", "subtype": "success", "is_error": False,
+                         "result": "ok"})
+    a = Daemon(tmp_path, "a", {"ana": "claude"}, accounts, {
+        "claude": {"default": {"stdout": warning + "\n" + result + "\n", "sleep": 0.05}},
+        "default": {"post": "ok", "sleep": 0.05},
+    })
+    # A hops to claude:sonnet, which B's limit (on claude) does not cover (A8, A11): A is free
+    # to call while B waits, and its reading reaches B by pub/sub.
+    (a.team / "ana.md").write_text(
+        "---\nprovider: claude\nfailover: [\"claude:sonnet\"]\n---\nWork.\n", encoding="utf-8")
+    b = Daemon(tmp_path, "b", {"bob": "claude"}, accounts, {
+        "claude": [{"kind": "limit", "notice": "Usage limit reached. Try again in 40 minutes."}],
+        "default": {"post": "ok", "sleep": 0.05},
+    })
+    try:
+        b.start(redis_server.url, factor, virtual, real, seconds=45)
+        wait_for(lambda: any("every participant limited" in m for m in b.messages()),
+                 "B's wait")
+        a.start(redis_server.url, factor, virtual, real, seconds=8)
+        wait_for(lambda: any("ana posted via claude:sonnet" in m for m in a.messages()),
+                 "A's post")
+        a.finish()
+        wait_for(lambda: any("bob posted via claude" in m for m in b.messages()), "B's post")
+        b.finish()
+    finally:
+        a.kill()
+        b.kill()
+    messages = b.messages()
+    assert not any(m.startswith("nothing to do") for m in messages), messages
+    lines = b.lines()
+    own_at, own = first(lines, "claude limited until")
+    reset = clock_time(own.rsplit(" ", 1)[1], own_at)
+    posted_at, _ = first(lines, "bob posted via claude")
+    assert posted_at >= reset  # the wait went on to its end (A18, A23)
+    shown = status(b.run_dir)
+    assert re.search(r"^usage: claude:sonnet at 97% of its five-hour window, .*"
+                     r"\(reported by .+/a\)$", shown, re.M), shown

@@ -9,11 +9,13 @@ ignored; ties go to the smaller name, then the earlier sighting).
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import attrs
 import pytest
 from helpers.redis_server import RedisServer, needs_redis
 from hypothesis import HealthCheck, given, settings
@@ -21,7 +23,7 @@ from hypothesis import strategies as st
 
 from autodev_core.engine import Engine
 from autodev_core.errors import ConfigError
-from autodev_core.scheduler import EngineLimit
+from autodev_core.scheduler import EngineLimit, EngineUsage
 
 pytestmark = needs_redis
 
@@ -30,9 +32,11 @@ redis = pytest.importorskip("redis", reason="the redis extra is not installed: p
 
 from autodev_shell.sharing import (  # noqa: E402
     LimitSharing,
+    SharedUsage,
     ShareSettings,
     check_accounts,
     check_url,
+    from_millis,
     millis,
     redacted,
 )
@@ -123,8 +127,6 @@ def test_the_script_moves_a_reset_only_by_the_rule(server: RedisServer, seq: lis
     raw = client.get(base.key(CLAUDE))
     expected = model(seq)
     assert raw is not None and expected is not None
-    import json
-
     data = json.loads(raw)
     assert (data["reset"], data["read"], data["seen"], data["who"]) == (
         millis(T0 + timedelta(minutes=expected[0])), expected[1],
@@ -317,3 +319,189 @@ def test_accounts_name_providers() -> None:
         check_accounts({"claude": "has space"}, source="s")
     with pytest.raises(ConfigError, match="expected a mapping"):
         check_accounts(["claude"], source="s")
+
+
+# ------------------------------------------------------------------------------------------------
+# Issue 25: usage readings, shared beside limits by the core's rule (newest wins per window)
+
+
+def usage(util: float, until: datetime, *, seen: datetime = T0, window: str = "five_hour",
+          read: bool = True, engine: Engine = CLAUDE, threshold: float | None = None,
+          source: str = "") -> EngineUsage:
+    return EngineUsage(engine=engine, utilization=util, window=window, until=until, read=read,
+                       seen=seen, source=source, threshold=threshold)
+
+
+@st.composite
+def readings_seen(draw: st.DrawFn) -> tuple[str, str, int, float, int, bool, float | None]:
+    who = draw(st.sampled_from(("a", "b", "c")))
+    window = draw(st.sampled_from(("five_hour", "seven_day", "")))
+    seen = draw(st.integers(0, 30))
+    util = draw(st.sampled_from((0.5, 0.9, 0.97, 1.0)))
+    until = draw(st.integers(-30, 120))  # minutes after the instant the scripts run at
+    read = draw(st.booleans())
+    threshold = draw(st.sampled_from((None, 0.75, 0.9)))
+    return who, window, seen, util, until, read, threshold
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
+@given(seq=st.lists(readings_seen(), min_size=1, max_size=6))
+def test_the_usage_script_keeps_what_the_cores_merge_keeps(server: RedisServer, seq: list) -> None:
+    """Per engine and window, Redis ends with the core's `merge_usage` of every reading whose
+    window had not reset when it was written (a reset one is dropped), whatever the order."""
+    from autodev_core.scheduler.registry import merge_usage
+
+    base = settings_for(server, "x")
+    now = T0 + timedelta(minutes=60)
+    sharers = {}
+    expected: dict[str, EngineUsage] = {}
+    for who, window, seen, util, until, read, threshold in seq:
+        if who not in sharers:
+            sharers[who] = LimitSharing(
+                ShareSettings(url=base.url, accounts=base.accounts, name=who,
+                              prefix=base.prefix), subscribe=False)
+        reading = usage(util, now + timedelta(minutes=until), window=window, read=read,
+                        seen=T0 + timedelta(minutes=seen), threshold=threshold)
+        sharers[who].publish_usage([reading], now)
+        if until > 0:
+            expected[window] = merge_usage(expected.get(window), attrs.evolve(reading, source=who))
+    client = redis.Redis.from_url(base.url)
+    held = {k.decode(): json.loads(v) for k, v in
+            client.hgetall(base.usage_key(CLAUDE)).items()}  # type: ignore[union-attr]
+    got = {w: (d["util"], d["reset"], d["read"], d["seen"], d["who"], d["threshold"])
+           for w, d in held.items()}
+    assert got == {
+        w: (r.utilization, millis(r.until), r.read, millis(r.seen), r.source,  # type: ignore[arg-type]
+            r.threshold)
+        for w, r in expected.items()
+    }
+    for sharer in sharers.values():
+        sharer.close()
+    client.close()
+
+
+def test_a_reading_is_one_field_of_the_engines_hash_expiring_with_its_last_window(
+    server: RedisServer,
+) -> None:
+    s = settings_for(server, "laptop")
+    a = LimitSharing(s, subscribe=False)
+    now = datetime.now(UTC)
+    sonnet = Engine("claude", "sonnet")
+    a.publish_usage([usage(0.97, now + timedelta(minutes=90), seen=now, engine=sonnet,
+                           threshold=0.9),
+                     usage(0.4, now + timedelta(days=2), seen=now, window="seven_day",
+                           engine=sonnet),
+                     usage(0.99, now - timedelta(seconds=1), seen=now, window="seven_day_opus",
+                           engine=sonnet)], now)  # reset already: dropped
+    client = redis.Redis.from_url(s.url)
+    key = f"{s.prefix}:usage:work-max:claude:sonnet"
+    assert sorted(client.hkeys(key)) == [b"five_hour", b"seven_day"]
+    assert json.loads(client.hget(key, "five_hour")) == {
+        "util": 0.97, "reset": millis(now + timedelta(minutes=90)), "read": True,
+        "seen": millis(now), "who": "laptop", "threshold": 0.9}
+    assert abs(client.pexpiretime(key) - millis(now + timedelta(days=2))) <= 2_000
+    # The script drops a reset window too (a writer whose own check was skipped, e.g. a late
+    # re-publish): nothing is written, nothing published.
+    past = SharedUsage(account="work-max", engine=sonnet, window="seven_day_opus",
+                       utilization=0.99, reset=millis(now) - 1, read=True, seen=millis(now),
+                       who="laptop")
+    assert a._merge_usage(past, now) is False
+    assert sorted(client.hkeys(key)) == [b"five_hour", b"seven_day"]
+    # A full tie but the threshold: the said threshold stays, whichever came first (a join).
+    for first, second in ((None, 0.75), (0.75, None)):
+        window = f"tie-{first}"
+        for threshold in (first, second):
+            a.publish_usage([usage(0.5, now + timedelta(hours=1), seen=now, engine=sonnet,
+                                   window=window, threshold=threshold)], now)
+        assert json.loads(client.hget(key, window))["threshold"] == 0.75
+    # Limits keep their own keys: a reading is never a limit (A2).
+    assert not client.exists(f"{s.prefix}:limit:work-max:claude:sonnet")
+    a.publish_usage([usage(0.97, now + timedelta(hours=1), seen=now, engine=Engine("agy"))], now)
+    assert not [k for k in client.keys(f"{s.prefix}:*") if b"agy" in k]
+    a.close()
+    client.close()
+
+
+def test_a_turn_start_reads_limits_and_readings_in_one_round_trip_each_once(
+    server: RedisServer,
+) -> None:
+    s = settings_for(server, "ci")
+    a = LimitSharing(ShareSettings(url=s.url, accounts=s.accounts, name="laptop",
+                                   prefix=s.prefix), subscribe=False)
+    b = LimitSharing(s, subscribe=False)
+    now = datetime.now(UTC)
+    reset = now + timedelta(hours=2)
+    a.publish([record(now + timedelta(hours=1), read=False, seen=now)], now)
+    a.publish_usage([usage(0.97, reset, seen=now, threshold=0.9),
+                     usage(0.5, now + timedelta(hours=3), seen=now, read=False,
+                           engine=Engine("codex"), window="")], now)
+    before = b.round_trips
+    got = b.sync([CLAUDE, Engine("codex"), Engine("agy")], now)
+    assert b.round_trips == before + 1
+    assert type(got[0]).__name__ == "LimitObserved"  # limits first
+    readings = [(str(o.engine), o.reading.window, o.reading.utilization, o.reading.resets_at,
+                 o.reading.threshold, o.source) for o in got[1:]]  # type: ignore[union-attr]
+    assert readings == [
+        ("claude", "five_hour", 0.97, from_millis(millis(reset)), 0.9, "laptop"),
+        ("codex", "", 0.5, None, None, "laptop"),  # an unsaid reset stays unsaid
+    ]
+    assert b.sync([CLAUDE, Engine("codex")], now) == []  # already told
+    assert a.sync([CLAUDE, Engine("codex")], now) == []  # its own never come back
+    # Once the window has reset, a reading is dropped, not delivered.
+    c = LimitSharing(ShareSettings(url=s.url, accounts=s.accounts, name="other",
+                                   prefix=s.prefix), subscribe=False)
+    later = [o for o in c.sync([CLAUDE], reset + timedelta(seconds=1))
+             if type(o).__name__ == "UsageObserved"]
+    assert later == []
+    for sharer in (a, b, c):
+        sharer.close()
+
+
+def test_pub_sub_delivers_a_newer_reading_and_never_another_accounts(
+    server: RedisServer,
+) -> None:
+    s = settings_for(server, "ci")
+    b = LimitSharing(s)
+    a = LimitSharing(ShareSettings(url=s.url, accounts=s.accounts, name="laptop",
+                                   prefix=s.prefix), subscribe=False)
+    other = LimitSharing(ShareSettings(url=s.url, accounts={"claude": "personal"},
+                                       name="home", prefix=s.prefix), subscribe=False)
+    now = datetime.now(UTC)
+    time.sleep(0.5)  # the subscriber is listening
+    other.publish_usage([usage(0.99, now + timedelta(hours=1), seen=now)], now)
+    a.publish_usage([usage(0.96, now + timedelta(hours=1), seen=now)], now)
+    a.publish_usage([usage(0.3, now + timedelta(hours=1), seen=now + timedelta(seconds=1))], now)
+    deadline = time.monotonic() + 30
+    got: list = []
+    while time.monotonic() < deadline and not any(o.reading.utilization == 0.3 for o in got):
+        while not b.has_news() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        got += b.sync([], now)  # the messages alone: no engine is read
+    assert [(o.reading.utilization, o.source) for o in got] == [(0.96, "laptop"), (0.3, "laptop")]
+    assert b.round_trips == 0
+    for sharer in (a, b, other):
+        sharer.close()
+
+
+def test_lost_then_back_republishes_the_readings_too(tmp_path: Path) -> None:
+    srv = RedisServer(tmp_path / "r")
+    srv.start()
+    s = settings_for(srv, "laptop", timeout=0.3)
+    a = LimitSharing(s, subscribe=False, retry_seconds=0.2)
+    now = datetime.now(UTC)
+    srv.kill()
+    a.publish_usage([usage(0.97, now + timedelta(hours=2), seen=now)], now)
+    assert not a.up
+    srv.start()  # the same port, empty
+    deadline = time.monotonic() + 30
+    while not a.up and time.monotonic() < deadline:
+        time.sleep(0.25)
+        if a.has_news():
+            a.sync([CLAUDE], now)
+    b = LimitSharing(ShareSettings(url=s.url, accounts=s.accounts, name="ci", prefix=s.prefix),
+                     subscribe=False)
+    got = b.sync([CLAUDE], now)
+    assert [(o.source, o.reading.utilization) for o in got] == [("laptop", 0.97)]  # type: ignore[union-attr]
+    a.close()
+    b.close()
+    srv.stop()

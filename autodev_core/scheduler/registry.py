@@ -72,8 +72,9 @@ def _usage_rank(
 def merge_usage(record: EngineUsage | None, observed: EngineUsage) -> EngineUsage:
     """Issue 25: the reading of `observed.engine` after `observed` joins `record`: the newest
     reading (by when it was seen) wins — the account's usage now, not its peak; on a tie the
-    higher utilization, the later window end, a read reset, this run's own, then the smaller
-    source name. A total order, so the merge is a join (commutative, associative, idempotent)
+    higher utilization, the later window end, a read reset, this run's own, the smaller source
+    name, then the higher threshold (a said one over none). A total order, so the merge is a
+    join (commutative, associative, idempotent)
     and the order of arrival never matters — the rule the Redis registry runs too. A reading
     whose window has reset is kept (it counts no more): readings are never lifted."""
     if record is None:
@@ -81,7 +82,14 @@ def merge_usage(record: EngineUsage | None, observed: EngineUsage) -> EngineUsag
     a, b = _usage_rank(record), _usage_rank(observed)
     if a != b:
         return record if a > b else observed
-    return record if record.source <= observed.source else observed
+    if record.source != observed.source:
+        return record if record.source < observed.source else observed
+    return record if _said(record) >= _said(observed) else observed
+
+
+def _said(record: EngineUsage) -> float:
+    """The provider's threshold for the last tie-break (none said ranks below every one)."""
+    return -1.0 if record.threshold is None else record.threshold
 
 
 __all__ = ["merge_limit", "merge_usage"]

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .. import _lazy
 
 if TYPE_CHECKING:
+    from .compare import HeadroomComparison, RunCost, compare_headroom
     from .driver import (
         DEFAULT_HORIZON,
         MAX_EVENTS,
@@ -39,10 +40,12 @@ if TYPE_CHECKING:
         OK_ANSWER,
         PEER_KEYS,
         SCENARIO_KEYS,
+        USAGE_KEYS,
         CallAnswer,
         CallTable,
         PeerReport,
         Scenario,
+        UsagePeriod,
         parse_scenario,
         render_scenario,
     )
@@ -60,6 +63,11 @@ _HOMES: dict[str, str] = {
     "OK_ANSWER": "scenario",
     "PEER_KEYS": "scenario",
     "SCENARIO_KEYS": "scenario",
+    "USAGE_KEYS": "scenario",
+    "UsagePeriod": "scenario",
+    "HeadroomComparison": "compare",
+    "RunCost": "compare",
+    "compare_headroom": "compare",
     "CallAnswer": "scenario",
     "CallTable": "scenario",
     "PeerReport": "scenario",
@@ -86,12 +94,17 @@ __all__ = [
     "OK_ANSWER",
     "PEER_KEYS",
     "SCENARIO_KEYS",
+    "USAGE_KEYS",
     "CallAnswer",
     "CallTable",
+    "HeadroomComparison",
     "PeerReport",
+    "RunCost",
     "Scenario",
     "SimulatedLine",
     "SimulationResult",
+    "UsagePeriod",
+    "compare_headroom",
     "horizon_line",
     "iter_output",
     "parse_scenario",
@@ -110,6 +123,10 @@ def _module(name: str) -> ModuleType:
         from . import scenario
 
         return scenario
+    if name == "compare":
+        from . import compare
+
+        return compare
     raise AttributeError(name)
 
 

@@ -17,7 +17,12 @@ from typing import Any, Final
 import attrs
 
 from .._twins import check_twin
-from ..detection.classification import Classification, limit_notice_of
+from ..detection.classification import (
+    Classification,
+    LimitNotice,
+    UsageReading,
+    limit_notice_of,
+)
 from ..detection.reader import PreparedClassification, prepare_classification
 from ..engine import Engine
 from ..errors import ConfigError
@@ -35,7 +40,7 @@ from ..scheduler.events import (
 from ..scheduler.policy import default_limit_wait
 from ..scheduler.state import SchedulerConfig, SchedulerState, initial_state
 from ..scheduler.step import step
-from .scenario import OK_ANSWER, CallAnswer, Scenario
+from .scenario import OK_ANSWER, CallAnswer, Scenario, UsagePeriod
 
 #: Without `until`, a simulation ends after this much virtual time if the run never pauses or
 #: stops (the SPEC is silent; a week covers every limit and backoff schedule of SPEC A).
@@ -221,6 +226,26 @@ class _LineSlots:
 check_twin(SimulatedLine, _LineSlots, "simulation/driver.py")
 
 
+class _Period:
+    """One usage period in UTC, with the reading or the limit notice it gives (built once)."""
+
+    __slots__ = ("end", "limit", "reading", "start")
+
+    def __init__(self, period: UsagePeriod) -> None:
+        self.start = period.start.astimezone(UTC)
+        self.end = period.end.astimezone(UTC)
+        self.reading: UsageReading | None = None
+        self.limit: LimitNotice | None = None
+        if period.warning is None:
+            self.limit = LimitNotice(
+                provider=period.provider, reset_at=self.end,
+                text=f"usage limit (scenario usage period until {self.end.isoformat()})")
+        else:
+            self.reading = UsageReading(
+                provider=period.provider, utilization=period.warning, window=period.window,
+                resets_at=period.reset, threshold=period.threshold)
+
+
 class _Machine:
     """The simulated CLIs: per-engine answer lists consumed in order (SPEC D)."""
 
@@ -234,13 +259,21 @@ class _Machine:
             self.lanes[engine.provider, engine.model] = _Lane(answers)
         self.fallback = scenario.default if scenario.default is not None else OK_ANSWER
         self._read: dict[tuple[str, str, str, int | None], PreparedClassification] = {}
+        # Issue 25: each provider's usage periods, in time order (UTC), when the scenario has
+        # any; without them `answer` is the scripted answer alone, as it always was.
+        self.usage: dict[str, list[_Period]] = {}
+        for period in sorted(scenario.usage, key=lambda p: p.start.astimezone(UTC)):
+            self.usage.setdefault(period.provider, []).append(_Period(period))
+        if self.usage:
+            self.answer = self._metered  # type: ignore[method-assign]
 
     @property
     def calls(self) -> int:
         return sum(lane.used for lane in self.lanes.values())
 
-    def answer(self, effect: StartCall) -> CallEnded:
-        """How the call `effect` starts ends: at its `now`, `duration` after the start."""
+    def _answer(self, effect: StartCall) -> CallEnded:
+        """How the call `effect` starts ends: at its `now`, `duration` after the start (the
+        scripted answer, SPEC D; `answer` unless the scenario scripts usage periods)."""
         engine = effect.engine
         lane = self.lanes.get((engine.provider, engine.model))
         if lane is None:
@@ -298,6 +331,47 @@ class _Machine:
             )
         return event
 
+    def _metered(self, effect: StartCall) -> CallEnded:
+        """Issue 25: the scripted answer, met by the account's usage periods. A call running or
+        starting in a limit period is refused with a limit until the period's end, when the
+        period begins (or at once); a call that ends healthy in a warning period carries the
+        period's usage reading, as a real call's structured output would (A2: no limit)."""
+        engine = effect.engine
+        periods = self.usage.get(engine.provider)
+        if periods is None:
+            return self._answer(effect)
+        start = effect.at.astimezone(UTC)
+        lane = self.lanes.get((engine.provider, engine.model))
+        index = lane.used if lane is not None else 0
+        scripted = (lane.answers[index] if lane is not None and index < lane.count
+                    else self.fallback)
+        end = start + scripted.duration
+        for period in periods:
+            if period.start > start and period.start >= end:
+                break  # in time order: none later can meet this call
+            if period.limit is not None and (period.start <= start < period.end
+                                             or start < period.start < end):
+                if lane is None:
+                    lane = self.lanes[engine.provider, engine.model] = _Lane(())
+                lane.used = index + 1  # the scripted answer is spent on the refusal
+                return call_ended(
+                    max(start, period.start), effect.participant, engine,
+                    Classification("limit", period.limit, period.limit.text),
+                    posted=False, exit_code=1,
+                )
+        event = self._answer(effect)
+        if event.kind in ("limit", "network", "login"):
+            return event  # no healthy call: no reading (A2)
+        at = event.now
+        for period in periods:
+            if period.start > at:
+                break
+            if period.reading is not None and at < period.end:
+                return attrs.evolve(event, usage=period.reading)
+        return event
+
+    answer = _answer
+
     def _reply(self, lane: _Lane, provider: str, answer: CallAnswer) -> _Reply:
         # SPEC D: a call that timed out was killed by the shell and has no exit code, as a real
         # one has none; its output is classified as such (endless reconnects are an outage,
@@ -329,8 +403,14 @@ def simulate(
     says so). A scenario that needs more than `max_events` events, or whose waits would run past
     the end of the calendar, is a ConfigError of one line.
     """
+    return _guarded(scenario, source, max_events, None)
+
+
+def _guarded(
+    scenario: Scenario, source: str, max_events: int, tally: Tally | None
+) -> SimulationResult:
     try:
-        return _simulate(scenario, source, max_events)
+        return _simulate(scenario, source, max_events, tally)
     except OverflowError:
         raise ConfigError(
             f"start: {scenario.start.isoformat()}: the run's waits would pass the end of the "
@@ -339,7 +419,36 @@ def simulate(
         ) from None
 
 
-def _simulate(scenario: Scenario, source: str, max_events: int) -> SimulationResult:
+class Tally:
+    """Issue 25: what a run's limits cost, counted as `simulate` goes (`compare_headroom`):
+    posts, calls, calls refused by a limit, of those the ones a limit cut short after they had
+    run a while (a wasted turn), the call time they lost, and the time the run spent waiting for
+    a limit (`rate_limited`: every participant limited)."""
+
+    __slots__ = ("calls", "cut_short", "lost", "posts", "refused", "started", "waiting")
+
+    def __init__(self) -> None:
+        self.posts = 0
+        self.calls = 0
+        self.refused = 0
+        self.cut_short = 0
+        self.lost = timedelta(0)
+        self.waiting = timedelta(0)
+        self.started: datetime | None = None
+
+    def ended(self, call: CallEnded) -> None:
+        self.posts += call.posted
+        if call.kind == "limit" and self.started is not None:
+            self.refused += 1
+            ran = call.now - self.started
+            if ran > timedelta(0):
+                self.cut_short += 1
+                self.lost += ran
+
+
+def _simulate(
+    scenario: Scenario, source: str, max_events: int, tally: Tally | None = None
+) -> SimulationResult:
     config = scheduler_config(scenario, source=source)
     state = initial_state(config)
     machine = _Machine(scenario)
@@ -382,6 +491,8 @@ def _simulate(scenario: Scenario, source: str, max_events: int) -> SimulationRes
             elif kind is StartCall:
                 call = answer(effect)  # type: ignore[arg-type]
                 call_at = call.now
+                if tally is not None:
+                    tally.started = effect.at  # type: ignore[union-attr]
             elif kind is Sleep:
                 wake_at = effect.until  # type: ignore[union-attr]
         if state.status in ("paused", "stopped"):
@@ -395,6 +506,8 @@ def _simulate(scenario: Scenario, source: str, max_events: int) -> SimulationRes
             at = messages[-1]
         if peers and (at is None or peers[-1][0] <= at):
             at = peers[-1][0]
+        if tally is not None and state.status == "rate_limited":
+            tally.waiting += (until if at is None or at > until else at) - now
         if at is None or at > until:
             break
         if events >= max_events:
@@ -420,6 +533,8 @@ def _simulate(scenario: Scenario, source: str, max_events: int) -> SimulationRes
         elif call is not None and call_at == at:
             event = call
             call_at = call = None
+            if tally is not None:
+                tally.ended(event)
         elif wake_at is not None and state.wait_until is not None and wake_at == at:
             event = new_woke(at)  # `at` is a Sleep's `until`: an aware UTC instant
             wake_at = None
@@ -439,6 +554,8 @@ def _simulate(scenario: Scenario, source: str, max_events: int) -> SimulationRes
             same_instant = 0
     over = state.status in ("paused", "stopped")
     ended_at = now if over else until
+    if tally is not None:
+        tally.calls = machine.calls
     return SimulationResult(
         lines=_Pending(logs),  # type: ignore[arg-type]  # SimulationResult.lines builds them
         state=state, events=events, calls=machine.calls, ended_at=ended_at,

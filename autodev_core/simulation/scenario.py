@@ -13,6 +13,7 @@ import difflib
 import math
 from collections.abc import Iterable, Mapping
 from datetime import UTC, date, datetime, timedelta
+from itertools import pairwise
 from types import MappingProxyType
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -20,6 +21,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import attrs
 import yaml
 
+from ..detection.classification import MAX_UTILIZATION
 from ..engine import PROVIDERS, Engine
 from ..errors import ConfigError
 from ..participant import Participant
@@ -35,12 +37,15 @@ DEFAULT_KEY = "default"
 SCENARIO_KEYS: tuple[str, ...] = (
     "start", "timezone", "installed", "max_iterations", "until", "team", "calls", "messages",
     "peers",
+    "usage",
     "policy",
 )
 #: Keys of a team member: the id plus the front-matter keys of a participant file (A10, C5).
 MEMBER_KEYS: tuple[str, ...] = ("id", "provider", "model", "failover", "gate")
 #: Keys of one report by another run sharing the account (issue 14, docs/scenarios.md).
 PEER_KEYS: tuple[str, ...] = ("at", "engine", "reset", "source")
+#: Keys of one period of an account's usage (issue 25, docs/scenarios.md).
+USAGE_KEYS: tuple[str, ...] = ("from", "to", "warning", "limit", "window", "reset", "threshold")
 #: Who a report comes from when the scenario does not say.
 DEFAULT_PEER = "another run"
 #: Keys of one call answer (SPEC D).
@@ -121,6 +126,54 @@ def _tuple_of_peers(value: Iterable[PeerReport]) -> tuple[PeerReport, ...]:
     return tuple(value)
 
 
+def _utilization_or_none(_instance: object, attribute: attrs.Attribute[Any], value: object
+                         ) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"UsagePeriod.{attribute.name} must be a number or None, not {value!r}")
+    if not 0 <= value <= MAX_UTILIZATION:
+        raise ValueError(
+            f"UsagePeriod.{attribute.name} must be between 0 and {MAX_UTILIZATION:g}, "
+            f"not {value!r}"
+        )
+
+
+@attrs.frozen
+class UsagePeriod:
+    """Issue 25: how one provider's account is used over time, from `start` (`from:`) until
+    `end` (`to:`). A *warning* period (`warning` set: the utilization, e.g. 0.97) gives every
+    call on the provider that ends in it, and ends healthy, the usage reading the CLI would
+    report (claude's `allowed_warning` event: `window`, the window's `reset`, the provider's
+    `threshold`). A *limit* period (`warning` None; `limit: true` in a file) refuses every call
+    on the provider that is running or starts in it, with a limit notice until `end`: a call
+    already running is refused when the period begins, one that starts in it at once."""
+
+    provider: str = attrs.field(validator=attrs.validators.in_(PROVIDERS))
+    start: datetime = attrs.field(validator=aware)
+    end: datetime = attrs.field(validator=aware)
+    warning: float | None = attrs.field(default=None, validator=_utilization_or_none)
+    window: str = attrs.field(default="", validator=attrs.validators.instance_of(str))
+    reset: datetime | None = attrs.field(default=None, validator=aware_or_none)
+    threshold: float | None = attrs.field(default=None, validator=_utilization_or_none)
+
+    def __attrs_post_init__(self) -> None:
+        if self.end.astimezone(UTC) <= self.start.astimezone(UTC):
+            raise ValueError("UsagePeriod.end ('to') must be after its start ('from')")
+        if self.warning is None and (self.window or self.reset is not None
+                                     or self.threshold is not None):
+            raise ValueError("a limit period lasts until 'to': 'window', 'reset' and "
+                             "'threshold' belong to a warning period")
+
+    @property
+    def limit(self) -> bool:
+        return self.warning is None
+
+
+def _tuple_of_periods(value: Iterable[UsagePeriod]) -> tuple[UsagePeriod, ...]:
+    return tuple(value)
+
+
 def _check_zone(_instance: object, _attribute: object, value: str) -> None:
     _zone(value)  # raises ValueError for an unknown zone
 
@@ -187,6 +240,8 @@ class Scenario:
     default: CallAnswer | None = None
     messages: tuple[datetime, ...] = attrs.field(default=(), converter=_tuple_of_datetimes)
     peers: tuple[PeerReport, ...] = attrs.field(default=(), converter=_tuple_of_peers)
+    #: Issue 25: each provider's usage over time (warning and limit periods), in file order.
+    usage: tuple[UsagePeriod, ...] = attrs.field(default=(), converter=_tuple_of_periods)
     policy: Policy = attrs.field(default=DEFAULT_POLICY, validator=attrs.validators.instance_of(
         Policy))
 
@@ -221,6 +276,25 @@ class Scenario:
                 for report in self.peers
             ),
         )
+        object.__setattr__(
+            self,
+            "usage",
+            tuple(
+                attrs.evolve(
+                    period,
+                    start=period.start.astimezone(zone),
+                    end=period.end.astimezone(zone),
+                    reset=None if period.reset is None else period.reset.astimezone(zone),
+                )
+                for period in self.usage
+            ),
+        )
+        for provider in PROVIDERS:
+            spans = sorted((p.start.astimezone(UTC), p.end.astimezone(UTC))
+                           for p in self.usage if p.provider == provider)
+            for (_a, end), (start, _b) in pairwise(spans):
+                if start < end:
+                    raise ValueError(f"Scenario.usage: two periods of {provider} overlap")
 
     @property
     def zone(self) -> ZoneInfo:
@@ -506,6 +580,48 @@ class _Reader:
         return PeerReport(at=stamp, engine=self.engine(fields["engine"]), reset=reset,
                           source=source)
 
+    def period(self, provider: str, where: _Where, zone: ZoneInfo, zone_name: str
+               ) -> UsagePeriod:
+        fields = self.mapping(where, USAGE_KEYS, "a period of the account's usage")
+        for required in ("from", "to"):
+            if required not in fields:
+                raise self.error(where, f"missing required key {required!r}")
+        start = self.local_time(fields["from"], zone, zone_name)
+        end = self.local_time(fields["to"], zone, zone_name)
+        if end.astimezone(UTC) <= start.astimezone(UTC):
+            raise self.error(fields["to"], "must be after 'from'")
+        warned = "warning" in fields and self._present(fields["warning"])
+        limited = "limit" in fields and self.boolean(fields["limit"])
+        if warned == limited:
+            raise self.error(where, "a period has either 'warning: <utilization>' (e.g. 0.97) "
+                             "or 'limit: true'")
+        if limited:
+            for key in ("window", "reset", "threshold"):
+                if key in fields:
+                    raise self.error(fields[key], "belongs to a warning period; a limit "
+                                     "period lasts until 'to'")
+            return UsagePeriod(provider=provider, start=start, end=end)
+        warning = self.fraction(fields["warning"])
+        window = ""
+        if "window" in fields and self._present(fields["window"]):
+            window = self.text(fields["window"]) or ""
+        reset: datetime | None = None
+        if "reset" in fields and self._present(fields["reset"]):
+            reset = self.local_time(fields["reset"], zone, zone_name)
+        threshold = None
+        if "threshold" in fields and self._present(fields["threshold"]):
+            threshold = self.fraction(fields["threshold"])
+        return UsagePeriod(provider=provider, start=start, end=end, warning=warning,
+                           window=window, reset=reset, threshold=threshold)
+
+    def fraction(self, where: _Where) -> float:
+        value = self.scalar(where)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+                0 <= value <= MAX_UTILIZATION):
+            raise self.error(where, f"a utilization is a fraction such as 0.97 (0 to "
+                             f"{MAX_UTILIZATION:g}), not {_show(value)}")
+        return float(value)
+
     def _present(self, where: _Where) -> bool:
         node = where.node
         return not (isinstance(node, yaml.ScalarNode) and self.scalar(where) is None)
@@ -682,6 +798,29 @@ def parse_scenario(text: str, *, source: str = "<string>") -> Scenario:
             if until is not None and report.at.astimezone(UTC) > until.astimezone(UTC):
                 raise reader.error(where, "a report after 'until' would never arrive")
             peers.append(report)
+    usage: list[UsagePeriod] = []
+    if "usage" in fields and reader._present(fields["usage"]):
+        where = fields["usage"]
+        node = where.node
+        if not isinstance(node, yaml.MappingNode):
+            raise reader.error(where, "maps providers to lists of periods, e.g. claude: "
+                               "[{from: ..., to: ..., warning: 0.97}]")
+        for key_node, value_node in node.value:
+            name = reader.scalar(_Where(key_node, "usage"))
+            key_where = _Where(value_node, f"usage.{name}")
+            if name not in PROVIDERS:
+                raise reader.error(key_where, f"unknown provider {name!r} (known: "
+                                   f"{', '.join(PROVIDERS)})", node=key_node)
+            mine: list[UsagePeriod] = []
+            for item in reader.sequence(key_where, f"usage.{name}"):
+                period = reader.period(str(name), item, zone, zone_name)
+                for other in mine:
+                    if (period.start.astimezone(UTC) < other.end.astimezone(UTC)
+                            and other.start.astimezone(UTC) < period.end.astimezone(UTC)):
+                        raise reader.error(item, "overlaps an earlier period of "
+                                           f"{name}; periods of one account follow each other")
+                mine.append(period)
+            usage.extend(mine)
     policy = DEFAULT_POLICY
     if "policy" in fields and reader._present(fields["policy"]):
         where = fields["policy"]
@@ -703,6 +842,7 @@ def parse_scenario(text: str, *, source: str = "<string>") -> Scenario:
         default=default,
         messages=tuple(messages),
         peers=tuple(peers),
+        usage=tuple(usage),
         policy=policy,
     )
 
@@ -757,6 +897,21 @@ def _peer_data(report: PeerReport, zone: ZoneInfo) -> dict[str, Any]:
     return data
 
 
+def _period_data(period: UsagePeriod, zone: ZoneInfo) -> dict[str, Any]:
+    data: dict[str, Any] = {"from": _local(period.start, zone), "to": _local(period.end, zone)}
+    if period.warning is None:
+        data["limit"] = True
+        return data
+    data["warning"] = period.warning
+    if period.window:
+        data["window"] = period.window
+    if period.reset is not None:
+        data["reset"] = _local(period.reset, zone)
+    if period.threshold is not None:
+        data["threshold"] = period.threshold
+    return data
+
+
 def render_scenario(scenario: Scenario) -> str:
     """The scenario file text for `scenario`: `parse_scenario(render_scenario(s)) == s`.
 
@@ -784,6 +939,11 @@ def render_scenario(scenario: Scenario) -> str:
         data["messages"] = [_local(stamp, zone) for stamp in scenario.messages]
     if scenario.peers:
         data["peers"] = [_peer_data(report, zone) for report in scenario.peers]
+    if scenario.usage:
+        usage: dict[str, Any] = {}
+        for period in scenario.usage:
+            usage.setdefault(period.provider, []).append(_period_data(period, zone))
+        data["usage"] = usage
     if scenario.policy != DEFAULT_POLICY:
         data["policy"] = policy_data(scenario.policy)
     return dump_yaml(data, width=1_000_000)

@@ -1,0 +1,160 @@
+"""Act before the limit (issue 25 item 5): on a storm whose limits come from the accounts'
+usage over time, with a warning before each limit, what `policy.headroom` changes.
+
+The storm is `bench_simulation.storm_scenario`'s team and call mix (posts after 1-15 minutes,
+some network errors and failed exits), except that no call is refused by a notice scripted per
+call: each provider's account runs through cycles of quiet hours, a warning period (healthy
+calls report a reading at 90-99 % of a five-hour window, as claude's `allowed_warning` event
+does) and a limit period until the window's reset (scenario `usage:` periods,
+docs/scenarios.md). The same scenario is simulated with the knob off and with `hand_over_at:
+0.95`; the figures are counts from the simulation (`compare_headroom`), deterministic for a
+seed: calls refused by a limit, turns a limit cut short, call time lost, hours every participant
+waited for a limit. The knob-off run is the baseline.
+
+Today only claude's CLI reports such readings (docs/limits.md "Usage readings"); the storm
+gives codex and agy warnings too, to show what a reading does wherever one exists.
+
+    python bench/bench_headroom.py [--days 30] [--at 0.95]
+    python bench/bench_headroom.py --write-scenario docs/examples/headroom/storm-week.yaml --days 7
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(1, str(HERE.parent))
+
+from bench_simulation import START, TEAM  # noqa: E402
+
+from autodev_core.engine import PROVIDERS  # noqa: E402
+from autodev_core.simulation.compare import HeadroomComparison, compare_headroom  # noqa: E402
+from autodev_core.simulation.scenario import (  # noqa: E402
+    CallAnswer,
+    Scenario,
+    UsagePeriod,
+    render_scenario,
+)
+
+DAYS = 30
+HAND_OVER_AT = 0.95
+M = timedelta(minutes=1)
+
+
+def usage_periods(days: int, seed: int, start: datetime = START) -> tuple[UsagePeriod, ...]:
+    """Per provider: quiet 4-20 hours, a warning period of 30-120 minutes at 90-99 %, then a
+    limit of 1-5 hours until the window's reset; again until `days` have passed."""
+    rng = random.Random(seed)
+    end = start + timedelta(days=days)
+    periods = []
+    for provider in PROVIDERS:
+        at = start + rng.randint(60, 600) * M
+        while at < end:
+            warned = at + rng.randint(30, 120) * M
+            reset = warned + rng.randint(60, 300) * M
+            periods.append(UsagePeriod(provider, at, warned,
+                                       warning=rng.choice((0.9, 0.93, 0.96, 0.97, 0.99)),
+                                       window="five_hour", reset=reset, threshold=0.9))
+            periods.append(UsagePeriod(provider, warned, reset))
+            at = reset + rng.randint(240, 1200) * M
+    return tuple(periods)
+
+
+def usage_storm(days: int = DAYS, seed: int = 11, *, per_call: bool = True) -> Scenario:
+    """`days` of TEAM under the accounts' usage; `per_call` scripts each call as the storm does
+    (minus its notices), else every call posts after 10 minutes (a file a person can read)."""
+    rng = random.Random(seed)
+    calls = []
+    if per_call:
+        for key in sorted({str(e) for p in TEAM for e in p.entries}):
+            answers = []
+            for _ in range(600 * days):
+                duration = timedelta(seconds=rng.randint(60, 900))
+                roll = rng.random()
+                if roll < 0.02:
+                    answers.append(CallAnswer(stderr="getaddrinfo ENOTFOUND api.example.com",
+                                              exit=1, duration=duration))
+                elif roll < 0.04:
+                    answers.append(CallAnswer(exit=2, duration=duration))
+                else:
+                    answers.append(CallAnswer(post="done", duration=duration))
+            calls.append((key, tuple(answers)))
+    return Scenario(start=START, timezone="Europe/Lisbon", team=TEAM, calls=tuple(calls),
+                    default=None if per_call else CallAnswer(post="done", duration=10 * M),
+                    until=START + timedelta(days=days), usage=usage_periods(days, seed + 1))
+
+
+def measure(days: int = DAYS, at: float = HAND_OVER_AT) -> dict[str, Any]:
+    comparison = compare_headroom(usage_storm(days), at)
+    return {"days": days, "comparison": comparison}
+
+
+def row(comparison: HeadroomComparison, days: int) -> str:
+    """The row of docs/performance.md (bench/run.py writes it the same way)."""
+    off, on = comparison.off, comparison.on
+    hours = timedelta(hours=1)
+    fewer = off.refused / on.refused if on.refused else float("inf")
+    return (
+        f"| 9. act before the limit: {days} days, 6 participants, a warning before each limit "
+        f"(usage periods), `policy.headroom` on at {comparison.hand_over_at:g} | "
+        f"{on.refused:,} calls hit a limit ({on.cut_short:,} cut short); "
+        f"{on.waiting / hours:.1f} h waiting | knob off: {off.refused:,} calls "
+        f"({off.cut_short:,} cut short); {off.waiting / hours:.1f} h waiting | "
+        f"**{fewer:.1f}×** fewer calls hit a limit | reported | — |"
+    )
+
+
+def details(comparison: HeadroomComparison, days: int) -> str:
+    """The row's section under "Details" of docs/performance.md."""
+    table = "\n".join(comparison.table(f"{days}-day usage storm"))
+    return (
+        "### 9. Act before the limit (issue 25)\n\n"
+        "`bench/bench_headroom.py`: the storm of row 2 (its team and call mix), except that its "
+        "limits come from each account's usage over time, not from notices scripted per call: "
+        "quiet hours, then a warning period (healthy calls report 90-99 % of a five-hour "
+        "window), then a limit until the window's reset (`usage:` periods, docs/scenarios.md). "
+        "Simulated with `policy.headroom` off and on (`compare_headroom`); counts, not times, "
+        "the same on every machine for the seed:\n\n" + table + "\n\n"
+        "Handing over before the limit spares calls that would have met it and turns a limit "
+        "would have cut short. The time spent waiting hardly changes: the "
+        "scripted usage does not depend on the calls made (a real account's would), and a "
+        "reading is kept per engine, so a warning on `claude:opus` does not yet steer turns "
+        "off `claude:sonnet` of the same account. Today only claude's CLI reports readings "
+        "(docs/limits.md); the storm gives codex and agy warnings too.\n"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--days", type=int, default=DAYS)
+    parser.add_argument("--at", type=float, default=HAND_OVER_AT)
+    parser.add_argument("--write-scenario", metavar="PATH", default=None,
+                        help="write the storm as a scenario file (every call posts after 10 "
+                        "minutes) instead of measuring")
+    args = parser.parse_args(argv)
+    if args.write_scenario:
+        text = render_scenario(usage_storm(args.days, per_call=False))
+        head = (f"# A {args.days}-day storm whose limits come from the accounts' usage, a warning "
+                "before each (issue 25).\n# Written by: python bench/bench_headroom.py "
+                f"--write-scenario {args.write_scenario} --days {args.days}\n"
+                "# Compare: autodev simulate THIS_FILE --compare-headroom 0.95 "
+                "(docs/limits.md)\n")
+        Path(args.write_scenario).write_text(head + text, encoding="utf-8")
+        return 0
+    m = measure(args.days, args.at)
+    comparison = m["comparison"]
+    for line in comparison.table(f"{m['days']}-day usage storm"):
+        print(line)
+    print()
+    print(row(comparison, m["days"]))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
