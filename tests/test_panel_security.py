@@ -337,3 +337,44 @@ def test_posts_and_lanes_carrying_markup_and_escapes_reach_the_page_as_data_only
     page = served.request("GET", "/").text
     assert "post 0" not in page  # no post is rendered into the HTML
     assert re.search(r"<script[^>]*>\s*</script>", page)
+
+
+# --- the session across a restart ---------------------------------------------------------------
+
+
+def test_a_restarted_panel_keeps_the_sessions_of_the_pages_it_served(
+        tmp_path: Path, panel_factory: Any) -> None:
+    run = make_run(tmp_path, posts=1)
+    first = panel_factory(run)
+    assert first.stop() == 0
+    second = panel_factory(run)
+    assert second.token == first.token
+    assert second.request("GET", "/api/status").status == 200  # the old cookie still works
+
+
+@pytest.mark.parametrize("damage", ["mode 0644", "a link", "malformed", "deleted"])
+def test_a_token_file_that_cannot_be_trusted_is_replaced_by_a_new_token(
+        tmp_path: Path, panel_factory: Any, damage: str) -> None:
+    run = make_run(tmp_path, posts=1)
+    first = panel_factory(run)
+    assert first.stop() == 0
+    path = run / "panel.token"
+    if damage == "mode 0644":
+        path.chmod(0o644)
+    elif damage == "a link":
+        target = tmp_path / "elsewhere"
+        target.write_text(first.token)
+        target.chmod(0o600)
+        path.unlink()
+        path.symlink_to(target)
+    elif damage == "malformed":
+        path.write_text("short\n")
+    else:
+        path.unlink()  # deleting the file revokes every session
+    second = panel_factory(run)
+    assert second.token != first.token
+    assert not path.is_symlink() and stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert path.read_text().strip() == second.token
+    stale = second.request("GET", "/api/status", cookie=False,
+                           headers={"Cookie": f"autodev_panel={first.token}"})
+    assert stale.status == 401
