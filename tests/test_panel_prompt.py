@@ -171,3 +171,27 @@ def test_the_write_is_fsynced_before_the_rename(tmp_path: Path,
                         lambda a, b: (order.append(f"replace {Path(b).name}"), real_replace(a, b)))
     prompts.save_prompt(team, "ana", GOOD, prompts.etag_of((team / "ana.md").read_bytes()))
     assert order == ["fsync", "replace ana.md.bak", "fsync", "fsync", "replace ana.md", "fsync"]
+
+
+def test_a_file_broken_by_hand_can_be_repaired_from_the_panel(tmp_path: Path) -> None:
+    """The team loads when the panel starts; then rui.md is broken in an editor. Each file
+    still opens; a save of another file is refused with the loader's line about the broken
+    one; the broken file itself is repaired."""
+    run = make_run(tmp_path, posts=1)
+    team = make_team(tmp_path)
+    panel = Panel(run, "--team", str(team))
+    try:
+        broken = "---\nprovider: [codex\n---\nBody.\n"
+        (team / "rui.md").write_text(broken, encoding="utf-8")
+        opened = panel.request("GET", "/api/prompt/rui").json()
+        assert opened["text"] == broken
+        ana = panel.request("GET", "/api/prompt/ana").json()
+        refused = _put(panel, "ana", GOOD, ana["etag"])
+        assert refused.status == 422 and "rui.md" in refused.json()["error"]
+        assert panel.request("GET", "/api/prompt/nobody").status == 404
+        fixed = "---\nprovider: codex\n---\nRepaired.\n"
+        assert _put(panel, "rui", fixed, opened["etag"]).status == 200
+        assert (team / "rui.md").read_text() == fixed
+        assert (team / "rui.md.bak").read_text() == broken
+    finally:
+        assert panel.stop() == 0

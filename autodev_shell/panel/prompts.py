@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -43,10 +44,26 @@ def etag_of(data: bytes) -> str:
     return '"' + hashlib.sha256(data).hexdigest() + '"'
 
 
+#: A participant id (C5): the file name `<id>.md`, no path parts.
+_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")
+
+
 def prompt_path(team_dir: Path, participant: str) -> Path:
-    """The participant's file, as the loader finds it (ConfigError: no such participant, or
-    a team that does not load)."""
-    return load_team(team_dir).file_of(participant)
+    """The participant's file, as the loader finds it (ConfigError: no such participant).
+
+    A team that does not load (a file broken by hand) still opens each participant's own
+    file, `<id>.md` in the team folder, so that the panel can repair it: the save is then
+    checked by loading the whole team, as always."""
+    try:
+        team = load_team(team_dir)
+    except ConfigError as broken:
+        path = team_dir / f"{participant}.md"
+        if (_ID.fullmatch(participant) and participant.lower() != "readme"
+                and path.is_file()):
+            return path
+        raise ConfigError(f"no participant {participant!r} here, and the team does not load: "
+                          f"{broken}", source=str(team_dir)) from None
+    return team.file_of(participant)
 
 
 def read_prompt(team_dir: Path, participant: str) -> tuple[str, str, Path]:

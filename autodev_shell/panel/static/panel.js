@@ -137,7 +137,7 @@
       outages.replaceChildren(...(view.outages || []).map((o) =>
         el("p", { class: "outage", "data-provider": o.provider },
            el("span", { class: "tag tag-outage", text: "outage" }), " ",
-           `${o.provider} unreachable (${o.attempts} tries); `,
+           `${o.provider} unreachable (${o.attempts} ${o.attempts === 1 ? "try" : "tries"}); `,
            timer(o.retry_at, o.back_at))));
     }
     renderParticipants(view);
