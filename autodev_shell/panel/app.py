@@ -75,6 +75,8 @@ class Panel:
         self.token = token
         self.read_only = read_only
         self.reader = RunReader(run_dir)
+        self._cached_key: tuple[int | None, int, int] | None = None
+        self._cached: tuple[Any, str, list[str]] | None = None
         self.hub = Hub(self.reader, self.status, self.participant_ids)
         self.templates = Environment(loader=PackageLoader("autodev_shell.panel", "templates"),
                                      autoescape=select_autoescape(default=True))
@@ -95,9 +97,31 @@ class Panel:
                 "daemon": "daemon not running", "revision": None, "persistence": "",
                 "gate": "", "participants": [], "limits": [], "outages": [], "usage": [],
                 "now": datetime.now(UTC).isoformat()}}
-        state = self.reader.scheduler_state()
-        return status_view(facts, now, zone, state, self.reader.gate(),
-                           self.reader.notice_lines())
+        key = (self.reader.data_version(), self._size_of(self.reader.log_file),
+               self._inode_of(self.reader.db))
+        if key != self._cached_key or self._cached is None:
+            # The stored state, the turn gate and the run log change only with a commit or a
+            # log line: read again only then (the status facts are read every time: the lock
+            # and the heartbeat's age change without a commit).
+            self._cached = (self.reader.scheduler_state(), self.reader.gate(),
+                            self.reader.notice_lines())
+            self._cached_key = key
+        state, gate, lines = self._cached
+        return status_view(facts, now, zone, state, gate, lines)
+
+    @staticmethod
+    def _size_of(path: Path) -> int:
+        try:
+            return path.stat().st_size
+        except OSError:
+            return -1
+
+    @staticmethod
+    def _inode_of(path: Path) -> int:
+        try:
+            return path.stat().st_ino
+        except OSError:
+            return -1
 
     def prompt_editing(self) -> str:
         """Why prompts cannot be edited here, or "" when they can."""

@@ -265,16 +265,22 @@ class Hub:
         now = time.monotonic()
         if changed or now - self._status_at >= STATUS_SECONDS:
             self._status_at = now
-            status = self.status_of()
-            comparable = json.dumps({k: v for k, v in status["view"].items() if k != "now"},
-                                    sort_keys=True, default=str)
-            if comparable != self.last_status_text:
-                self.last_status_text = comparable
-                self.last_status = status
-                sent.append((0, sse("status", status)))
-            self._follow_lanes()
+            # Each part on its own: posts already read are sent whatever the status does.
+            with contextlib.suppress(Exception):
+                status = self.status_of()
+                comparable = json.dumps({k: v for k, v in status["view"].items()
+                                         if k != "now"}, sort_keys=True, default=str)
+                if comparable != self.last_status_text:
+                    self.last_status_text = comparable
+                    self.last_status = status
+                    sent.append((0, sse("status", status)))
+            with contextlib.suppress(Exception):
+                self._follow_lanes()
         for name, lane in self.lanes.items():
-            pieces = lane.poll()
+            try:
+                pieces = lane.poll()
+            except Exception:
+                continue
             if pieces:
                 sent.append((0, sse("lane", {"participant": name, "reset": False,
                                              "offset": lane.total, "pieces": pieces})))
