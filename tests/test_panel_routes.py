@@ -296,3 +296,21 @@ def test_a_store_replaced_under_the_panel_makes_every_page_start_again(
         lambda e: e["event"] == "post" and e["data"]["seq"] == 2) if e["event"] == "post"]
     assert texts == ["restored one", "restored two"]
     again.close()
+
+
+def test_a_failing_status_read_does_not_lose_the_posts_of_its_tick(tmp_path: Path) -> None:
+    from autodev_shell.panel.events import Hub
+    from autodev_shell.panel.reader import RunReader
+
+    def broken() -> dict[str, Any]:
+        raise RuntimeError("the status could not be read")
+
+    run = make_run(tmp_path, posts=2)
+    reader = RunReader(run)
+    hub = Hub(reader, broken, lambda: [])
+    hub.tick()
+    add_posts(run, ["one", "two"])
+    sent = hub.tick()
+    texts = [json.loads(t.split("data: ", 1)[1])["text"] for _s, t in sent if "event: post" in t]
+    assert texts == ["one", "two"] and hub.last_seq == 4
+    reader.close()
