@@ -65,7 +65,6 @@
     return `${formatLeft(seconds < 60 ? Math.floor(seconds) : Math.floor(seconds / 60) * 60)} ago`;
   }
 
-  const announcer = () => $("#say-result") || $("#connection");
 
   function tickOne(node) {
     const until = Date.parse(node.getAttribute("data-until"));
@@ -76,6 +75,8 @@
       text = "checking…";
       if (!node.hasAttribute("data-lifted")) {
         node.setAttribute("data-lifted", "");
+        // One polite announcement when a wait ends (the timer itself is not announced).
+        setText("#announce", `${backAt.replace(/^(back at|next try at|until) /, "")}: time is up, checking…`);
         const box = node.closest(".countdown");
         if (box) box.classList.add("due");
       }
