@@ -91,7 +91,7 @@ class Panel:
         """The `status` event: `status --json`'s facts and the page's view of them."""
         try:
             facts, zone, now = self.reader.status()
-        except AutodevError as exc:
+        except Exception as exc:  # said on the page, as `status` would say it; never a crash
             return {"facts": None, "view": {
                 "status": "unknown", "error": str(exc), "daemon_running": False,
                 "daemon": "daemon not running", "revision": None, "persistence": "",
