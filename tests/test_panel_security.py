@@ -378,3 +378,11 @@ def test_a_token_file_that_cannot_be_trusted_is_replaced_by_a_new_token(
     stale = second.request("GET", "/api/status", cookie=False,
                            headers={"Cookie": f"autodev_panel={first.token}"})
     assert stale.status == 401
+
+
+def test_other_local_apps_cookies_do_not_hide_the_session(served: Panel) -> None:
+    """Cookies are not kept apart by port: another app's odd cookies come along."""
+    jar = (f'_xsrf=2|a|b; username-localhost-8888="2|1:0|10:17|"; odd={{x}} y; '
+           f"autodev_panel={served.token}; last=1")
+    assert served.request("GET", "/api/status", cookie=False,
+                          headers={"Cookie": jar}).status == 200

@@ -22,7 +22,6 @@ import re
 import secrets
 import stat
 from collections.abc import Awaitable, Callable, MutableMapping
-from http.cookies import SimpleCookie
 from pathlib import Path
 from typing import Any, Final
 from urllib.parse import parse_qs
@@ -126,13 +125,13 @@ def _headers(scope: Scope) -> dict[str, str]:
 
 
 def _cookie(header: str) -> str:
-    jar: SimpleCookie = SimpleCookie()
-    try:
-        jar.load(header)
-    except Exception:
-        return ""
-    morsel = jar.get(COOKIE)
-    return morsel.value if morsel is not None else ""
+    """The session cookie's value. Read by hand: cookies are not kept apart by port, so other
+    local apps' cookies come along, and `http.cookies` stops at the first it finds odd."""
+    for part in header.split(";"):
+        name, eq, value = part.strip().partition("=")
+        if eq and name == COOKIE:
+            return value.strip().strip('"')
+    return ""
 
 
 class Guard:
