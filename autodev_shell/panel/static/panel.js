@@ -282,13 +282,33 @@
   });
 
   // --- lanes ------------------------------------------------------------------------------------
+  // A lane is a <pre> of calls: each header frame (Lanes.begin_call) starts a span.call holding
+  // its lines up to the next header. "Show headers only" folds every call of the lane to its
+  // header and footer; a click on a header folds that call alone.
+  const MAX_LANE_LINES = 4000;
+
   function laneBox(name) {
     let pre = document.querySelector(`[data-lane="${CSS.escape(name)}"]`);
     if (!pre) {
       const section = el("section", { class: "lane", id: `lane-${name}`, "aria-labelledby": `lane-title-${name}` });
-      section.append(el("h3", { id: `lane-title-${name}`, text: `${name}'s lane` }));
+      const fold = el("button", { type: "button", class: "lane-fold", "aria-pressed": "false",
+                                  "data-participant": name, text: "Show headers only" });
+      fold.setAttribute("aria-label", `Show only the call headers of ${name}'s lane`);
+      section.append(el("h3", { id: `lane-title-${name}`, text: `${name}'s lane` }), fold);
       pre = el("pre", { "data-lane": name, tabindex: "0", "aria-live": "off",
                         "aria-label": `${name}'s lane` });
+      fold.addEventListener("click", () => {
+        const on = fold.getAttribute("aria-pressed") !== "true";
+        fold.setAttribute("aria-pressed", on ? "true" : "false");
+        fold.textContent = on ? "Show whole calls" : "Show headers only";
+        pre.classList.toggle("headers-only", on);
+      });
+      pre.addEventListener("click", (e) => {
+        const header = e.target.closest && e.target.closest(".line-header");
+        if (header && header.parentElement.classList.contains("call")) {
+          header.parentElement.classList.toggle("folded");
+        }
+      });
       section.append(pre);
       $("#lanes").append(section);
     }
@@ -297,12 +317,21 @@
 
   function addPieces(pre, pieces) {
     const stick = pre.scrollHeight - pre.scrollTop - pre.clientHeight < 24;
+    let lines = Number(pre.getAttribute("data-lines") || "0");
     for (const piece of pieces) {
-      let line = pre.lastElementChild;
-      if (!line || line.getAttribute("data-open") !== "true" || piece.kind === "header") {
+      let holder = pre.lastElementChild && pre.lastElementChild.classList.contains("call")
+        ? pre.lastElementChild : pre;
+      let line = holder.lastElementChild;
+      if (piece.kind === "header") {
+        holder = el("span", { class: "call" });
+        if (piece.engine) holder.setAttribute("data-engine", piece.engine);
+        pre.append(holder);
+        line = null;
+      }
+      if (!line || !line.classList.contains("line") || line.getAttribute("data-open") !== "true") {
         line = el("span", { class: `line line-${piece.kind}`, "data-open": "true" });
-        if (piece.kind === "header") line.classList.add("call-start");
-        pre.append(line);
+        holder.append(line);
+        lines += 1;
       }
       for (const [cls, text] of piece.spans) {
         line.append(cls ? el("span", { class: cls, text }) : document.createTextNode(text));
@@ -312,13 +341,18 @@
         line.append("\n");
       }
     }
-    while (pre.childElementCount > 4000) pre.firstElementChild.remove();
+    while (lines > MAX_LANE_LINES && pre.firstElementChild) {
+      const first = pre.firstElementChild;
+      lines -= first.classList.contains("call") ? first.querySelectorAll(".line").length : 1;
+      first.remove();
+    }
+    pre.setAttribute("data-lines", String(lines));
     if (stick) pre.scrollTop = pre.scrollHeight;
   }
 
   function onLane(data) {
     const pre = laneBox(data.participant);
-    if (data.reset) pre.replaceChildren();
+    if (data.reset) { pre.replaceChildren(); pre.setAttribute("data-lines", "0"); }
     addPieces(pre, data.pieces);
   }
 
