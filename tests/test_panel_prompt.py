@@ -8,6 +8,8 @@ import json
 import os
 import shutil
 import stat
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -195,3 +197,25 @@ def test_a_file_broken_by_hand_can_be_repaired_from_the_panel(tmp_path: Path) ->
         assert (team / "rui.md.bak").read_text() == broken
     finally:
         assert panel.stop() == 0
+
+
+def test_a_team_broken_before_the_panel_starts_is_said_and_can_be_repaired(
+        tmp_path: Path) -> None:
+    run = make_run(tmp_path, posts=1)
+    team = make_team(tmp_path)
+    broken = "---\nprovider: codex\nprovider: claude\n---\nBody.\n"
+    (team / "rui.md").write_text(broken, encoding="utf-8")
+    panel = Panel(run, "--team", str(team))
+    try:
+        opened = panel.request("GET", "/api/prompt/rui").json()
+        assert _put(panel, "rui", "---\nprovider: codex\n---\nOk.\n", opened["etag"]).status == 200
+        assert load_team(team).members[1].prompt.strip() == "Ok."
+    finally:
+        assert panel.stop() == 0
+    err = panel.stderr()
+    assert "the team does not load" in err and "duplicate key" in err and err.count("\n") == 1
+    missing = subprocess.run([sys.executable, "-m", "autodev_shell.cli", "panel", "--run",
+                              str(run), "--team", str(tmp_path / "nowhere")],
+                             capture_output=True, text=True, timeout=60)
+    assert missing.returncode == 2 and "not a team directory" in missing.stderr
+    assert missing.stdout == ""

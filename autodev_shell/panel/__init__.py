@@ -53,9 +53,18 @@ def serve(run_dir: str | Path, *, team_dir: str | Path | None = None, host: str 
                            f"TEAM_DIR --run {run}`.")
     team = Path(team_dir) if team_dir is not None else None
     if team is not None:
+        from autodev_core.errors import ConfigError
+
         from ..team import load_team
 
-        load_team(team)  # a team folder that does not load is said now, in one line
+        if not team.is_dir():
+            raise ConfigError("not a team directory (it does not exist or is not a folder)",
+                              source=str(team))
+        try:
+            load_team(team)
+        except ConfigError as exc:  # the panel is where it can be repaired: said, not refused
+            print(f"autodev panel: the team does not load ({exc}); each participant's file "
+                  "still opens in Edit prompt, to repair it", file=err, flush=True)
     if not is_loopback(host):
         print(f"autodev panel: WARNING: listening on {host}, not on loopback: anyone who can "
               "reach this address and learns the token can steer the run. The token travels "
