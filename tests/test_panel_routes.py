@@ -4,7 +4,6 @@ duplicate, controls go through the control table (C6), lanes arrive cleaned."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import io
 import json
@@ -67,7 +66,7 @@ def test_C6_api_status_is_byte_for_byte_what_status_json_prints(
     with contextlib.redirect_stdout(out):
         assert main(["status", "--json", "--run", str(run)]) == 0
     app = App(run, team_dir=None, token="t", read_only=False)
-    answer = asyncio.run(app.api_status(None))  # type: ignore[arg-type]
+    answer = app.api_status(None)  # type: ignore[arg-type]
     app.reader.close()
     assert answer.body == out.getvalue().encode("utf-8")
     assert answer.media_type == "application/json"

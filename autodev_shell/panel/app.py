@@ -16,6 +16,7 @@ from urllib.parse import parse_qs
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
@@ -133,13 +134,13 @@ class Panel:
 
     # --- routes -----------------------------------------------------------------------------
 
-    async def page(self, request: Request) -> Response:
+    def page(self, request: Request) -> Response:
         html = self.templates.get_template("index.html").render(
             run_dir=str(self.run_dir), read_only=self.read_only, csrf=self.token,
             prompt_editing=self.prompt_editing(), say_max=SAY_MAX_BYTES)
         return HTMLResponse(html)
 
-    async def api_status(self, request: Request) -> Response:
+    def api_status(self, request: Request) -> Response:
         try:
             facts, _zone, _now = self.reader.status()
         except AutodevError as exc:
@@ -157,7 +158,7 @@ class Panel:
         return StreamingResponse(body(), media_type="text/event-stream",
                                  headers={"x-accel-buffering": "no"})
 
-    async def thread(self, request: Request) -> Response:
+    def thread(self, request: Request) -> Response:
         try:
             limit = min(max(int(request.query_params.get("limit", FIRST_PAGE)), 1), MAX_PAGE)
             before = request.query_params.get("before")
@@ -167,7 +168,7 @@ class Panel:
             return _error(400, "before and limit must be whole numbers")
         return JSONResponse(posts)
 
-    async def lane(self, request: Request) -> Response:
+    def lane(self, request: Request) -> Response:
         participant = request.path_params["participant"]
         try:
             text = read_lane(self.run_dir / "lanes", participant)
@@ -178,7 +179,7 @@ class Panel:
         tail = text.encode("utf-8")[-LANE_TAIL_BYTES:].decode("utf-8", "replace")
         return JSONResponse({"participant": participant, "pieces": render_text(tail)})
 
-    async def get_prompt(self, request: Request) -> Response:
+    def get_prompt(self, request: Request) -> Response:
         why = "" if self.team_dir is not None else self.prompt_editing()
         if self.team_dir is None:
             return _error(404, why)
@@ -206,15 +207,25 @@ class Panel:
             return _error(428, "An If-Match header (the ETag the editor read) is needed.")
         participant = request.path_params["participant"]
         try:
-            path = save_prompt(self.team_dir, participant, text, if_match)
+            path = await run_in_threadpool(save_prompt, self.team_dir, participant, text,
+                                           if_match)
         except PromptError as exc:
             extra = {"text": exc.text, "etag": exc.etag} if exc.status == 409 else {}
             return _error(exc.status, str(exc), **extra)
         except ConfigError as exc:
             return _error(404, str(exc))
-        return JSONResponse({"saved": str(path), "backup": str(path) + ".bak",
-                             "etag": read_prompt(self.team_dir, participant)[1],
-                             "applies_from": self.applies_from(participant)})
+        etag = (await run_in_threadpool(read_prompt, self.team_dir, participant))[1]
+        applies = await run_in_threadpool(self.applies_from, participant)
+        return JSONResponse({"saved": str(path), "backup": str(path) + ".bak", "etag": etag,
+                             "applies_from": applies})
+
+    def _enqueue(self, command: str, arg: str) -> int:
+        """Queue `command` as `autodev say|pause|resume|stop` does (`cmd_control`, C6)."""
+        store = open_existing(self.run_dir)
+        try:
+            return store.enqueue_control(command, arg, now=datetime.now(UTC))
+        finally:
+            store.close()
 
     def applies_from(self, participant: str) -> str:
         """From which turn a saved file counts: the daemon reads the team when it starts, and
@@ -246,16 +257,12 @@ class Panel:
                               "(one post's bound).")
             if not arg.strip():
                 return _error(400, "say needs a message.")
-        running, _pid = daemon_holding(run_db(self.run_dir))
+        running, _pid = await run_in_threadpool(daemon_holding, run_db(self.run_dir))
         if command in NEEDS_DAEMON and not running:
             return _error(409, f"The daemon is not running: {command} is not queued (it would "
                           "act on the next `autodev run` at its start).")
         try:
-            store = open_existing(self.run_dir)
-            try:
-                control_id = store.enqueue_control(command, arg, now=datetime.now(UTC))
-            finally:
-                store.close()
+            control_id = await run_in_threadpool(self._enqueue, command, arg)
         except AutodevError as exc:
             return _error(503, str(exc))
         taken = "the daemon takes it" if running else (
