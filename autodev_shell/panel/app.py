@@ -85,7 +85,7 @@ class Panel:
     # --- reading ----------------------------------------------------------------------------
 
     def participant_ids(self) -> list[str]:
-        state = self.reader.scheduler_state()
+        state = self._cached[0] if self._cached is not None else self.reader.scheduler_state()
         return [m.id for m in state.config.team] if state is not None else []
 
     def status(self) -> dict[str, Any]:
