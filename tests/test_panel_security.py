@@ -386,3 +386,18 @@ def test_other_local_apps_cookies_do_not_hide_the_session(served: Panel) -> None
            f"autodev_panel={served.token}; last=1")
     assert served.request("GET", "/api/status", cookie=False,
                           headers={"Cookie": jar}).status == 200
+
+
+def test_two_host_headers_are_refused(served: Panel) -> None:
+    import http.client
+
+    conn = http.client.HTTPConnection("127.0.0.1", served.port, timeout=60)
+    try:
+        conn.putrequest("GET", "/api/status", skip_host=True)
+        conn.putheader("Host", served.host)
+        conn.putheader("Host", "evil.example")
+        conn.putheader("Cookie", f"autodev_panel={served.token}")
+        conn.endheaders()
+        assert conn.getresponse().status in (400, 403)
+    finally:
+        conn.close()
