@@ -313,3 +313,17 @@ def test_a_failing_status_read_does_not_lose_the_posts_of_its_tick(tmp_path: Pat
     texts = [json.loads(t.split("data: ", 1)[1])["text"] for _s, t in sent if "event: post" in t]
     assert texts == ["one", "two"] and hub.last_seq == 4
     reader.close()
+
+
+def test_a_page_ahead_of_the_store_is_told_to_resync(tmp_path: Path,
+                                                     panel_factory: Any) -> None:
+    """A page that saw revision 40 reconnects to a panel whose store holds 10 revisions (the
+    store was restored from an older checkpoint meanwhile): it must start afresh."""
+    panel = panel_factory(make_run(tmp_path, posts=10))
+    stream = panel.events(last_event_id="40")
+    assert stream.until(lambda e: e["event"] in ("resync", "post"))[-1]["event"] == "resync"
+    stream.close()
+    level = panel.events(last_event_id="10")  # level with the store: nothing to resend
+    first = level.until(lambda e: e["event"] in ("status", "resync", "post", "lane"))
+    assert first[-1]["event"] == "status"
+    level.close()

@@ -298,12 +298,18 @@ class Hub:
             else:
                 posts = await asyncio.to_thread(self.reader.posts_after_revision,
                                                 last_revision, MAX_PAGE + 1)
+                newest = await asyncio.to_thread(self.reader.last_revision)
             lanes = [lane.snapshot() for lane in self.lanes.values()]
         try:
             yield "retry: 2000\n\n"
             yield sse("status", status)
             if len(posts) > MAX_PAGE:
                 yield sse("resync", {"reason": "more posts than one page since you left"})
+                return
+            if last_revision is not None and last_revision > newest:
+                # The page has posts this store does not (restored from an older checkpoint
+                # while the panel was down, B14): it starts afresh.
+                yield sse("resync", {"reason": "the run store is behind what this page shows"})
                 return
             sent_seq = 0
             for seq, text in post_events(posts):

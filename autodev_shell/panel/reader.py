@@ -131,6 +131,11 @@ class RunReader:
                                "seq < ? ORDER BY seq DESC", (oldest[1], oldest[0]))
         return [post_json(r) for r in reversed(rows)]
 
+    def last_revision(self) -> int:
+        """The revision of the newest post (0: none)."""
+        rows = self._rows("SELECT revision FROM posts ORDER BY seq DESC LIMIT 1")
+        return int(rows[0][0]) if rows else 0
+
     def last_seq(self) -> int:
         rows = self._rows("SELECT COALESCE(MAX(seq), 0) FROM posts")
         return int(rows[0][0]) if rows else 0
