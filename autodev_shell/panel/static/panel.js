@@ -369,7 +369,7 @@
   function connect() {
     const url = lastRevision === null ? "/events" : `/events?after=${lastRevision}`;
     source = new EventSource(url, { withCredentials: true });
-    source.addEventListener("open", () => setConnection("live", "live"));
+    // "live" once the stream's first event (always the status) is shown, not when it opens.
     source.addEventListener("error", () => {
       if (source && source.readyState === EventSource.CLOSED) {
         setConnection("down", "reconnecting…");
@@ -378,7 +378,10 @@
         setConnection("down", "reconnecting…");
       }
     });
-    source.addEventListener("status", (e) => renderStatus(JSON.parse(e.data)));
+    source.addEventListener("status", (e) => {
+      renderStatus(JSON.parse(e.data));
+      if (connection.getAttribute("data-state") !== "live") setConnection("live", "live");
+    });
     source.addEventListener("post", (e) => addPost(JSON.parse(e.data)));
     source.addEventListener("lane", (e) => onLane(JSON.parse(e.data)));
     source.addEventListener("resync", () => {
