@@ -1,0 +1,177 @@
+"""Issue 23, security: the real `autodev panel` in its own process, spoken to in plain HTTP
+(the refusals need no browser). A finished demo run; nothing here needs its daemon.
+
+Each refusal is checked beside the same request made right, which must pass: a panel that
+refused everything would fail here.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from panel_helpers import Panel, read_sse
+
+
+@pytest.fixture(scope="module")
+def panel(needs_panel: None, demo_run: Path) -> Iterator[Panel]:
+    started = Panel(demo_run / "run", team=demo_run / "team",
+                    log=demo_run / "panel-http.stderr").start()
+    yield started
+    assert started.stop() == 0
+
+
+def _controls(run: Path) -> list[tuple[str, str]]:
+    import sqlite3
+
+    conn = sqlite3.connect(f"file:{run / 'run.db'}?mode=ro", uri=True)
+    try:
+        return [(str(c), str(a)) for c, a in conn.execute(
+            "SELECT command, arg FROM controls ORDER BY id")]
+    finally:
+        conn.close()
+
+
+def test_the_printed_url_is_loopback_with_a_token(panel: Panel) -> None:
+    assert panel.url.startswith(f"http://127.0.0.1:{panel.port}/?token=")
+    assert len(panel.token) >= 32
+    mode = stat.S_IMODE(os.stat(panel.run_dir / "panel.token").st_mode)
+    assert mode == 0o600, oct(mode)
+
+
+def test_the_token_becomes_a_strict_httponly_cookie_and_leaves_the_address(panel: Panel) -> None:
+    answer = panel.request("GET", f"/?token={panel.token}", cookie=False)
+    assert answer.status in (302, 303), answer
+    location = answer.header("location") or ""
+    assert "token" not in location and location.rstrip("/").endswith(("", panel.host)), location
+    cookie = "; ".join(answer.all("set-cookie"))
+    assert cookie.startswith("autodev_panel="), cookie
+    lowered = cookie.lower()
+    assert "httponly" in lowered and "samesite=strict" in lowered, cookie
+    page = panel.request("GET", "/")
+    assert page.status == 200, page
+
+
+@pytest.mark.parametrize("path", ["/", "/api/status", "/events", "/api/thread?limit=5",
+                                  "/api/lane/ana", "/api/prompt/ana"])
+def test_no_token_is_refused(panel: Panel, path: str) -> None:
+    """Every route, the events stream included, needs the session (issue 23, Security)."""
+    for headers in ({}, {"Cookie": "autodev_panel=wrong"}, {"Cookie": "autodev_panel="}):
+        answer = panel.request("GET", path, cookie=False, headers=headers, timeout=10)
+        assert answer.status in (401, 403), (path, headers, answer)
+        assert len(answer.text.strip().splitlines()) <= 1, answer
+    wrong = panel.request("GET", "/?token=" + "x" * len(panel.token), cookie=False)
+    assert wrong.status in (401, 403), wrong
+    assert not wrong.all("set-cookie"), wrong.headers
+    if path != "/events":  # the same request with the session is served
+        assert panel.request("GET", path).status == 200, path
+
+
+def test_static_files_need_the_session(panel: Panel) -> None:
+    import re
+
+    page = panel.request("GET", "/")
+    assets = re.findall(r'(?:src|href)="(/static/[^"]+)"', page.text)
+    assert assets, page.text[:500]
+    for asset in assets:
+        assert panel.request("GET", asset).status == 200, asset
+        assert panel.request("GET", asset, cookie=False).status in (401, 403), asset
+
+
+@pytest.mark.parametrize("host", ["evil.example", "evil.example:{port}", "127.0.0.1.nip.io:{port}",
+                                  "localhost.evil.example:{port}", "127.0.0.1:1", "[::2]:{port}",
+                                  "localhost:{port}.evil.example"])
+def test_a_host_outside_the_loopback_allowlist_gets_403(panel: Panel, host: str) -> None:
+    """DNS rebinding: the browser sends the attacker's name as Host (issue 23, Security)."""
+    bad = host.format(port=panel.port)
+    for path in ("/", "/api/status", "/events"):
+        answer = panel.request("GET", path, host=bad, timeout=10)
+        assert answer.status == 403, (bad, path, answer)
+    answer = panel.request("GET", f"/?token={panel.token}", host=bad, cookie=False)
+    assert answer.status == 403 and not answer.all("set-cookie"), answer
+    for good in (f"127.0.0.1:{panel.port}", f"localhost:{panel.port}", f"[::1]:{panel.port}"):
+        assert panel.request("GET", "/api/status", host=good).status == 200, good
+
+
+def test_a_cross_origin_post_gets_403_and_queues_nothing(panel: Panel) -> None:
+    run = panel.run_dir
+    before = _controls(run)
+    refused = [
+        panel.post("/api/say", "message=from+evil", headers={"Origin": "http://evil.example"}),
+        panel.post("/api/say", "message=from+evil",
+                   headers={"Origin": f"http://evil.example:{panel.port}"}),
+        panel.post("/api/say", "message=from+evil", headers={"Origin": "null"}),
+        panel.post("/api/say", "message=from+evil", origin=False),
+        panel.post("/api/say", "message=from+evil", csrf=False),
+        panel.post("/api/say", "message=from+evil", headers={"X-Autodev-CSRF": "wrong"}),
+        panel.post("/api/pause", headers={"Origin": "http://evil.example"}),
+        panel.post("/api/stop", csrf=False),
+        panel.post("/api/say", "message=from+evil",
+                   headers={"Origin": panel.origin, "Sec-Fetch-Site": "cross-site"}),
+    ]
+    for answer in refused:
+        assert answer.status == 403, answer
+    assert _controls(run) == before
+    # The same request, same-origin with the header, is queued: the refusals above were not
+    # a panel refusing every POST.
+    ok = panel.post("/api/say", "message=hello+from+the+same+origin")
+    assert ok.status == 200, ok
+    assert ok.json().get("queued") is True, ok
+    assert _controls(run)[len(before):] == [("say", "hello from the same origin")]
+
+
+def test_every_answer_carries_the_strict_headers(panel: Panel) -> None:
+    for path in ("/", "/api/status"):
+        answer = panel.request("GET", path)
+        csp = answer.header("content-security-policy") or ""
+        assert "default-src 'self'" in csp and "unsafe-inline" not in csp, csp
+        assert "frame-ancestors 'none'" in csp, csp
+        assert answer.header("x-content-type-options") == "nosniff"
+        assert answer.header("referrer-policy") == "no-referrer"
+        assert "no-store" in (answer.header("cache-control") or "")
+        assert answer.header("access-control-allow-origin") is None
+    preflight = panel.request("OPTIONS", "/api/say", headers={
+        "Origin": "http://evil.example", "Access-Control-Request-Method": "POST"})
+    assert preflight.header("access-control-allow-origin") is None, preflight.headers
+
+
+def test_the_events_stream_resumes_after_last_event_id(panel: Panel) -> None:
+    """Last-Event-ID: a reconnecting client gets the posts after the one it saw, each once."""
+    import sqlite3
+
+    conn = sqlite3.connect(f"file:{panel.run_dir / 'run.db'}?mode=ro", uri=True)
+    try:
+        revisions = [int(r) for (r,) in conn.execute("SELECT revision FROM posts ORDER BY seq")]
+    finally:
+        conn.close()
+    assert len(revisions) >= 10, revisions
+    cut = revisions[len(revisions) // 2]
+    after = [r for r in revisions if r > cut]
+    events = read_sse(panel, seconds=6, last_event_id=str(cut), until=lambda ev: sum(
+        e.get("event") == "post" for e in ev) >= len(after))
+    posts = [e for e in events if e.get("event") == "post"]
+    assert [int(e["id"]) for e in posts] == after, (cut, posts[:3])
+    import json
+
+    assert [json.loads(e["data"])["revision"] for e in posts] == after
+
+
+def test_read_only_has_no_post_route(needs_panel: None, demo_run: Path) -> None:
+    panel = Panel(demo_run / "run", team=demo_run / "team", read_only=True,
+                  log=demo_run / "panel-ro.stderr").start()
+    try:
+        before = _controls(demo_run / "run")
+        for path in ("/api/say", "/api/pause", "/api/resume", "/api/stop"):
+            answer = panel.post(path, "message=x")
+            assert answer.status in (404, 405), (path, answer)
+        put = panel.request("PUT", "/api/prompt/ana", body='{"text": "x"}', headers={
+            "X-Autodev-CSRF": panel.token, "Origin": panel.origin, "If-Match": "*",
+            "Content-Type": "application/json"})
+        assert put.status in (404, 405), put
+        assert _controls(demo_run / "run") == before
+        assert panel.request("GET", "/api/status").status == 200
+    finally:
+        assert panel.stop() == 0

@@ -1,0 +1,71 @@
+"""Issue 23: the events stream survives the panel's restart (Last-Event-ID), in a real browser.
+
+A daemon posts about every second. The page follows the thread; the panel process is stopped
+(SIGTERM) while posts go on being committed, then started again on the same port. The page
+says "reconnecting…", comes back "live" by itself (no reload) and holds every post once: the
+ones committed while the panel was down arrive, none twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from panel_helpers import Panel, RunDaemon, participant_file, wait_for
+
+REVISIONS = "Array.from(document.querySelectorAll('#thread .post')).map(p => +p.dataset.revision)"
+
+
+@pytest.fixture(scope="module")
+def run(needs_panel: None, tmp_path_factory: pytest.TempPathFactory
+        ) -> Iterator[tuple[RunDaemon, Panel]]:
+    root = tmp_path_factory.mktemp("reconnect")
+    daemon = RunDaemon(
+        root,
+        {"rui": participant_file("codex", "You are Rui."),
+         "eva": participant_file("agy", "You are Eva.")},
+        {"codex": {"default": {"kind": "post", "post": "rui: a patch", "sleep": 0.7}},
+         "agy": {"default": {"kind": "post", "post": "eva: a test", "sleep": 0.7}}},
+        order=("rui", "eva"),
+    ).start()
+    wait_for(lambda: len(daemon.posts()) >= 2, "the first posts")
+    panel = Panel(daemon.run_dir, team=daemon.team, log=root / "panel.stderr").start()
+    try:
+        yield daemon, panel
+    finally:
+        panel.stop()
+        daemon.stop()
+
+
+def test_the_page_reconnects_after_the_panel_restarts_without_duplicates(
+        run: tuple[RunDaemon, Panel], open_page: Any) -> None:
+    daemon, panel = run
+    opened = open_page(panel)
+    page = opened.page
+    first = daemon.posts()[-1][0]
+    page.wait_for_selector(f'#thread .post[data-revision="{first + 2}"]', state="attached",
+                           timeout=60_000)
+    port = panel.port
+    page.evaluate("window.__same_page = true")
+    assert panel.stop() == 0
+    page.wait_for_function("document.querySelector('#connection').textContent"
+                           ".includes('reconnecting')")
+    seen_down = max(page.evaluate(REVISIONS))
+    wait_for(lambda: daemon.posts()[-1][0] >= seen_down + 3, "posts while the panel is down")
+
+    panel.start()
+    assert panel.port == port
+    wait_for(lambda: daemon.posts()[-1][0] >= seen_down + 5, "more posts")
+    last = daemon.posts()[-1][0]
+    page.wait_for_selector(f'#thread .post[data-revision="{last}"]', state="attached",
+                           timeout=60_000)
+    page.wait_for_function("document.querySelector('#connection').textContent.includes('live')")
+    shown = page.evaluate(REVISIONS)
+    assert len(shown) == len(set(shown)), f"a post shown twice: {shown}"
+    assert shown == sorted(shown), shown
+    stored = [r for r, _p, _t in daemon.posts() if shown[0] <= r <= shown[-1]]
+    assert shown == stored, (shown, stored)  # nothing lost while the panel was down
+    assert seen_down < last and any(seen_down < r < last for r in shown)
+    assert page.evaluate("window.__same_page") is True  # reconnected by itself, no reload
+    assert "token" not in page.url, page.url
