@@ -647,27 +647,31 @@ def _span(revisions: list[int]) -> str:
     return str(revisions[0]) if len(revisions) == 1 else f"{revisions[0]}-{revisions[-1]}"
 
 
-def cmd_status(args: argparse.Namespace | SimpleNamespace) -> int:
+def status_report(run_dir: Path, *, now: datetime | None = None,
+                  open_store: Callable[[Path], RunStore] | None = None,
+                  read_only: bool = False) -> tuple[dict[str, Any], tzinfo, datetime]:
+    """What `autodev status` shows of the run in `run_dir` (C6): its facts, the zone it writes
+    times in and the instant it read them at. `autodev status` and the panel's `/api/status`
+    (issue 23) both call this, so the two cannot differ. `open_store` opens the store for the
+    full path (default `open_existing`); `read_only` reads the fast path through a
+    `mode=ro` connection (the panel never opens the store for writing)."""
     from .status_read import read_status
 
-    run_dir = Path(args.run)
     db = run_db(run_dir)
     try:
         # What a run normally holds is read with sqlite3 and json alone (no attrs, no planner:
         # issue 13); anything else through a `RunStore` and the core, which decide.
-        read = read_status(db)
+        read = read_status(db, read_only=read_only)
         if read is not None:
-            now = datetime.now(UTC)
+            now = now or datetime.now(UTC)
             facts, zone = _facts(read, now)
         else:
-            store = open_existing(run_dir)
+            store = (open_store or open_existing)(run_dir)
             try:
-                now = datetime.now(UTC)
+                now = now or datetime.now(UTC)
                 facts, zone = _status(store, now)
             finally:
                 store.close()
-        text = (json.dumps(facts, indent=2, sort_keys=True) if getattr(args, "json", False)
-                else "\n".join(format_status(facts, now, zone)))
     except (ValueError, TypeError) as exc:
         # A value changed by hand in the store (a time without its offset, a garbage date):
         # status only reads, so it says which file holds it, in one line, and changes nothing.
@@ -678,9 +682,20 @@ def cmd_status(args: argparse.Namespace | SimpleNamespace) -> int:
         what = f"{where} ({exc})" if where else f"a value status cannot read ({exc})"
         raise StoreError(f"{db}: {what}; status changed nothing", path=db,
                          kind="read-failed") from None
+    return facts, zone, now
+
+
+def status_json(facts: dict[str, Any]) -> str:
+    """`autodev status --json`'s text (without the newline `print` adds)."""
+    return json.dumps(facts, indent=2, sort_keys=True)
+
+
+def cmd_status(args: argparse.Namespace | SimpleNamespace) -> int:
+    facts, zone, now = status_report(Path(args.run))
+    text = (status_json(facts) if getattr(args, "json", False)
+            else "\n".join(format_status(facts, now, zone)))
     print(text)
     return 0
-
 
 
 def cmd_team_edit(args: argparse.Namespace) -> int:
@@ -702,6 +717,23 @@ def cmd_lane(args: argparse.Namespace) -> int:
         raise AutodevError(str(exc)) from None
     sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
     return 0
+
+
+def cmd_panel(args: argparse.Namespace) -> int:
+    """`autodev panel`: serve the run's panel in a browser (issue 23, docs/panel.md)."""
+    try:
+        import jinja2  # noqa: F401
+        import starlette  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError:
+        from .panel import MISSING_EXTRA
+
+        print(f"autodev: {MISSING_EXTRA}", file=sys.stderr)
+        return 2
+    from .panel import serve
+
+    return serve(Path(args.run), team_dir=args.team, host=args.host, port=args.port,
+                 read_only=args.read_only)
 
 
 def restore_hint(error: StoreError) -> str:
@@ -828,3 +860,20 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     lane.add_argument("id", help="participant id")
     with_run(lane)
     lane.set_defaults(handler=cmd_lane)
+
+    panel = commands.add_parser(
+        "panel", help="watch and steer the run in a browser (needs autodev[panel])",
+        description="Serve one run's panel: status, participants, limits, the thread, lanes, "
+        "controls and prompt editing. Prints one URL with a one-time token and runs until "
+        "Ctrl-C. docs/panel.md.")
+    with_run(panel)
+    panel.add_argument("--team", default=None, metavar="TEAM_DIR",
+                       help="the team folder, for editing prompts (off without it)")
+    panel.add_argument("--host", default="127.0.0.1",
+                       help="the address to listen on (default 127.0.0.1; any other prints a "
+                       "warning)")
+    panel.add_argument("--port", type=int, default=0,
+                       help="the port (default 0: a free one)")
+    panel.add_argument("--read-only", action="store_true",
+                       help="watch only: no controls, no prompt editing, no POST route")
+    panel.set_defaults(handler=cmd_panel)

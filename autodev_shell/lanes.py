@@ -86,6 +86,38 @@ def redact_argv(argv: Sequence[str]) -> list[str]:
     return shown
 
 
+#: `NAME=value` in free text where NAME is named like a secret (`OPENAI_API_KEY=…`).
+_SECRET_ASSIGNMENT = re.compile(
+    r"\b([A-Za-z0-9_.\-]*(?:" + "|".join(SECRET_NAME_WORDS) + r")[A-Za-z0-9_.\-]*)=([^\s\"',;]+)",
+    re.IGNORECASE,
+)
+
+
+def secret_spans(text: str) -> list[tuple[int, int]]:
+    """Where `text` (a line of a lane, issue 23) holds a secret as `redact_argv` would hide it:
+    a value that looks like a key or token, or the value of a `NAME=value` named like a secret.
+    Sorted, not overlapping; each span is replaced by `REDACTED` when shown."""
+    spans = [m.span() for m in _SECRET_VALUE.finditer(text)]
+    spans += [m.span(2) for m in _SECRET_ASSIGNMENT.finditer(text)]
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def redact_text(text: str) -> str:
+    """`text` with every `secret_spans` span shown as `REDACTED`."""
+    out, at = [], 0
+    for start, end in secret_spans(text):
+        out.append(text[at:start] + REDACTED)
+        at = end
+    out.append(text[at:])
+    return "".join(out)
+
+
 def _shown(argv: Sequence[str]) -> str:
     parts = []
     for arg in redact_argv(argv):

@@ -63,16 +63,17 @@ class _Unusual(Exception):
     """Something the fast reader does not vouch for: the full path reads the store."""
 
 
-def read_status(db: Path) -> StatusReading | None:
+def read_status(db: Path, *, read_only: bool = False) -> StatusReading | None:
     """The values `autodev status` shows of the store at `db`, or None when anything is not as
-    a run normally holds it (the caller then opens a `RunStore` and asks the core)."""
+    a run normally holds it (the caller then opens a `RunStore` and asks the core).
+    `read_only`: through a `mode=ro` connection (the panel, issue 23)."""
     try:
-        return _read(db)
+        return _read(db, read_only)
     except Exception:  # whatever it is, the full path meets it too and decides
         return None
 
 
-def _read(db: Path) -> StatusReading:
+def _read(db: Path, read_only: bool = False) -> StatusReading:
     # A missing or empty file: the full path says so (a foreign one fails SQLite's first
     # statement below). Never opened here but by SQLite: closing any other descriptor of the
     # file would drop the process's SQLite locks on it (see `RunStore.open`).
@@ -84,7 +85,13 @@ def _read(db: Path) -> StatusReading:
         pass
     else:
         raise _Unusual("a shadow copy to read")
-    conn = sqlite3.connect(str(db), isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+    if read_only:
+        from urllib.parse import quote
+
+        conn = sqlite3.connect(f"file:{quote(str(db))}?mode=ro", uri=True, isolation_level=None,
+                               timeout=BUSY_TIMEOUT_MS / 1000)
+    else:
+        conn = sqlite3.connect(str(db), isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
     try:
         mode = conn.execute("PRAGMA journal_mode").fetchone()
         if mode is None or str(mode[0]).lower() != "wal":

@@ -1,0 +1,274 @@
+"""`autodev panel`'s web application (issue 23): routes over the run's store, read-only, and
+the control table, the way `autodev status|say|pause|resume|stop` use them.
+
+See docs/panel.md for every view, the security model and the page contract.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Final
+from urllib.parse import parse_qs
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from autodev_core.errors import AutodevError, ConfigError
+
+from ..adapters import POST_MAX_BYTES
+from ..commands import open_existing, run_db, status_json
+from ..lanes import NoLaneError, read_lane
+from ..runlock import daemon_holding
+from .ansi import render_text
+from .events import LANE_TAIL_BYTES, Hub
+from .prompts import PROMPT_MAX_BYTES, PromptError, read_prompt, save_prompt
+from .reader import FIRST_PAGE, MAX_PAGE, RunReader
+from .security import Guard, allowed_hosts
+from .view import status_view
+
+STATIC_DIR: Final = Path(__file__).parent / "static"
+#: A say's message: at most one post's bound (`adapters.POST_MAX_BYTES`, what the thread keeps
+#: of any post); the form's URL encoding may triple it on the wire.
+SAY_MAX_BYTES: Final = POST_MAX_BYTES
+#: The daemon's commands that make no sense with no daemon to take them: queued now, they would
+#: act on the next `autodev run` at its start (a stop queued today stops tomorrow's run).
+NEEDS_DAEMON: Final = frozenset({"pause", "resume", "stop"})
+
+
+class TooLarge(Exception):
+    pass
+
+
+async def _body(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise TooLarge
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise TooLarge
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _error(status: int, message: str, **extra: Any) -> JSONResponse:
+    return JSONResponse({"error": message, **extra}, status_code=status)
+
+
+class Panel:
+    """The state one panel process serves: the run, the team, the token, the hub."""
+
+    def __init__(self, run_dir: Path, *, team_dir: Path | None, token: str,
+                 read_only: bool) -> None:
+        self.run_dir = run_dir
+        self.team_dir = team_dir
+        self.token = token
+        self.read_only = read_only
+        self.reader = RunReader(run_dir)
+        self.hub = Hub(self.reader, self.status, self.participant_ids)
+        self.templates = Environment(loader=PackageLoader("autodev_shell.panel", "templates"),
+                                     autoescape=select_autoescape(default=True))
+
+    # --- reading ----------------------------------------------------------------------------
+
+    def participant_ids(self) -> list[str]:
+        state = self.reader.scheduler_state()
+        return [m.id for m in state.config.team] if state is not None else []
+
+    def status(self) -> dict[str, Any]:
+        """The `status` event: `status --json`'s facts and the page's view of them."""
+        try:
+            facts, zone, now = self.reader.status()
+        except AutodevError as exc:
+            return {"facts": None, "view": {
+                "status": "unknown", "error": str(exc), "daemon_running": False,
+                "daemon": "daemon not running", "revision": None, "persistence": "",
+                "gate": "", "participants": [], "limits": [], "outages": [], "usage": [],
+                "now": datetime.now(UTC).isoformat()}}
+        state = self.reader.scheduler_state()
+        return status_view(facts, now, zone, state, self.reader.gate(),
+                           self.reader.notice_lines())
+
+    def prompt_editing(self) -> str:
+        """Why prompts cannot be edited here, or "" when they can."""
+        if self.read_only:
+            return "this panel is read-only (--read-only)"
+        if self.team_dir is None:
+            return "no team folder: start the panel with --team TEAM_DIR to edit prompts"
+        return ""
+
+    # --- routes -----------------------------------------------------------------------------
+
+    async def page(self, request: Request) -> Response:
+        html = self.templates.get_template("index.html").render(
+            run_dir=str(self.run_dir), read_only=self.read_only, csrf=self.token,
+            prompt_editing=self.prompt_editing(), say_max=SAY_MAX_BYTES)
+        return HTMLResponse(html)
+
+    async def api_status(self, request: Request) -> Response:
+        try:
+            facts, _zone, _now = self.reader.status()
+        except AutodevError as exc:
+            return _error(503, str(exc))
+        return Response(status_json(facts) + "\n", media_type="application/json")
+
+    async def events(self, request: Request) -> Response:
+        last = request.headers.get("last-event-id") or request.query_params.get("after")
+        revision = int(last) if last is not None and last.strip().isdigit() else None
+
+        async def body() -> AsyncIterator[str]:
+            async for text in self.hub.stream(revision, request.is_disconnected):
+                yield text
+
+        return StreamingResponse(body(), media_type="text/event-stream",
+                                 headers={"x-accel-buffering": "no"})
+
+    async def thread(self, request: Request) -> Response:
+        try:
+            limit = min(max(int(request.query_params.get("limit", FIRST_PAGE)), 1), MAX_PAGE)
+            before = request.query_params.get("before")
+            posts = (self.reader.posts_before(int(before), limit) if before is not None
+                     else self.reader.newest_posts(limit))
+        except ValueError:
+            return _error(400, "before and limit must be whole numbers")
+        return JSONResponse(posts)
+
+    async def lane(self, request: Request) -> Response:
+        participant = request.path_params["participant"]
+        try:
+            text = read_lane(self.run_dir / "lanes", participant)
+        except ValueError as exc:
+            return _error(404, str(exc))
+        except NoLaneError as exc:
+            return _error(404, str(exc))
+        tail = text.encode("utf-8")[-LANE_TAIL_BYTES:].decode("utf-8", "replace")
+        return JSONResponse({"participant": participant, "pieces": render_text(tail)})
+
+    async def get_prompt(self, request: Request) -> Response:
+        why = "" if self.team_dir is not None else self.prompt_editing()
+        if self.team_dir is None:
+            return _error(404, why)
+        try:
+            text, etag, path = read_prompt(self.team_dir, request.path_params["participant"])
+        except ConfigError as exc:
+            return _error(404, str(exc))
+        return JSONResponse({"text": text, "etag": etag, "path": str(path),
+                             "editable": not self.read_only}, headers={"etag": etag})
+
+    async def put_prompt(self, request: Request) -> Response:
+        if self.team_dir is None:
+            return _error(404, self.prompt_editing())
+        try:
+            raw = await _body(request, PROMPT_MAX_BYTES * 6 + 1024)  # JSON escapes included
+            text = json.loads(raw)["text"]
+            if not isinstance(text, str):
+                raise TypeError
+        except TooLarge:
+            return _error(413, f"The file is larger than {PROMPT_MAX_BYTES // 1024} KiB.")
+        except (ValueError, KeyError, TypeError):
+            return _error(400, 'The body must be JSON {"text": "..."}.')
+        if_match = request.headers.get("if-match")
+        if not if_match:
+            return _error(428, "An If-Match header (the ETag the editor read) is needed.")
+        participant = request.path_params["participant"]
+        try:
+            path = save_prompt(self.team_dir, participant, text, if_match)
+        except PromptError as exc:
+            extra = {"text": exc.text, "etag": exc.etag} if exc.status == 409 else {}
+            return _error(exc.status, str(exc), **extra)
+        except ConfigError as exc:
+            return _error(404, str(exc))
+        return JSONResponse({"saved": str(path), "backup": str(path) + ".bak",
+                             "etag": read_prompt(self.team_dir, participant)[1],
+                             "applies_from": self.applies_from(participant)})
+
+    def applies_from(self, participant: str) -> str:
+        """From which turn a saved file counts: the daemon reads the team when it starts, and
+        a retried or hopped turn keeps the prompt it was first given (B19-B20)."""
+        running, _pid = daemon_holding(run_db(self.run_dir))
+        facts = self.hub.last_status["facts"] if self.hub.last_status else None
+        calls = facts.get("calls") if facts else None
+        at = f" (the run has made {calls} calls)" if calls is not None else ""
+        if running:
+            return (f"Saved. The running daemon read the team when it started, so {participant}'s "
+                    f"new file applies from its first fresh turn after `autodev run` starts "
+                    f"again{at}; a retried turn keeps the prompt it was given (B19).")
+        return (f"Saved. It applies from {participant}'s first fresh turn when `autodev run` "
+                f"starts this run again{at}.")
+
+    async def control(self, request: Request) -> Response:
+        command = request.url.path.rsplit("/", 1)[-1]
+        arg = ""
+        if command == "say":
+            try:
+                raw = await _body(request, SAY_MAX_BYTES * 3 + 1024)
+            except TooLarge:
+                return _error(413, f"The message is longer than {SAY_MAX_BYTES // 1024} KiB "
+                              "(one post's bound).")
+            form = parse_qs(raw.decode("utf-8", "surrogateescape"), keep_blank_values=True)
+            arg = (form.get("message") or [""])[0]
+            if len(arg.encode("utf-8", "surrogateescape")) > SAY_MAX_BYTES:
+                return _error(413, f"The message is longer than {SAY_MAX_BYTES // 1024} KiB "
+                              "(one post's bound).")
+            if not arg.strip():
+                return _error(400, "say needs a message.")
+        running, _pid = daemon_holding(run_db(self.run_dir))
+        if command in NEEDS_DAEMON and not running:
+            return _error(409, f"The daemon is not running: {command} is not queued (it would "
+                          "act on the next `autodev run` at its start).")
+        try:
+            store = open_existing(self.run_dir)
+            try:
+                control_id = store.enqueue_control(command, arg, now=datetime.now(UTC))
+            finally:
+                store.close()
+        except AutodevError as exc:
+            return _error(503, str(exc))
+        taken = "the daemon takes it" if running else (
+            "the daemon is not running: it is taken when `autodev run` starts again")
+        return JSONResponse({"queued": True, "id": control_id, "command": command,
+                             "key": f"say:{control_id}" if command == "say" else None,
+                             "daemon_running": running,
+                             "message": f"{command}: queued for the run; {taken}"})
+
+
+def build_app(run_dir: Path, *, team_dir: Path | None, token: str, host: str, port: int,
+              read_only: bool) -> tuple[Guard, Panel]:
+    panel = Panel(run_dir, team_dir=team_dir, token=token, read_only=read_only)
+    routes = [
+        Route("/", panel.page, methods=["GET"]),
+        Route("/api/status", panel.api_status, methods=["GET"]),
+        Route("/events", panel.events, methods=["GET"]),
+        Route("/api/thread", panel.thread, methods=["GET"]),
+        Route("/api/lane/{participant}", panel.lane, methods=["GET"]),
+        Route("/api/prompt/{participant}", panel.get_prompt, methods=["GET"]),
+        Mount("/static", app=StaticFiles(directory=STATIC_DIR), name="static"),
+    ]
+    if not read_only:
+        routes += [
+            Route("/api/prompt/{participant}", panel.put_prompt, methods=["PUT"]),
+            *(Route(f"/api/{name}", panel.control, methods=["POST"])
+              for name in ("say", "pause", "resume", "stop")),
+        ]
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        panel.hub.start()
+        try:
+            yield
+        finally:
+            await panel.hub.stop()
+            panel.reader.close()
+
+    app = Starlette(routes=routes, lifespan=lifespan)
+    return Guard(app, token=token, hosts=allowed_hosts(host, port), read_only=read_only), panel

@@ -1,0 +1,108 @@
+"""Editing a participant's file from the panel (issue 23, A14).
+
+The file is found by the team loader (`Team.file_of`: the id must be a participant of the
+team, the path is the loader's, never one built from the request). A save is checked against
+the text the editor started from (an ETag of the file's bytes: another edit in between is a
+409 with the current text), validated by the loader itself on a copy of the team folder with
+the new text in place (bad YAML, an unknown key, a duplicate key: the loader's one line,
+nothing written), then written atomically: the old text to `<file>.bak`, the new one to a
+temporary file in the same folder, fsync, `os.replace`, fsync of the folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+from typing import Final
+
+from autodev_core.errors import ConfigError
+
+from ..team import SETTINGS_FILE, load_team
+
+#: The largest participant file the panel takes (the request body's cap too).
+PROMPT_MAX_BYTES: Final = 256 * 1024
+
+_write_lock = threading.Lock()
+
+
+class PromptError(Exception):
+    """A save refused: `status` is the HTTP status, the message one line."""
+
+    def __init__(self, status: int, message: str, *, text: str = "", etag: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+        self.text = text
+        self.etag = etag
+
+
+def etag_of(data: bytes) -> str:
+    return '"' + hashlib.sha256(data).hexdigest() + '"'
+
+
+def prompt_path(team_dir: Path, participant: str) -> Path:
+    """The participant's file, as the loader finds it (ConfigError: no such participant, or
+    a team that does not load)."""
+    return load_team(team_dir).file_of(participant)
+
+
+def read_prompt(team_dir: Path, participant: str) -> tuple[str, str, Path]:
+    path = prompt_path(team_dir, participant)
+    data = path.read_bytes()
+    return data.decode("utf-8", "replace"), etag_of(data), path
+
+
+def _validate(team_dir: Path, path: Path, text: str) -> None:
+    """Load a copy of the team with `text` in `path`'s place: the loader's own checks."""
+    with tempfile.TemporaryDirectory(prefix="autodev-panel-") as scratch:
+        copy = Path(scratch) / team_dir.name
+        copy.mkdir()
+        for item in team_dir.iterdir():
+            if item.is_file() and (item.suffix == ".md" or item.name == SETTINGS_FILE):
+                shutil.copyfile(item, copy / item.name)
+        (copy / path.name).write_text(text, encoding="utf-8")
+        try:
+            load_team(copy)
+        except ConfigError as exc:
+            # The loader's line, naming the real file rather than the copy.
+            raise PromptError(422, str(exc).replace(str(copy), str(team_dir))) from None
+
+
+def save_prompt(team_dir: Path, participant: str, text: str, if_match: str) -> Path:
+    """Validate and write `text` as the participant's file, if it still is what the editor
+    read (`if_match`, its ETag). Returns the path written."""
+    if len(text.encode("utf-8", "surrogateescape")) > PROMPT_MAX_BYTES:
+        raise PromptError(413, f"The file is larger than {PROMPT_MAX_BYTES // 1024} KiB.")
+    with _write_lock:
+        path = prompt_path(team_dir, participant)
+        current = path.read_bytes()
+        if if_match.strip() != etag_of(current):
+            raise PromptError(409, "The file changed since you opened it; here is its text "
+                              "now. Merge your edit into it and save again.",
+                              text=current.decode("utf-8", "replace"), etag=etag_of(current))
+        _validate(team_dir, path, text)
+        _atomic_write(path.with_name(path.name + ".bak"), current, path.stat().st_mode)
+        _atomic_write(path, text.encode("utf-8"), path.stat().st_mode)
+    return path
+
+
+def _atomic_write(path: Path, data: bytes, mode: int) -> None:
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        os.fchmod(fd, mode & 0o777)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    folder = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(folder)
+    finally:
+        os.close(folder)

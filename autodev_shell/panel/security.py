@@ -1,0 +1,188 @@
+"""The panel's guard (issue 23, docs/panel.md "Security model"), one ASGI layer in front of
+every route, the event stream and the static files included:
+
+1. `Host` must be one of the loopback names at the panel's port (or the explicit `--host`):
+   anything else is 403, against DNS rebinding.
+2. `GET /?token=T` with the right token sets the session cookie (HttpOnly, SameSite=Strict)
+   and 303-redirects to `/`, so the token leaves the address bar; every other request needs the
+   cookie (401 without it). Tokens are compared with `hmac.compare_digest`.
+3. Every request that is not GET or HEAD needs `X-Autodev-CSRF` equal to the token, an `Origin`
+   equal to the request's own origin, and `Sec-Fetch-Site: same-origin` when the browser sends
+   it; else 403. With `--read-only` any such method is 405: no route writes.
+4. Every response carries the CSP (no inline script or style), nosniff, no referrer, no-store,
+   no framing; there is no CORS header anywhere.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import os
+import secrets
+from collections.abc import Awaitable, Callable, MutableMapping
+from http.cookies import SimpleCookie
+from pathlib import Path
+from typing import Any, Final
+from urllib.parse import parse_qs
+
+COOKIE: Final = "autodev_panel"
+CSRF_HEADER: Final = "x-autodev-csrf"
+TOKEN_FILE: Final = "panel.token"
+SECURITY_HEADERS: Final = (
+    ("content-security-policy",
+     "default-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'; "
+     "object-src 'none'"),
+    ("x-content-type-options", "nosniff"),
+    ("referrer-policy", "no-referrer"),
+    ("cache-control", "no-store"),
+    ("x-frame-options", "DENY"),
+    ("cross-origin-opener-policy", "same-origin"),
+    ("cross-origin-resource-policy", "same-origin"),
+)
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(32)
+
+
+def same(given: str, token: str) -> bool:
+    """Constant-time comparison of a presented token with the session's."""
+    return hmac.compare_digest(given.encode("utf-8", "surrogateescape"),
+                               token.encode("utf-8", "surrogateescape"))
+
+
+def is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _bracket(host: str) -> str:
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def allowed_hosts(host: str, port: int) -> frozenset[str]:
+    """`Host` header values the panel answers: the loopback names at its port, and the bound
+    address itself (an explicit `--host`)."""
+    names = {"127.0.0.1", "localhost", "[::1]", _bracket(host)}
+    return frozenset(f"{name}:{port}".lower() for name in names)
+
+
+def write_token_file(run_dir: Path, token: str) -> Path:
+    """`<run>/panel.token`, mode 0600 whatever the umask, replaced whole."""
+    path = run_dir / TOKEN_FILE
+    temp = run_dir / f".{TOKEN_FILE}.{os.getpid()}"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        os.write(fd, f"{token}\n".encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(temp, path)
+    return path
+
+
+def _headers(scope: Scope) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for key, value in scope.get("headers", ()):
+        name = key.decode("latin-1").lower()
+        if name in found and name in ("host", "origin", CSRF_HEADER):
+            found[name] = "\0duplicate"  # two Host or Origin headers: neither is trusted
+        else:
+            found[name] = value.decode("latin-1")
+    return found
+
+
+def _cookie(header: str) -> str:
+    jar: SimpleCookie = SimpleCookie()
+    try:
+        jar.load(header)
+    except Exception:
+        return ""
+    morsel = jar.get(COOKIE)
+    return morsel.value if morsel is not None else ""
+
+
+class Guard:
+    """The ASGI layer described above."""
+
+    def __init__(self, app: ASGIApp, *, token: str, hosts: frozenset[str],
+                 read_only: bool) -> None:
+        self.app = app
+        self.token = token
+        self.hosts = hosts
+        self.read_only = read_only
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self.app(scope, receive, send)
+            return
+        if scope["type"] != "http":  # no websockets
+            return
+
+        async def guarded(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = [(k, v) for k, v in message.get("headers", ())
+                           if not k.lower().startswith(b"access-control-")]
+                headers += [(k.encode(), v.encode()) for k, v in SECURITY_HEADERS]
+                message["headers"] = headers
+            await send(message)
+
+        headers = _headers(scope)
+        method = scope["method"]
+        if headers.get("host", "").lower() not in self.hosts:
+            await _refuse(guarded, 403, "This host name is not the panel's (DNS rebinding "
+                          "guard): open the URL `autodev panel` printed.")
+            return
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        if scope["path"] == "/" and "token" in query and method in ("GET", "HEAD"):
+            if not same(query["token"][0], self.token):
+                await _refuse(guarded, 401, "Wrong token: open the URL `autodev panel` printed.")
+                return
+            await guarded({"type": "http.response.start", "status": 303, "headers": [
+                (b"location", b"/"),
+                (b"set-cookie", f"{COOKIE}={self.token}; HttpOnly; SameSite=Strict; "
+                 "Path=/".encode()),
+                (b"content-type", b"text/plain; charset=utf-8"),
+            ]})
+            await send({"type": "http.response.body", "body": b"Signed in.\n"})
+            return
+        if not same(_cookie(headers.get("cookie", "")), self.token):
+            await _refuse(guarded, 401, "No panel session: open the URL `autodev panel` "
+                          "printed (it carries the token).")
+            return
+        if method not in ("GET", "HEAD"):
+            if self.read_only:
+                await _refuse(guarded, 405, "This panel is read-only (--read-only).",
+                              allow="GET, HEAD")
+                return
+            origin = headers.get("origin", "")
+            site = headers.get("sec-fetch-site")
+            if not same(headers.get(CSRF_HEADER, ""), self.token):
+                await _refuse(guarded, 403, "Missing or wrong X-Autodev-CSRF header.")
+                return
+            if origin.lower() != f"http://{headers.get('host', '')}".lower():
+                await _refuse(guarded, 403, "Cross-origin request refused (Origin).")
+                return
+            if site is not None and site != "same-origin":
+                await _refuse(guarded, 403, "Cross-site request refused (Sec-Fetch-Site).")
+                return
+        await self.app(scope, receive, guarded)
+
+
+async def _refuse(send: Send, status: int, line: str, *, allow: str = "") -> None:
+    headers = [(b"content-type", b"text/plain; charset=utf-8")]
+    if allow:
+        headers.append((b"allow", allow.encode()))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": f"{line}\n".encode()})

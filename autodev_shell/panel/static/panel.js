@@ -1,0 +1,468 @@
+// autodev panel (issue 23): one hand-written file, no library, no build step.
+// Every text from the run is put in with textContent, never as HTML.
+"use strict";
+
+(function () {
+  const $ = (sel) => document.querySelector(sel);
+  const meta = (name) => {
+    const el = document.querySelector(`meta[name="${name}"]`);
+    return el ? el.getAttribute("content") : "";
+  };
+  const CSRF = meta("autodev-csrf");
+  const READ_ONLY = meta("autodev-read-only") === "true";
+  const PROMPT_OFF = meta("autodev-prompt-editing");
+
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (value === null || value === undefined || value === false) continue;
+      if (key === "class") node.className = value;
+      else if (key === "text") node.textContent = value;
+      else node.setAttribute(key, value === true ? "" : String(value));
+    }
+    for (const child of children) {
+      if (child === null || child === undefined) continue;
+      node.append(typeof child === "string" ? document.createTextNode(child) : child);
+    }
+    return node;
+  }
+
+  function setText(sel, text) {
+    const node = typeof sel === "string" ? $(sel) : sel;
+    if (node && node.textContent !== text) node.textContent = text;
+  }
+
+  // --- time left, as `autodev status` writes it (format_left: minutes rounded up) ---------
+  function formatLeft(seconds) {
+    if (seconds < 60) return `${Math.max(0, Math.ceil(seconds))}s`;
+    const minutes = Math.ceil(seconds / 60);
+    const hours = Math.floor(minutes / 60);
+    const rest = minutes % 60;
+    if (hours === 0) return `${rest}m`;
+    return `${hours}h ${String(rest).padStart(2, "0")}m`;
+  }
+
+  function timer(untilIso, backAt) {
+    // <time datetime> with the instant, and a role=timer the page ticks every second.
+    const wrap = el("span", { class: "countdown" });
+    wrap.append(el("time", { datetime: untilIso, text: backAt }));
+    wrap.append(" ");
+    wrap.append(el("span", { role: "timer", "aria-live": "off", "data-until": untilIso,
+                             "data-back-at": backAt }));
+    tickOne(wrap.querySelector("[role=timer]"));
+    return wrap;
+  }
+
+  const announcer = () => $("#say-result") || $("#connection");
+
+  function tickOne(node) {
+    const until = Date.parse(node.getAttribute("data-until"));
+    const backAt = node.getAttribute("data-back-at");
+    const left = (until - Date.now()) / 1000;
+    let text;
+    if (left <= 0) {
+      text = "checking…";
+      if (!node.hasAttribute("data-lifted")) {
+        node.setAttribute("data-lifted", "");
+        node.closest(".countdown")?.classList.add("due");
+      }
+    } else {
+      text = `${backAt} (in ${formatLeft(left)})`;
+    }
+    if (node.textContent !== text) node.textContent = text;
+  }
+
+  function tick() {
+    document.querySelectorAll("[role=timer][data-until]").forEach(tickOne);
+  }
+  setInterval(tick, 1000);
+
+  // --- run status ---------------------------------------------------------------------------
+  let daemonRunning = false;
+  let lastView = null;
+
+  function renderStatus(data) {
+    const view = data.view || {};
+    lastView = view;
+    const word = $("#run-status");
+    setText(word, String(view.status));
+    word.setAttribute("data-status", String(view.status));
+    const waitBox = $("#wait-until");
+    const waitKey = view.wait_until ? view.wait_until.until : "";
+    if (waitBox.getAttribute("data-key") !== waitKey) {
+      waitBox.setAttribute("data-key", waitKey);
+      waitBox.replaceChildren(view.wait_until ? timer(view.wait_until.until, view.wait_until.back_at) : "");
+    }
+    daemonRunning = !!view.daemon_running;
+    const daemon = $("#daemon");
+    setText(daemon, view.daemon || "");
+    daemon.setAttribute("data-running", daemonRunning ? "true" : "false");
+    setText("#heartbeat", view.heartbeat ? `last heartbeat ${view.heartbeat}` : "no heartbeat yet");
+    setText("#revision", view.revision === null || view.revision === undefined ? "—" : String(view.revision));
+    setText("#persistence", view.persistence || "");
+    setText("#gate", view.gate || "");
+    setText("#calls", view.calls === null || view.calls === undefined ? "—" : String(view.calls));
+    setText("#failure-streak", view.failure_streak === null || view.failure_streak === undefined ? "—" : String(view.failure_streak));
+    const error = $("#status-error");
+    error.hidden = !view.error;
+    setText(error, view.error || "");
+    const usage = $("#usage");
+    const usageKey = JSON.stringify(view.usage || []);
+    if (usage.getAttribute("data-key") !== usageKey) {
+      usage.setAttribute("data-key", usageKey);
+      usage.replaceChildren(...(view.usage || []).map((line) => el("li", { text: `usage: ${line}` })));
+    }
+    const outages = $("#outages");
+    const outKey = JSON.stringify(view.outages || []);
+    if (outages.getAttribute("data-key") !== outKey) {
+      outages.setAttribute("data-key", outKey);
+      outages.replaceChildren(...(view.outages || []).map((o) =>
+        el("p", { class: "outage", "data-provider": o.provider },
+           el("span", { class: "tag tag-outage", text: "outage" }), " ",
+           `${o.provider} unreachable (${o.attempts} tries); `,
+           timer(o.retry_at, o.back_at))));
+    }
+    renderParticipants(view);
+    updateControls();
+  }
+
+  function renderParticipants(view) {
+    const box = $("#participants");
+    const seen = new Set();
+    for (const p of view.participants || []) {
+      seen.add(p.id);
+      let card = box.querySelector(`[data-participant="${CSS.escape(p.id)}"]`);
+      if (!card) {
+        card = el("article", { class: "participant", "data-participant": p.id,
+                               "aria-labelledby": `p-${p.id}` });
+        const head = el("h3", { id: `p-${p.id}` }, p.id);
+        const edit = el("button", { type: "button", class: "edit-prompt",
+                                    "data-participant": p.id,
+                                    disabled: READ_ONLY || !!PROMPT_OFF,
+                                    title: PROMPT_OFF || null,
+                                    text: "Edit prompt" });
+        edit.setAttribute("aria-label", `Edit ${p.id}'s prompt`);
+        edit.addEventListener("click", () => openPrompt(p.id));
+        card.append(head, el("p", { class: "where" }), el("ol", { class: "chain" }),
+                    el("div", { class: "limits" }), edit);
+        box.append(card);
+      }
+      const key = JSON.stringify([p, (view.limits || []).filter((l) => l.lanes.includes(p.id))]);
+      if (card.getAttribute("data-key") === key) continue;
+      card.setAttribute("data-key", key);
+      const where = card.querySelector(".where");
+      where.replaceChildren(
+        "on ", el("span", { class: "engine", text: p.engine }),
+        ` — lane entry ${p.seat + 1} of ${p.lane_entries}`,
+        p.due ? el("span", { class: "tag tag-due", text: "turn due" }) : "",
+        p.in_call ? el("span", { class: "tag tag-call", text: "in a call" }) : "",
+        ` · empty turns: ${p.empty_turns}`,
+      );
+      const chain = card.querySelector(".chain");
+      chain.setAttribute("aria-label", `${p.id}'s failover chain`);
+      chain.replaceChildren(...p.chain.map((entry) => {
+        const marks = [];
+        if (entry.next) marks.push(el("span", { class: "tag tag-next", text: "next" }));
+        if (entry.limited) marks.push(el("span", { class: "tag tag-limited", text: "limited" }));
+        if (entry.unreachable) marks.push(el("span", { class: "tag tag-outage", text: "unreachable" }));
+        return el("li", { class: ["entry", entry.next ? "next" : "", entry.limited ? "limited" : ""].join(" ").trim(),
+                          "data-engine": entry.engine }, entry.engine, " ", ...marks);
+      }));
+      const limits = card.querySelector(".limits");
+      limits.replaceChildren(...(view.limits || []).filter((l) => l.lanes.includes(p.id)).map((l) => {
+        const box = el("div", { class: "limit", "data-engine": l.engine });
+        box.append(el("span", { class: "tag tag-limited", text: "limited" }), " ",
+                   el("strong", { text: l.engine }), " ", timer(l.until, l.back_at));
+        box.append(el("p", { class: "origin", text: `reset ${l.origin}` }));
+        if (l.shared) box.classList.add("shared");
+        if (l.notice) {
+          box.append(el("p", { class: "notice" }, "log: ", el("code", { text: l.notice }), " ",
+                         el("a", { href: `#lane-${p.id}`, text: `${p.id}'s lane` })));
+        }
+        return box;
+      }));
+    }
+    box.querySelectorAll("[data-participant]").forEach((card) => {
+      if (card.matches("article") && !seen.has(card.getAttribute("data-participant"))) card.remove();
+    });
+  }
+
+  // --- the thread -----------------------------------------------------------------------------
+  const thread = $("#thread");
+  const newButton = $("#new-posts");
+  let unseen = 0;
+  let following = true;
+  const seqs = new Set();
+  let lastRevision = null;
+  let oldestRevision = null;
+  let waitingFor = null; // the key of a say queued from this page
+
+  function atBottom() {
+    return thread.scrollHeight - thread.scrollTop - thread.clientHeight < 24;
+  }
+  thread.addEventListener("scroll", () => {
+    following = atBottom();
+    if (following) { unseen = 0; newButton.hidden = true; }
+  });
+  newButton.addEventListener("click", () => {
+    thread.scrollTop = thread.scrollHeight;
+    following = true; unseen = 0; newButton.hidden = true;
+    thread.focus();
+  });
+
+  function makePost(post) {
+    const node = el("article", { class: `post kind-${post.kind}`, "data-revision": post.revision,
+                                 "data-seq": post.seq, "data-key": post.key });
+    node.append(
+      el("p", { class: "post-head" },
+         el("span", { class: "author", text: post.author }),
+         post.engine ? el("span", { class: "via", text: ` via ${post.engine}` }) : "",
+         " · ", el("time", { datetime: post.at, text: post.at.replace("T", " ").slice(0, 19) }),
+         el("span", { class: "rev", text: ` · revision ${post.revision}` })),
+      el("div", { class: "text", text: post.text }));
+    return node;
+  }
+
+  function addPost(post) {
+    if (seqs.has(post.seq)) return;
+    seqs.add(post.seq);
+    const stick = following && atBottom();
+    thread.append(makePost(post));
+    if (lastRevision === null || post.revision > lastRevision) lastRevision = post.revision;
+    if (oldestRevision === null || post.revision < oldestRevision) oldestRevision = post.revision;
+    if (waitingFor && post.key === waitingFor) {
+      setText("#say-result", `queued → in the thread at revision ${post.revision}`);
+      waitingFor = null;
+    }
+    if (stick || following) {
+      thread.scrollTop = thread.scrollHeight;
+    } else {
+      unseen += 1;
+      newButton.textContent = `${unseen} new`;
+      newButton.hidden = false;
+    }
+  }
+
+  $("#older-posts").addEventListener("click", async () => {
+    const before = oldestRevision === null ? "" : `before=${oldestRevision}&`;
+    const answer = await fetch(`/api/thread?${before}limit=50`, { credentials: "same-origin" });
+    if (!answer.ok) { setText("#older-result", `could not load older posts (${answer.status})`); return; }
+    const posts = await answer.json();
+    const height = thread.scrollHeight;
+    const first = thread.firstChild;
+    let added = 0;
+    for (const post of posts) {
+      if (seqs.has(post.seq)) continue;
+      seqs.add(post.seq);
+      thread.insertBefore(makePost(post), first);
+      added += 1;
+      if (oldestRevision === null || post.revision < oldestRevision) oldestRevision = post.revision;
+    }
+    thread.scrollTop += thread.scrollHeight - height;
+    setText("#older-result", added ? `${added} older posts loaded` : "no older posts");
+  });
+
+  // --- lanes ------------------------------------------------------------------------------------
+  function laneBox(name) {
+    let pre = document.querySelector(`[data-lane="${CSS.escape(name)}"]`);
+    if (!pre) {
+      const section = el("section", { class: "lane", id: `lane-${name}`, "aria-labelledby": `lane-title-${name}` });
+      section.append(el("h3", { id: `lane-title-${name}`, text: `${name}'s lane` }));
+      pre = el("pre", { "data-lane": name, tabindex: "0", "aria-live": "off",
+                        "aria-label": `${name}'s lane` });
+      section.append(pre);
+      $("#lanes").append(section);
+    }
+    return pre;
+  }
+
+  function addPieces(pre, pieces) {
+    const stick = pre.scrollHeight - pre.scrollTop - pre.clientHeight < 24;
+    for (const piece of pieces) {
+      let line = pre.lastElementChild;
+      if (!line || line.getAttribute("data-open") !== "true" || piece.kind === "header") {
+        line = el("span", { class: `line line-${piece.kind}`, "data-open": "true" });
+        if (piece.kind === "header") line.classList.add("call-start");
+        pre.append(line);
+      }
+      for (const [cls, text] of piece.spans) {
+        line.append(cls ? el("span", { class: cls, text }) : document.createTextNode(text));
+      }
+      if (piece.nl) {
+        line.setAttribute("data-open", "false");
+        line.append("\n");
+      }
+    }
+    while (pre.childElementCount > 4000) pre.firstElementChild.remove();
+    if (stick) pre.scrollTop = pre.scrollHeight;
+  }
+
+  function onLane(data) {
+    const pre = laneBox(data.participant);
+    if (data.reset) pre.replaceChildren();
+    addPieces(pre, data.pieces);
+  }
+
+  // --- the event stream -------------------------------------------------------------------------
+  let source = null;
+  let live = true;
+  const connection = $("#connection");
+
+  function setConnection(state, text) {
+    connection.setAttribute("data-state", state);
+    setText(connection, text);
+  }
+
+  function connect() {
+    const url = lastRevision === null ? "/events" : `/events?after=${lastRevision}`;
+    source = new EventSource(url, { withCredentials: true });
+    source.addEventListener("open", () => setConnection("live", "live"));
+    source.addEventListener("error", () => {
+      if (source && source.readyState === EventSource.CLOSED) {
+        setConnection("down", "reconnecting…");
+        setTimeout(() => { if (live) connect(); }, 3000);
+      } else {
+        setConnection("down", "reconnecting…");
+      }
+    });
+    source.addEventListener("status", (e) => renderStatus(JSON.parse(e.data)));
+    source.addEventListener("post", (e) => addPost(JSON.parse(e.data)));
+    source.addEventListener("lane", (e) => onLane(JSON.parse(e.data)));
+    source.addEventListener("resync", () => {
+      source.close();
+      thread.replaceChildren(); seqs.clear(); lastRevision = null; oldestRevision = null;
+      connect();
+    });
+  }
+
+  $("#live-toggle").addEventListener("click", (e) => {
+    live = !live;
+    const button = e.currentTarget;
+    button.setAttribute("aria-pressed", live ? "false" : "true");
+    button.textContent = live ? "Pause live updates" : "Resume live updates";
+    if (live) { connect(); } else { source.close(); setConnection("paused", "live updates paused"); }
+  });
+
+  // --- controls -----------------------------------------------------------------------------
+  async function send(path, init) {
+    const headers = Object.assign({ "X-Autodev-CSRF": CSRF }, init.headers || {});
+    const answer = await fetch(path, Object.assign({}, init, { headers, credentials: "same-origin" }));
+    let body = {};
+    try { body = await answer.json(); } catch (err) { body = { error: `HTTP ${answer.status}` }; }
+    return { ok: answer.ok, status: answer.status, body };
+  }
+
+  function updateControls() {
+    if (READ_ONLY) return;
+    for (const id of ["#pause", "#resume", "#stop"]) {
+      const button = $(id);
+      if (button) button.disabled = !daemonRunning;
+    }
+    const offline = $("#controls-offline");
+    if (offline) offline.hidden = daemonRunning;
+  }
+
+  async function control(command) {
+    setText("#control-result", `${command}: sending…`);
+    const answer = await send(`/api/${command}`, { method: "POST" });
+    setText("#control-result", answer.ok ? answer.body.message : `${command} refused: ${answer.body.error}`);
+  }
+
+  if (!READ_ONLY) {
+    $("#say-form").addEventListener("submit", async (e) => {
+      e.preventDefault();
+      const box = $("#say-message");
+      const message = box.value;
+      if (!message.trim()) { setText("#say-result", "say needs a message."); return; }
+      setText("#say-result", "sending…");
+      const answer = await send("/api/say", {
+        method: "POST",
+        headers: { "Content-Type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({ message }).toString(),
+      });
+      if (!answer.ok) { setText("#say-result", `not queued: ${answer.body.error}`); return; }
+      box.value = "";
+      waitingFor = answer.body.key;
+      const already = thread.querySelector(`.post[data-key="${CSS.escape(waitingFor)}"]`);
+      if (already) {
+        setText("#say-result", `queued → in the thread at revision ${already.getAttribute("data-revision")}`);
+        waitingFor = null;
+      } else {
+        setText("#say-result", answer.body.daemon_running ? "queued → waiting for the daemon to post it"
+          : "queued → the daemon is not running: posted when the run starts again");
+      }
+    });
+    $("#pause").addEventListener("click", () => control("pause"));
+    $("#resume").addEventListener("click", () => control("resume"));
+    const dialog = $("#stop-dialog");
+    $("#stop").addEventListener("click", () => dialog.showModal());
+    $("#stop-cancel").addEventListener("click", () => { dialog.close(); $("#stop").focus(); });
+    $("#stop-confirm").addEventListener("click", async () => {
+      dialog.close(); $("#stop").focus();
+      await control("stop");
+    });
+  }
+
+  // --- prompt editing -------------------------------------------------------------------------
+  const promptDialog = $("#prompt-dialog");
+  let promptFor = null;
+  let promptEtag = null;
+  let promptOpener = null;
+
+  async function openPrompt(id) {
+    promptOpener = document.activeElement;
+    promptFor = id;
+    setText("#prompt-title", `Edit ${id}'s prompt`);
+    setText("#prompt-error", ""); setText("#prompt-result", ""); setText("#prompt-path", "");
+    const answer = await fetch(`/api/prompt/${encodeURIComponent(id)}`, { credentials: "same-origin" });
+    const body = await answer.json().catch(() => ({ error: `HTTP ${answer.status}` }));
+    $("#prompt-text").value = answer.ok ? body.text : "";
+    promptEtag = answer.ok ? body.etag : null;
+    setText("#prompt-path", answer.ok ? body.path : "");
+    if (!answer.ok) setText("#prompt-error", body.error);
+    $("#prompt-save").disabled = !answer.ok || READ_ONLY;
+    promptDialog.showModal();
+    $("#prompt-text").focus();
+  }
+
+  function closePrompt() {
+    promptDialog.close();
+    if (promptOpener && promptOpener.focus) promptOpener.focus();
+  }
+  $("#prompt-cancel").addEventListener("click", closePrompt);
+  promptDialog.addEventListener("close", () => { if (promptOpener && promptOpener.focus) promptOpener.focus(); });
+
+  $("#prompt-save").addEventListener("click", async () => {
+    setText("#prompt-error", ""); setText("#prompt-result", "saving…");
+    const answer = await send(`/api/prompt/${encodeURIComponent(promptFor)}`, {
+      method: "PUT",
+      headers: { "Content-Type": "application/json", "If-Match": promptEtag || "" },
+      body: JSON.stringify({ text: $("#prompt-text").value }),
+    });
+    if (answer.ok) {
+      promptEtag = answer.body.etag;
+      setText("#prompt-result", answer.body.applies_from);
+      return;
+    }
+    setText("#prompt-result", "");
+    if (answer.status === 409) {
+      setText("#prompt-error", `${answer.body.error} (conflict: the file now holds the text below; your edit was not saved)`);
+      $("#prompt-text").value = answer.body.text;
+      promptEtag = answer.body.etag;
+    } else {
+      setText("#prompt-error", answer.body.error || `HTTP ${answer.status}`);
+    }
+  });
+
+  // --- keyboard: `/` focuses Say, outside text fields -------------------------------------------
+  document.addEventListener("keydown", (e) => {
+    const inField = e.target.closest && e.target.closest("input, textarea, select, [contenteditable]");
+    if (e.key === "/" && !inField && !e.ctrlKey && !e.metaKey && !e.altKey) {
+      const box = $("#say-message");
+      if (box) { e.preventDefault(); box.focus(); }
+    }
+  });
+
+  updateControls();
+  connect();
+})();

@@ -1,0 +1,155 @@
+"""What the page shows of a run's state (issue 23), as one JSON value: the `status` event.
+
+Every value is the core's or the shell's as `autodev status` reads it: `facts` is exactly
+`status --json`'s object (`commands.status_report`); the participants, limits and outages come
+from the committed scheduler state restored by the core's converter; the persistence line and
+the turn gate are the core's words. This module only arranges them and writes instants as
+`clock` text in the run's zone (A: `HH:MM`, the zone's abbreviation beside it); the page ticks
+the time left from the UTC instants.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, tzinfo
+from typing import TYPE_CHECKING, Any
+
+from autodev_core.times import clock as clock_text
+
+if TYPE_CHECKING:
+    from autodev_core.scheduler.state import SchedulerState
+
+
+def at_text(when: datetime, now: datetime, zone: tzinfo) -> str:
+    """`14:30 WEST` (or `2026-12-06 14:30 WEST` on another day), as status writes times."""
+    local = when.astimezone(zone)
+    return f"{clock_text(when, now, zone)} {local.tzname() or ''}".rstrip()
+
+
+def _utc(when: datetime) -> str:
+    from datetime import UTC
+
+    return when.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def participants(state: SchedulerState, now: datetime) -> list[dict[str, Any]]:
+    """Each participant: the engine it runs on now (its seat), its failover chain with each
+    entry's limit or outage and the next candidate (A23/A24: the first entry neither limited
+    nor unreachable now, by the state's registry), its place, its empty turns (A31)."""
+    config = state.config
+    limited = {str(r.engine): r.until for r in state.limits if r.until > now}
+    out_until = {o.provider: o.retry_at for o in state.outages if o.retry_at > now}
+    people = []
+    in_call = state.call.participant if state.call is not None else None
+    for index, member in enumerate(config.team):
+        lane = config.lanes[index]
+        seat = state.seats[index] if index < len(state.seats) else 0
+        chain = []
+        next_entry = None
+        for position, engine in enumerate(lane):
+            name = str(engine)
+            is_limited = name in limited
+            is_out = engine.provider in out_until
+            if next_entry is None and not is_limited and not is_out:
+                next_entry = position
+            chain.append({"engine": name, "position": position, "limited": is_limited,
+                          "unreachable": is_out})
+        if next_entry is not None:
+            chain[next_entry]["next"] = True
+        people.append({
+            "id": member.id,
+            "engine": str(lane[seat]) if seat < len(lane) else str(member.primary),
+            "seat": seat,
+            "lane_entries": len(lane),
+            "chain": chain,
+            "next": next_entry,
+            "due": state.due == index,
+            "in_call": in_call == member.id,
+            "empty_turns": state.empties[index] if index < len(state.empties) else 0,
+            "gate": member.id in state.gates,
+        })
+    return people
+
+
+def _notice(lines: list[str], engine: str) -> str | None:
+    """The run log's last line saying `engine` is limited (the core's own words, A8/A11)."""
+    needle = f"{engine} limited"
+    for line in reversed(lines):
+        if needle in line:
+            return line
+    return None
+
+
+def limits(state: SchedulerState, now: datetime, zone: tzinfo,
+           log_lines: list[str]) -> list[dict[str, Any]]:
+    """Each limit of the registry in force at `now`: its reset as a UTC instant and as clock
+    text, where the reset came from (the CLI's notice, the default wait of A6, or another run
+    sharing the account), the log line that set it and the participants whose lanes hold the
+    call."""
+    found = []
+    for record in state.limits:
+        if record.until <= now:
+            continue
+        engine = str(record.engine)
+        if record.source:
+            origin = f"reported by {record.source} (limits shared with --share)"
+        elif record.read:
+            origin = "read from the CLI's notice"
+        else:
+            origin = "not said by the CLI: the default wait (A6)"
+        lanes = [m.id for i, m in enumerate(state.config.team)
+                 if record.engine in state.config.lanes[i]]
+        found.append({
+            "engine": engine,
+            "until": _utc(record.until),
+            "back_at": f"back at {at_text(record.until, now, zone)}",
+            "origin": origin,
+            "shared": bool(record.source),
+            "reported_by": record.source or None,
+            "notice": _notice(log_lines, engine),
+            "lanes": lanes,
+        })
+    return found
+
+
+def outages(state: SchedulerState, now: datetime, zone: tzinfo) -> list[dict[str, Any]]:
+    return [{
+        "provider": o.provider,
+        "attempts": o.attempts,
+        "retry_at": _utc(o.retry_at),
+        "back_at": f"next try at {at_text(o.retry_at, now, zone)}",
+    } for o in state.outages]
+
+
+def status_view(facts: dict[str, Any], now: datetime, zone: tzinfo,
+                state: SchedulerState | None, gate: str, log_lines: list[str]) -> dict[str, Any]:
+    """The `status` event: `facts` as `status --json` prints them, and the page's view."""
+    daemon = facts["daemon"]
+    view: dict[str, Any] = {
+        "status": facts["status"],
+        "daemon_running": bool(daemon["running"]),
+        "daemon": "daemon running" if daemon["running"] else "daemon not running",
+        "pid": daemon["pid"],
+        "heartbeat": daemon["last_heartbeat"],
+        "revision": facts["persistence"]["revision"],
+        "persistence": facts["persistence"]["summary"],
+        "gate": gate,
+        "posts": facts["posts"],
+        "zone": getattr(zone, "key", "UTC"),
+        "wait_until": None,
+        "participants": [],
+        "limits": [],
+        "outages": [],
+        "usage": [u["forecast"] for u in facts.get("usage") or ()],
+        "failure_streak": facts["failure_streak"],
+        "calls": facts["calls"],
+        "now": _utc(now),
+    }
+    if facts["wait_until"]:
+        until = datetime.fromisoformat(facts["wait_until"])
+        view["wait_until"] = {"until": _utc(until),
+                              "back_at": f"until {at_text(until, now, zone)}"}
+    if state is not None:
+        view["participants"] = participants(state, now)
+        view["limits"] = limits(state, now, zone, log_lines)
+        view["outages"] = outages(state, now, zone)
+    return {"facts": facts, "view": view}
