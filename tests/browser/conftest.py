@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -25,12 +26,24 @@ from panel_helpers import (
 )
 
 HERE = Path(__file__).resolve().parent
+SHOTS = Path(tempfile.gettempdir()) / "autodev-browser-failures"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if HERE in Path(str(item.path)).resolve().parents:
             item.add_marker(pytest.mark.browser)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    if report.when == "call":
+        item.stash[FAILED] = report.failed
+    return report
+
+
+FAILED = pytest.StashKey[bool]()
 
 
 @pytest.fixture(scope="session")
@@ -69,9 +82,11 @@ class Page:
 
 
 @pytest.fixture
-def open_page(browser: Any) -> Iterator[Callable[..., Page]]:
+def open_page(browser: Any, request: pytest.FixtureRequest) -> Iterator[Callable[..., Page]]:
     """`open_page(panel)`: a fresh browser context that follows the printed URL (the token is
-    exchanged for the cookie and stripped from the address) and waits for the page."""
+    exchanged for the cookie and stripped from the address) and waits for the page. A failed
+    test leaves a screenshot of each of its pages in $TMPDIR/autodev-browser-failures (pytest's
+    own tmp folders are pruned by other runs); the path is printed."""
     contexts: list[Any] = []
 
     def opener(panel: Panel, *, clock: Any = None, wait_live: bool = True) -> Page:
@@ -85,11 +100,21 @@ def open_page(browser: Any) -> Iterator[Callable[..., Page]]:
         page.page.wait_for_selector("#run-status")
         if wait_live:
             page.page.wait_for_function(
-                "document.querySelector('#connection')?.textContent.includes('live')")
+                "() => document.querySelector('#connection')?.textContent.includes('live')")
         return page
 
     yield opener
-    for context in contexts:
+    failed = request.node.stash.get(FAILED, False)
+    for number, context in enumerate(contexts):
+        if failed:
+            for index, page in enumerate(context.pages):
+                shot = SHOTS / f"{request.node.name}-{number}-{index}.png"
+                SHOTS.mkdir(parents=True, exist_ok=True)
+                try:
+                    page.screenshot(path=str(shot), full_page=True, timeout=10_000)
+                    print(f"screenshot of the failed test's page: {shot}")
+                except Exception as exc:  # a page that cannot draw says why
+                    print(f"no screenshot of {page.url}: {exc}")
         context.close()
 
 

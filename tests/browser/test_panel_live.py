@@ -75,7 +75,7 @@ def test_a_limit_appears_and_its_countdown_ticks(run: tuple[RunDaemon, Panel],
     opened = open_page(panel, clock=datetime.now(UTC))
     page = opened.page
     wait_text(page, "#run-status", "paused")
-    ana = page.locator('#participants [data-participant="ana"]')
+    ana = page.locator('#participants article[data-participant="ana"]')
     assert ana.count() == 1
     assert ana.locator(".limit").count() == 0, "ana is limited before any claude call"
 
@@ -184,7 +184,7 @@ def test_a_broken_prompt_edit_shows_the_loaders_error_and_writes_nothing(
     listing = sorted(p.name for p in daemon.team.iterdir())
     page.click('button.edit-prompt[data-participant="rui"]')
     page.wait_for_selector("#prompt-dialog[open]")
-    page.wait_for_function("document.querySelector('#prompt-text').value.length > 0")
+    page.wait_for_function("() => document.querySelector('#prompt-text').value.length > 0")
     assert page.input_value("#prompt-text") == before.decode("utf-8")
     page.fill("#prompt-text", broken)
     with page.expect_response(lambda r: "/api/prompt/rui" in r.url
@@ -207,7 +207,7 @@ def test_a_conflicting_prompt_edit_gets_409_in_the_page(run: tuple[RunDaemon, Pa
     target = daemon.team / "rui.md"
     page.click('button.edit-prompt[data-participant="rui"]')
     page.wait_for_selector("#prompt-dialog[open]")
-    page.wait_for_function("document.querySelector('#prompt-text').value.length > 0")
+    page.wait_for_function("() => document.querySelector('#prompt-text').value.length > 0")
     theirs = RUI_FILE.replace("the implementer.", "the implementer (edited in a terminal).")
     target.write_text(theirs, encoding="utf-8")  # someone else saves first
     mine = RUI_FILE.replace("the implementer.", "the implementer (edited in the page).")

@@ -49,7 +49,7 @@ def test_the_page_reconnects_after_the_panel_restarts_without_duplicates(
     port = panel.port
     page.evaluate("window.__same_page = true")
     assert panel.stop() == 0
-    page.wait_for_function("document.querySelector('#connection').textContent"
+    page.wait_for_function("() => document.querySelector('#connection').textContent"
                            ".includes('reconnecting')")
     seen_down = max(page.evaluate(REVISIONS))
     wait_for(lambda: daemon.posts()[-1][0] >= seen_down + 3, "posts while the panel is down")
@@ -60,7 +60,8 @@ def test_the_page_reconnects_after_the_panel_restarts_without_duplicates(
     last = daemon.posts()[-1][0]
     page.wait_for_selector(f'#thread .post[data-revision="{last}"]', state="attached",
                            timeout=60_000)
-    page.wait_for_function("document.querySelector('#connection').textContent.includes('live')")
+    page.wait_for_function(
+        "() => document.querySelector('#connection').textContent.includes('live')")
     shown = page.evaluate(REVISIONS)
     assert len(shown) == len(set(shown)), f"a post shown twice: {shown}"
     assert shown == sorted(shown), shown
@@ -69,3 +70,24 @@ def test_the_page_reconnects_after_the_panel_restarts_without_duplicates(
     assert seen_down < last and any(seen_down < r < last for r in shown)
     assert page.evaluate("window.__same_page") is True  # reconnected by itself, no reload
     assert "token" not in page.url, page.url
+
+
+def test_the_session_survives_the_panel_restart(run: tuple[RunDaemon, Panel]) -> None:
+    """Plain HTTP, the same as the page's reconnect: the cookie a browser holds from before
+    the restart still opens the events stream, which resumes after the revision it names."""
+    import json
+
+    from panel_helpers import read_sse
+
+    daemon, panel = run
+    cookie = panel.cookie()
+    seen = daemon.posts()[-1][0]
+    port = panel.port
+    panel.restart()
+    assert panel.port == port
+    panel._cookie = cookie  # what the browser kept, not a new exchange
+    assert panel.request("GET", "/api/status").status == 200
+    events = read_sse(panel, seconds=10, last_event_id=str(seen),
+                      until=lambda ev: any(e.get("event") == "post" for e in ev))
+    revisions = [json.loads(e["data"])["revision"] for e in events if e.get("event") == "post"]
+    assert revisions and min(revisions) > seen, (seen, revisions)

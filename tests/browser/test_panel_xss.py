@@ -150,11 +150,12 @@ def test_a_killed_daemon_shows_daemon_not_running(run: tuple[RunDaemon, Panel],
     daemon, panel = run
     page = open_page(panel).page
     page.wait_for_function(
-        "document.querySelector('#daemon').textContent.trim().startsWith('daemon running')")
+        "() => document.querySelector('#daemon').textContent.trim()"
+        ".startsWith('daemon running')")
     daemon.kill9()
     assert daemon.status()["daemon"]["running"] is False
     page.wait_for_function(
-        "document.querySelector('#daemon').textContent.includes('daemon not running')",
+        "() => document.querySelector('#daemon').textContent.includes('daemon not running')",
         timeout=30_000)
     for control in ("#pause", "#resume", "#stop"):
         assert page.locator(control).is_disabled(), control
