@@ -8,6 +8,7 @@ panel extra is missing; .ci/run installs all three.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tempfile
@@ -104,7 +105,9 @@ def open_page(browser: Any, request: pytest.FixtureRequest) -> Iterator[Callable
         return page
 
     yield opener
-    failed = request.node.stash.get(FAILED, False)
+    # AUTODEV_BROWSER_SHOTS=1 keeps a screenshot of every page, passed or not, to look at.
+    failed = request.node.stash.get(FAILED, False) or bool(os.environ.get(
+        "AUTODEV_BROWSER_SHOTS"))
     for number, context in enumerate(contexts):
         if failed:
             for index, page in enumerate(context.pages):
@@ -112,7 +115,7 @@ def open_page(browser: Any, request: pytest.FixtureRequest) -> Iterator[Callable
                 SHOTS.mkdir(parents=True, exist_ok=True)
                 try:
                     page.screenshot(path=str(shot), full_page=True, timeout=10_000)
-                    print(f"screenshot of the failed test's page: {shot}")
+                    print(f"screenshot of the test's page: {shot}")
                 except Exception as exc:  # a page that cannot draw says why
                     print(f"no screenshot of {page.url}: {exc}")
         context.close()

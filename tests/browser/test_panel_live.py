@@ -50,6 +50,13 @@ def run(needs_panel: None, tmp_path_factory: pytest.TempPathFactory
         daemon.stop()
 
 
+def running(daemon: RunDaemon) -> None:
+    """The state the tests after the first start from (each may also run alone, `-k`)."""
+    if daemon.status()["status"] == "paused":
+        daemon.control("resume")
+        wait_for(lambda: daemon.status()["status"] != "paused", "the run resumed")
+
+
 def text(page: Any, selector: str) -> str:
     return str(page.locator(selector).first.text_content() or "").strip()
 
@@ -115,6 +122,7 @@ def test_a_limit_appears_and_its_countdown_ticks(run: tuple[RunDaemon, Panel],
 def test_a_say_typed_in_the_page_reaches_the_thread_exactly_once(
         run: tuple[RunDaemon, Panel], open_page: Any) -> None:
     daemon, panel = run
+    running(daemon)
     page = open_page(panel).page
     wait_text(page, "#run-status", "running|rate_limited")
     message = f"hello from the page {time.time_ns()}"
@@ -138,6 +146,7 @@ def test_a_say_typed_in_the_page_reaches_the_thread_exactly_once(
 
 def test_pause_and_resume_from_the_page(run: tuple[RunDaemon, Panel], open_page: Any) -> None:
     daemon, panel = run
+    running(daemon)
     page = open_page(panel).page
     wait_text(page, "#run-status", "running|rate_limited")
     page.click("#pause")
@@ -178,6 +187,7 @@ def loader_error(tmp: Path, text: str) -> str:
 def test_a_broken_prompt_edit_shows_the_loaders_error_and_writes_nothing(
         run: tuple[RunDaemon, Panel], open_page: Any, tmp_path: Path, broken: str) -> None:
     daemon, panel = run
+    running(daemon)
     page = open_page(panel).page
     target = daemon.team / "rui.md"
     before = target.read_bytes()
@@ -203,6 +213,7 @@ def test_a_broken_prompt_edit_shows_the_loaders_error_and_writes_nothing(
 def test_a_conflicting_prompt_edit_gets_409_in_the_page(run: tuple[RunDaemon, Panel],
                                                         open_page: Any) -> None:
     daemon, panel = run
+    running(daemon)
     page = open_page(panel).page
     target = daemon.team / "rui.md"
     page.click('button.edit-prompt[data-participant="rui"]')
@@ -253,6 +264,7 @@ def test_keyboard_alone_reaches_every_control(run: tuple[RunDaemon, Panel],
                                               open_page: Any) -> None:
     """Tab order: every enabled control is reached, shows its focus, and works from the keys."""
     _daemon, panel = run
+    running(_daemon)
     page = open_page(panel).page
     wait_text(page, "#run-status", "running|rate_limited")
     page.evaluate(NAME)
@@ -292,6 +304,7 @@ def test_keyboard_alone_reaches_every_control(run: tuple[RunDaemon, Panel],
 def test_stop_asks_for_confirmation_then_the_page_shows_daemon_not_running(
         run: tuple[RunDaemon, Panel], open_page: Any) -> None:
     daemon, panel = run
+    running(daemon)
     opened = open_page(panel)
     page = opened.page
     wait_text(page, "#daemon", "^\\s*daemon running")
