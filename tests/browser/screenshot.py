@@ -4,8 +4,8 @@
 
 Runs `autodev demo --dir DIR` (a new temporary directory by default), serves its run with the
 real `autodev panel --run DIR/run --team DIR/team`, opens the printed URL headless and saves
-what a 1280 × 900 window shows. Needs the `panel` and `test` extras and `apt-get install
-chromium`.
+the whole page as a 1280-pixel-wide window draws it (`--window`: only the first 900 pixels).
+Needs the `panel` and `test` extras and `apt-get install chromium`.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from panel_helpers import (  # noqa: E402
 WIDTH, HEIGHT = 1280, 900
 
 
-def shoot(directory: Path, out: Path, *, full_page: bool = False) -> Path:
+def shoot(directory: Path, out: Path, *, full_page: bool = True) -> Path:
     done = subprocess.run([sys.executable, "-m", "autodev_shell.cli", "demo", "--dir",
                            str(directory)], capture_output=True, text=True, timeout=600)
     if done.returncode != 0:
@@ -66,14 +66,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "panel-screenshot.png")
     parser.add_argument("--dir", type=Path, help="keep the demo here (default: a temp dir)")
-    parser.add_argument("--full-page", action="store_true", help="the whole page, not a window")
+    parser.add_argument("--window", action="store_true",
+                        help=f"only what a {WIDTH} × {HEIGHT} window shows, not the whole page")
     args = parser.parse_args(argv)
     for reason in (panel_missing(), None if CHROMIUM else CHROMIUM_MISSING):
         if reason:
             print(f"screenshot: {reason}", file=sys.stderr)
             return 2
-    directory = args.dir or Path(tempfile.mkdtemp(prefix="autodev-screenshot-"))
-    print(shoot(directory, args.out, full_page=args.full_page))
+    directory = args.dir or Path(tempfile.mkdtemp(prefix="autodev-")) / "demo"
+    print(shoot(directory, args.out, full_page=not args.window))
     return 0
 
 
