@@ -661,7 +661,7 @@ def status_report(run_dir: Path, *, now: datetime | None = None,
     try:
         # What a run normally holds is read with sqlite3 and json alone (no attrs, no planner:
         # issue 13); anything else through a `RunStore` and the core, which decide.
-        read = read_status(db, read_only=read_only)
+        read = read_status(db, read_only=True) if read_only else read_status(db)
         if read is not None:
             now = now or datetime.now(UTC)
             facts, zone = _facts(read, now)

@@ -43,7 +43,7 @@ def serve(run_dir: str | Path, *, team_dir: str | Path | None = None, host: str 
 
     from ..commands import run_db
     from .app import build_app
-    from .security import is_loopback, new_token, write_token_file
+    from .security import is_loopback, kept_token, new_token, write_token_file
 
     out = out or sys.stdout
     err = err or sys.stderr
@@ -60,7 +60,7 @@ def serve(run_dir: str | Path, *, team_dir: str | Path | None = None, host: str 
         print(f"autodev panel: WARNING: listening on {host}, not on loopback: anyone who can "
               "reach this address and learns the token can steer the run. The token travels "
               "over plain HTTP.", file=err, flush=True)
-    token = token or new_token()
+    token = token or kept_token(run) or new_token()  # a restart keeps the pages' sessions
     sock = _bind(host, port)
     bound = sock.getsockname()[1]
     write_token_file(run, token)

@@ -35,7 +35,7 @@ _UNFINISHED: Final = re.compile(
     r"(\x1b(\[[0-?]*[ -/]*|\][^\x07\x1b]*|[PX^_][^\x1b]*)?|\x9b[0-?]*)$")
 #: `Lanes.begin_call`'s header and `Lanes.end_call`'s footer (C8).
 _HEADER: Final = re.compile(r"^=== \d{4}-\d\d-\d\dT\S+ (\S+) on (\S+): ")
-_FOOTER: Final = re.compile(r"^=== \d{4}-\d\d-\d\dT\S+ .*; read as (\S+)")
+_FOOTER: Final = re.compile(r"^=== \d{4}-\d\d-\d\dT\S+ .*; read as ([\w-]+)")
 
 Span = list[str]  # [classes, text]
 

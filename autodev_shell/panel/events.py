@@ -28,6 +28,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, Final
 
+from ..lanes import LANE_FILES
 from .ansi import LaneDecoder, render_text
 from .reader import FIRST_PAGE, MAX_PAGE, RunReader
 
@@ -95,11 +96,7 @@ class LaneFollower:
         except OSError:
             stat = None
         if stat is not None and (stat.st_ino != self.inode or stat.st_size < self.offset):
-            if self.inode is not None:  # rotated: the rest of the old file is `.1` now
-                old = self.path.with_name(self.path.name + ".1")
-                with contextlib.suppress(OSError):
-                    if old.stat().st_ino == self.inode:
-                        chunks.append(_read_from(old, self.offset))
+            chunks += self._rotated()
             self.inode, self.offset = stat.st_ino, 0
         if stat is not None and stat.st_size > self.offset:
             data = _read_from(self.path, self.offset)
@@ -121,6 +118,28 @@ class LaneFollower:
         else:
             self.partial_since = None
         return pieces
+
+    def _rotated(self) -> list[bytes]:
+        """The file was rotated (once or more) since the last poll: the rest of the file
+        followed, wherever it went (`.log.1`, `.log.2`), then every newer rotated file whole.
+        A file rotated away before it was read is lost to the page only (C8 bounds lanes)."""
+        if self.inode is None:
+            return []
+        older = [self.path.with_name(f"{self.path.name}.{i}") for i in range(LANE_FILES - 1, 0, -1)]
+        chunks: list[bytes] = []
+        found = False
+        for path in older:
+            try:
+                inode = path.stat().st_ino
+            except OSError:
+                continue
+            with contextlib.suppress(OSError):
+                if found:
+                    chunks.append(_read_from(path, 0))
+                elif inode == self.inode:
+                    found = True
+                    chunks.append(_read_from(path, self.offset))
+        return chunks
 
     def snapshot(self) -> dict[str, Any]:
         """The lane's tail as a page starts it; a partial line not yet sent live is left for

@@ -18,7 +18,9 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import os
+import re
 import secrets
+import stat
 from collections.abc import Awaitable, Callable, MutableMapping
 from http.cookies import SimpleCookie
 from pathlib import Path
@@ -75,6 +77,26 @@ def allowed_hosts(host: str, port: int) -> frozenset[str]:
     address itself (an explicit `--host`)."""
     names = {"127.0.0.1", "localhost", "[::1]", _bracket(host)}
     return frozenset(f"{name}:{port}".lower() for name in names)
+
+
+_TOKEN_SHAPE: Final = re.compile(r"[A-Za-z0-9_\-]{32,128}")
+
+
+def kept_token(run_dir: Path) -> str | None:
+    """The token of `<run>/panel.token` when it can be trusted: a regular file (not a link),
+    owned by this user, mode 0600, holding one token. A panel started again on the same run
+    keeps it, so the pages it served keep their session (their event streams reconnect).
+    Deleting the file revokes every session at the next start."""
+    path = run_dir / TOKEN_FILE
+    try:
+        info = os.lstat(path)
+        if (not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid()
+                or stat.S_IMODE(info.st_mode) != 0o600):
+            return None
+        text = path.read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return text if _TOKEN_SHAPE.fullmatch(text) else None
 
 
 def write_token_file(run_dir: Path, token: str) -> Path:
