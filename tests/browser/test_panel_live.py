@@ -25,7 +25,7 @@ RUI_FILE = participant_file("codex", "You are Rui, the implementer.")
 
 
 @pytest.fixture(scope="module")
-def run(needs_panel: None, tmp_path_factory: pytest.TempPathFactory
+def run(browser: Any, tmp_path_factory: pytest.TempPathFactory
         ) -> Iterator[tuple[RunDaemon, Panel]]:
     root = tmp_path_factory.mktemp("live")
     reset = int((datetime.now(UTC) + LIMIT).timestamp())

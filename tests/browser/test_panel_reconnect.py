@@ -18,7 +18,7 @@ REVISIONS = "Array.from(document.querySelectorAll('#thread .post')).map(p => +p.
 
 
 @pytest.fixture(scope="module")
-def run(needs_panel: None, tmp_path_factory: pytest.TempPathFactory
+def run(browser: Any, tmp_path_factory: pytest.TempPathFactory
         ) -> Iterator[tuple[RunDaemon, Panel]]:
     root = tmp_path_factory.mktemp("reconnect")
     daemon = RunDaemon(

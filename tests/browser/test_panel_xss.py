@@ -56,7 +56,7 @@ HOSTILE_DOM = """() => {
 
 
 @pytest.fixture(scope="module")
-def run(needs_panel: None, tmp_path_factory: pytest.TempPathFactory
+def run(browser: Any, tmp_path_factory: pytest.TempPathFactory
         ) -> Iterator[tuple[RunDaemon, Panel]]:
     root = tmp_path_factory.mktemp("xss")
     daemon = RunDaemon(
