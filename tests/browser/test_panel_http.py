@@ -181,3 +181,32 @@ def test_read_only_has_no_post_route(needs_panel: None, demo_run: Path) -> None:
         assert panel.request("GET", "/api/status").status == 200
     finally:
         assert panel.stop() == 0
+
+
+def test_a_file_broken_by_hand_can_be_repaired_from_the_panel(
+        needs_panel: None, demo_run: Path, tmp_path: Path) -> None:
+    """An operator who broke a participant file in an editor opens it in the panel, sees its
+    text, and saves a fixed one; the other participants' prompts stay editable meanwhile
+    (issue 23, Edit prompt: the loader validates what is *saved*)."""
+    import json
+    import shutil
+
+    team = tmp_path / "team"
+    shutil.copytree(demo_run / "team", team)
+    panel = Panel(demo_run / "run", team=team, log=tmp_path / "panel.stderr").start()
+    try:
+        broken = "---\nprovider: [agy\n---\nYou are Eva, the tester.\n"
+        (team / "eva.md").write_text(broken, encoding="utf-8")  # in an editor, while it runs
+        other = panel.request("GET", "/api/prompt/ana")
+        assert other.status == 200, other
+        opened = panel.request("GET", "/api/prompt/eva")
+        assert opened.status == 200, opened
+        assert opened.json()["text"] == broken
+        fixed = broken.replace("[agy", "agy")
+        saved = panel.request("PUT", "/api/prompt/eva", body=json.dumps({"text": fixed}), headers={
+            "X-Autodev-CSRF": panel.token, "Origin": panel.origin,
+            "If-Match": opened.json()["etag"], "Content-Type": "application/json"})
+        assert saved.status == 200, saved
+        assert (team / "eva.md").read_text(encoding="utf-8") == fixed
+    finally:
+        panel.stop()
