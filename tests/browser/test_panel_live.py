@@ -298,7 +298,13 @@ def test_keyboard_alone_reaches_every_control(run: tuple[RunDaemon, Panel],
     page.keyboard.press("Escape")
     page.wait_for_selector("#stop-dialog", state="hidden")
     assert ("stop", "") not in run[0].controls()
-    # `/` focuses the say box when focus is outside an input (research §5), if offered.
+    # `/` outside a text field focuses the say box (docs/panel.md); inside one it is a slash.
+    page.locator("#stop").focus()
+    page.keyboard.press("/")
+    assert page.evaluate("document.activeElement.name") == "message"
+    page.keyboard.type("a/b")
+    assert page.input_value("#say-form textarea[name=message]") == "a/b"
+    page.fill("#say-form textarea[name=message]", "")
 
 
 def test_stop_asks_for_confirmation_then_the_page_shows_daemon_not_running(

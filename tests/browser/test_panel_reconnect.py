@@ -8,6 +8,7 @@ ones committed while the panel was down arrive, none twice.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -91,3 +92,65 @@ def test_the_session_survives_the_panel_restart(run: tuple[RunDaemon, Panel]) ->
                       until=lambda ev: any(e.get("event") == "post" for e in ev))
     revisions = [json.loads(e["data"])["revision"] for e in events if e.get("event") == "post"]
     assert revisions and min(revisions) > seen, (seen, revisions)
+
+
+def test_scrolling_up_stops_the_tail_and_n_new_brings_it_back(
+        run: tuple[RunDaemon, Panel], open_page: Any) -> None:
+    """Tail-follow stops when the reader scrolls up (no yank to the bottom), a "N new" button
+    counts what arrived, and brings the tail back (issue 23, item 3)."""
+    daemon, panel = run
+    wait_for(lambda: len(daemon.posts()) >= 20, "a thread longer than its box")
+    page = open_page(panel).page
+    thread = page.locator("#thread")
+    page.wait_for_function(
+        "() => { const t = document.querySelector('#thread');"
+        " return t.scrollHeight > t.clientHeight + 50; }")
+    assert page.locator("#new-posts").is_hidden()
+    thread.hover()
+    page.mouse.wheel(0, -5000)  # the reader scrolls up, as with a mouse
+    page.wait_for_function("() => document.querySelector('#thread').scrollTop < 5")
+    before = max(page.evaluate(REVISIONS))
+    page.wait_for_function(
+        f"() => Math.max(...{REVISIONS}) >= {before + 2}", timeout=60_000)
+    assert page.evaluate("document.querySelector('#thread').scrollTop") < 5, "yanked down"
+    button = page.locator("#new-posts")
+    button.wait_for(state="visible")
+    assert re.fullmatch(r"\s*\d+ new\s*", str(button.text_content())), button.text_content()
+    assert int(str(button.text_content()).split()[0]) >= 2
+    button.click()
+    page.wait_for_function(
+        "() => { const t = document.querySelector('#thread');"
+        " return t.scrollTop + t.clientHeight >= t.scrollHeight - 5; }")
+    button.wait_for(state="hidden")
+    last = daemon.posts()[-1][0]  # and the tail is followed again
+    page.wait_for_selector(f'#thread .post[data-revision="{last + 1}"]', state="attached",
+                           timeout=60_000)
+    page.wait_for_function(
+        "() => { const t = document.querySelector('#thread');"
+        " return t.scrollTop + t.clientHeight >= t.scrollHeight - 5; }")
+
+
+def test_pausing_live_updates_holds_the_page_and_resuming_catches_up(
+        run: tuple[RunDaemon, Panel], open_page: Any) -> None:
+    """The global "Pause live updates" (WCAG 2.2.2): nothing moves while paused; resumed, the
+    page gets what it missed, once."""
+    daemon, panel = run
+    page = open_page(panel).page
+    toggle = page.locator("#live-toggle")
+    toggle.click()
+    page.wait_for_function(
+        "() => document.querySelector('#connection').textContent.includes('paused')")
+    assert toggle.get_attribute("aria-pressed") == "true"
+    held = page.evaluate(REVISIONS)
+    mark = daemon.posts()[-1][0]
+    wait_for(lambda: daemon.posts()[-1][0] >= mark + 3, "posts while updates are paused")
+    assert page.evaluate(REVISIONS) == held
+    toggle.click()
+    assert toggle.get_attribute("aria-pressed") == "false"
+    last = daemon.posts()[-1][0]
+    page.wait_for_selector(f'#thread .post[data-revision="{last}"]', state="attached",
+                           timeout=60_000)
+    shown = page.evaluate(REVISIONS)
+    assert len(shown) == len(set(shown)) and shown == sorted(shown), shown
+    stored = [r for r, _p, _t in daemon.posts() if shown[0] <= r <= shown[-1]]
+    assert shown == stored
