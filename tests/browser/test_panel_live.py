@@ -97,6 +97,14 @@ def test_a_limit_appears_and_its_countdown_ticks(run: tuple[RunDaemon, Panel],
     until = datetime.fromisoformat(shown.replace("Z", "+00:00"))
     assert until == datetime.fromisoformat(stored[0]["until"]), (shown, stored)
 
+    # The "why waiting" card: where the reset came from, and the notice's line linked to
+    # the lane that holds it.
+    card = " ".join(str(limit.text_content()).split())
+    assert re.search(r"(?i)notice", card), card
+    link = limit.locator('a[href="#lane-ana"]')
+    assert link.count() == 1, limit.inner_html()
+    assert page.locator("#lane-ana [data-lane=ana]").count() == 1
+
     timer = limit.locator("[role=timer]").first
     label = str(timer.text_content())
     assert re.search(r"back at \d{1,2}:\d{2}", label), label
