@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from panel_helpers import (
+from browser_helpers import (
     CHROMIUM,
     CHROMIUM_MISSING,
     PLAYWRIGHT_MISSING,

@@ -21,7 +21,7 @@ ROOT = HERE.parent.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(1, str(ROOT))
 
-from panel_helpers import (  # noqa: E402
+from browser_helpers import (  # noqa: E402
     CHROMIUM,
     CHROMIUM_MISSING,
     Panel,

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from panel_helpers import Panel, RunDaemon, participant_file, wait_for
+from browser_helpers import Panel, RunDaemon, participant_file, wait_for
 
 REVISIONS = "Array.from(document.querySelectorAll('#thread .post')).map(p => +p.dataset.revision)"
 
@@ -78,7 +78,7 @@ def test_the_session_survives_the_panel_restart(run: tuple[RunDaemon, Panel]) ->
     the restart still opens the events stream, which resumes after the revision it names."""
     import json
 
-    from panel_helpers import read_sse
+    from browser_helpers import read_sse
 
     daemon, panel = run
     cookie = panel.cookie()

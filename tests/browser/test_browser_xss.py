@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from panel_helpers import Panel, RunDaemon, participant_file, wait_for
+from browser_helpers import Panel, RunDaemon, participant_file, wait_for
 
 MARKUP = (
     '<script>window.__xss = 1</script><img src=x onerror="window.__xss = 2">'

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from panel_helpers import Panel
+from browser_helpers import Panel
 
 from autodev_shell.store import NewPost, RunStore
 

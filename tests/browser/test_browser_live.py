@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from panel_helpers import Panel, RunDaemon, participant_file, wait_for
+from browser_helpers import Panel, RunDaemon, participant_file, wait_for
 
 #: ana's limit lasts this long from the start of the module: long past the module's end.
 LIMIT = timedelta(hours=2)

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from panel_helpers import Panel, read_sse
+from browser_helpers import Panel, read_sse
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 import pytest
-from panel_helpers import Panel, RunDaemon, participant_file, wait_for
+from browser_helpers import Panel, RunDaemon, participant_file, wait_for
 
 
 @pytest.fixture(scope="module")
