@@ -54,9 +54,13 @@ def needs_panel() -> None:
         pytest.skip(reason)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(needs_panel: None) -> Iterator[Any]:
-    """One Chromium for the whole session; each test opens its own context (cookies apart)."""
+    """One Chromium per test module; each test opens its own context (cookies apart).
+
+    Not one per session: Playwright's sync API keeps its asyncio loop running in the main
+    thread while it is open, and a test after it that calls `asyncio.run` (the panel's own
+    tests, say) would fail with "cannot be called from a running event loop"."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from browser_helpers import Panel, RunDaemon, participant_file, wait_for
+from browser_helpers import Panel, RunDaemon, participant_file, read_sse, wait_for
 
 MARKUP = (
     '<script>window.__xss = 1</script><img src=x onerror="window.__xss = 2">'
@@ -154,8 +154,18 @@ def test_a_killed_daemon_shows_daemon_not_running(run: tuple[RunDaemon, Panel],
         ".startsWith('daemon running')")
     daemon.kill9()
     assert daemon.status()["daemon"]["running"] is False
-    page.wait_for_function(
-        "() => document.querySelector('#daemon').textContent.includes('daemon not running')",
-        timeout=30_000)
+    try:
+        page.wait_for_function(
+            "() => document.querySelector('#daemon').textContent.includes('daemon not running')",
+            timeout=30_000)
+    except Exception as exc:  # say what the panel serves now, beside what the page shows
+        api = panel.request("GET", "/api/status")
+        events = read_sse(panel, seconds=3)
+        views = [e["data"][:400] for e in events if e.get("event") == "status"]
+        raise AssertionError(
+            f"{exc}\npage: {page.locator('#daemon').text_content()!r} "
+            f"#connection {page.locator('#connection').text_content()!r}\n"
+            f"/api/status: {api.status} {api.text[:300]}\nnew stream's status: {views}\n"
+            f"panel stderr: {panel.log.read_text(errors='replace')[-1500:]}") from None
     for control in ("#pause", "#resume", "#stop"):
         assert page.locator(control).is_disabled(), control
