@@ -43,7 +43,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests" / "browser"))  # the panel's process helpers
 
-from panel_helpers import (  # noqa: E402
+from browser_helpers import (  # noqa: E402
     CHROMIUM,
     Panel,
     launch_chromium,
