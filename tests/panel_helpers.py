@@ -199,11 +199,14 @@ class EventReader:
         self.conn.request("GET", f"/events{query}", headers=headers)
         self.response = self.conn.getresponse()
 
-    def next(self) -> dict[str, Any]:
-        """The next event: {event, id, data} (comments skipped)."""
+    def next(self, deadline: float | None = None) -> dict[str, Any]:
+        """The next event: {event, id, data} (comments skipped); AssertionError once
+        `deadline` (a monotonic time) passes — checked at each line, pings included."""
         event: dict[str, Any] = {"event": "message", "id": None, "data": ""}
         got = False
         while True:
+            if deadline is not None and time.monotonic() > deadline:
+                raise AssertionError("no such event before the deadline")
             raw = self.response.readline()
             if not raw:
                 raise EOFError("the stream ended")
@@ -230,7 +233,7 @@ class EventReader:
         seen = []
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
-            event = self.next()
+            event = self.next(deadline)
             seen.append(event)
             if predicate(event):
                 return seen

@@ -15,10 +15,11 @@ import pytest
 
 pytest.importorskip("starlette")
 
-from autodev_core.errors import ConfigError  # noqa: E402
-from autodev_shell.panel import prompts  # noqa: E402
-from autodev_shell.team import load_team  # noqa: E402
-from panel_helpers import Panel, make_run, make_team  # noqa: E402
+from panel_helpers import Panel, make_run, make_team
+
+from autodev_core.errors import ConfigError
+from autodev_shell.panel import prompts
+from autodev_shell.team import load_team
 
 GOOD = "---\nprovider: claude\nfailover: [codex]\n---\nYou are Ana. Review carefully.\n"
 BAD = {

@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import io
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -276,3 +277,22 @@ def test_a_lane_arrives_cleaned_and_grouped_live(tmp_path: Path, panel_factory: 
     assert any("done" in json.dumps(p) for p in whole["pieces"])
     assert panel.request("GET", "/api/lane/..%2Fetc").status == 404
     assert panel.request("GET", "/api/lane/nobody").status == 404
+
+
+def test_a_store_replaced_under_the_panel_makes_every_page_start_again(
+        tmp_path: Path, panel_factory: Any) -> None:
+    """`autodev restore` replaces run.db (B14): the panel reads the new file, and the pages
+    it serves are told to resync rather than keep a thread the store no longer holds."""
+    run = make_run(tmp_path / "a", posts=5)
+    other = make_run(tmp_path / "b", posts=2, texts=["restored one", "restored two"])
+    panel = panel_factory(run)
+    stream = panel.events()
+    stream.until(lambda e: e["event"] == "post" and e["data"]["seq"] == 5)
+    os.replace(other / "run.db", run / "run.db")
+    assert stream.until(lambda e: e["event"] == "resync")[-1]["data"]["reason"]
+    stream.close()
+    again = panel.events()
+    texts = [e["data"]["text"] for e in again.until(
+        lambda e: e["event"] == "post" and e["data"]["seq"] == 2) if e["event"] == "post"]
+    assert texts == ["restored one", "restored two"]
+    again.close()

@@ -195,6 +195,7 @@ class Hub:
         self.last_seq = reader.last_seq()
         self.lanes: dict[str, LaneFollower] = {}
         self._version: int | None = None
+        self._store_file = self._identity()
         self._status_at = 0.0
         self._task: asyncio.Task[None] | None = None
         #: Held while a tick runs and while a page subscribes and takes its snapshot, so that
@@ -234,9 +235,25 @@ class Hub:
                     self.broadcast(seq, text)
             await asyncio.sleep(POLL_SECONDS)
 
+    def _identity(self) -> tuple[int, int] | None:
+        try:
+            info = self.reader.db.stat()
+        except OSError:
+            return None
+        return info.st_dev, info.st_ino
+
     def tick(self) -> list[tuple[int, str]]:
         """One poll: the messages it broadcast (the tests call it directly)."""
         sent: list[tuple[int, str]] = []
+        identity = self._identity()
+        if identity != self._store_file:
+            # The store file was replaced (`autodev restore`, B14) or is away meanwhile: read
+            # the new one from its start, and every page starts its thread again.
+            self._store_file = identity
+            self.reader.reset()
+            self._version = None
+            self.last_seq = self.reader.last_seq()
+            sent.append((0, sse("resync", {"reason": "the run store was replaced"})))
         version = self.reader.data_version()
         changed = version != self._version
         self._version = version
@@ -304,5 +321,7 @@ class Hub:
                 if seq:
                     sent_seq = seq
                 yield text
+                if text.startswith("event: resync"):
+                    return  # the page starts again on a fresh stream
         finally:
             self.clients.discard(client)

@@ -43,14 +43,26 @@
   }
 
   function timer(untilIso, backAt) {
-    // <time datetime> with the instant, and a role=timer the page ticks every second.
-    const wrap = el("span", { class: "countdown" });
-    wrap.append(el("time", { datetime: untilIso, text: backAt }));
-    wrap.append(" ");
-    wrap.append(el("span", { role: "timer", "aria-live": "off", "data-until": untilIso,
-                             "data-back-at": backAt }));
-    tickOne(wrap.querySelector("[role=timer]"));
+    // <time datetime> with the UTC instant around a role=timer the page ticks every second:
+    // "back at 14:30 WEST (in 1h 12m)", "checking…" at zero.
+    const clock = el("span", { role: "timer", "aria-live": "off", "data-until": untilIso,
+                               "data-back-at": backAt });
+    const wrap = el("time", { class: "countdown", datetime: untilIso }, clock);
+    tickOne(clock);
     return wrap;
+  }
+
+  // Control characters of a post (a CLI's escape codes) shown as their Unicode pictures:
+  // text, never interpreted.
+  function visible(text) {
+    return text.replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g,
+      (c) => String.fromCharCode(c.charCodeAt(0) === 0x7f ? 0x2421 : 0x2400 + c.charCodeAt(0)));
+  }
+
+  function ago(iso) {
+    const seconds = Math.max(0, (Date.now() - Date.parse(iso)) / 1000);
+    if (seconds < 1) return "just now";
+    return `${formatLeft(seconds < 60 ? Math.floor(seconds) : Math.floor(seconds / 60) * 60)} ago`;
   }
 
   const announcer = () => $("#say-result") || $("#connection");
@@ -64,7 +76,8 @@
       text = "checking…";
       if (!node.hasAttribute("data-lifted")) {
         node.setAttribute("data-lifted", "");
-        node.closest(".countdown")?.classList.add("due");
+        const box = node.closest(".countdown");
+        if (box) box.classList.add("due");
       }
     } else {
       text = `${backAt} (in ${formatLeft(left)})`;
@@ -74,6 +87,9 @@
 
   function tick() {
     document.querySelectorAll("[role=timer][data-until]").forEach(tickOne);
+    const beat = $("#heartbeat");
+    const at = beat && beat.getAttribute("data-at");
+    if (at) setText(beat, `last heartbeat ${ago(at)}`);
   }
   setInterval(tick, 1000);
 
@@ -97,7 +113,9 @@
     const daemon = $("#daemon");
     setText(daemon, view.daemon || "");
     daemon.setAttribute("data-running", daemonRunning ? "true" : "false");
-    setText("#heartbeat", view.heartbeat ? `last heartbeat ${view.heartbeat}` : "no heartbeat yet");
+    const beat = $("#heartbeat");
+    beat.setAttribute("data-at", view.heartbeat || "");
+    setText(beat, view.heartbeat ? `last heartbeat ${ago(view.heartbeat)}` : "no heartbeat yet");
     setText("#revision", view.revision === null || view.revision === undefined ? "—" : String(view.revision));
     setText("#persistence", view.persistence || "");
     setText("#gate", view.gate || "");
@@ -219,7 +237,7 @@
          post.engine ? el("span", { class: "via", text: ` via ${post.engine}` }) : "",
          " · ", el("time", { datetime: post.at, text: post.at.replace("T", " ").slice(0, 19) }),
          el("span", { class: "rev", text: ` · revision ${post.revision}` })),
-      el("div", { class: "text", text: post.text }));
+      el("div", { class: "text", text: visible(post.text) }));
     return node;
   }
 
