@@ -402,6 +402,21 @@ def sharing(quick: bool, summary: list[str], details: list[str]) -> None:
         "turn, against CLI calls that take seconds to minutes.\n")
 
 
+def panel(quick: bool, summary: list[str], details: list[str]) -> None:
+    """Issue 23: the panel's commit → shown delay, its memory and its first page."""
+    try:
+        import bench_panel
+
+        result = bench_panel.measure(quick)
+    except (ImportError, RuntimeError) as exc:
+        message = f"not run: {exc} (needs the panel extra: pip install -e '.[panel]')"
+        print(message, file=sys.stderr)
+        summary.append(f"| 10. panel | {message} | — | — | — | — |")
+        return
+    summary.extend(bench_panel.report(result))
+    details.append(bench_panel.details(result))
+
+
 def peers(quick: bool, summary: list[str], details: list[str]) -> None:
     """Issue 13's peer: LiteLLM's routing decision, in the same run as `step` (context)."""
     import bench_peers
@@ -680,7 +695,7 @@ def main(argv: list[str] | None = None) -> int:
     benches: list[tuple[str, Callable[[bool, list[str], list[str]], None]]] = [
         ("decision", decision), ("simulation", simulation), ("detection", detection),
         ("commit", commit), ("checkpoint", checkpoint), ("memory", memory), ("cold", cold),
-        ("sharing", sharing), ("peers", peers), ("headroom", headroom),
+        ("sharing", sharing), ("peers", peers), ("headroom", headroom), ("panel", panel),
     ]
     for name, bench in benches:
         print(f"running {name} ...", file=sys.stderr, flush=True)

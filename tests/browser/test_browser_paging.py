@@ -1,0 +1,91 @@
+"""Issue 23, item 3: older posts are paged. A copy of the demo run whose thread is grown through
+the store's API (one post per revision, as the daemon commits) to a few hundred posts: the page
+opens on the newest page, "Load older posts" adds the pages before it in order, none twice,
+until the first post; the reader's place in the thread stays where it was."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from browser_helpers import Panel
+
+from autodev_shell.store import NewPost, RunStore
+
+POSTS = 320
+
+
+@pytest.fixture(scope="module")
+def panel(browser: Any, demo_run: Path, tmp_path_factory: pytest.TempPathFactory
+          ) -> Iterator[Panel]:
+    root = tmp_path_factory.mktemp("paging")
+    run = root / "run"
+    shutil.copytree(demo_run / "run", run)
+    (run / "panel.token").unlink(missing_ok=True)
+    store = RunStore.open(run / "run.db")
+    try:
+        state = store.committed_state()
+        revision, now = state.revision, datetime.now(UTC)
+        for _ in range(POSTS - store.post_count()):
+            revision += 1
+            store.commit(revision, (NewPost("rui", "codex", f"post of revision {revision}", now,
+                                            key=f"paging-{revision}"),),
+                         state.scheduler_state_json,
+                         persistence_state_json=state.persistence_state_json, now=now)
+    finally:
+        store.close()
+    started = Panel(run, log=root / "panel.stderr").start()
+    yield started
+    started.stop()
+
+
+REVISIONS = "Array.from(document.querySelectorAll('#thread .post')).map(p => +p.dataset.revision)"
+SEQS = "Array.from(document.querySelectorAll('#thread .post')).map(p => +p.dataset.seq)"
+
+
+def test_older_posts_are_loaded_a_page_at_a_time_to_the_first(panel: Panel,
+                                                              open_page: Any) -> None:
+    import sqlite3
+
+    conn = sqlite3.connect(f"file:{panel.run_dir / 'run.db'}?mode=ro", uri=True)
+    try:
+        stored = [int(s) for (s,) in conn.execute("SELECT seq FROM posts ORDER BY seq")]
+    finally:
+        conn.close()
+    assert len(stored) == POSTS
+    page = open_page(panel).page
+    page.wait_for_function(f"() => {SEQS}.length > 0")
+    first = page.evaluate(SEQS)
+    assert first == stored[-len(first):], "the page opens on the newest posts, in order"
+    assert len(first) < POSTS
+    shown = first
+    for _ in range(POSTS):  # each click adds one page at the top
+        if shown[0] == stored[0]:
+            break
+        # The reader has scrolled up to the oldest post shown, then asks for older ones.
+        page.locator("#thread").hover()
+        page.mouse.wheel(0, -100_000)
+        page.wait_for_function("() => document.querySelector('#thread').scrollTop < 5")
+        top = page.evaluate(
+            "() => { const p = document.querySelector('#thread .post');"
+            " return [p.dataset.seq, p.getBoundingClientRect().top]; }")
+        page.click("#older-posts")
+        page.wait_for_function(f"() => {SEQS}[0] < {shown[0]}")
+        more = page.evaluate(SEQS)
+        assert more == stored[-len(more):], "older posts out of order, missing or twice"
+        assert len(more) > len(shown)
+        # The post that was on top is where it was on the screen (no jump).
+        moved = page.evaluate(
+            f"() => document.querySelector('#thread .post[data-seq=\"{top[0]}\"]')"
+            ".getBoundingClientRect().top")
+        assert abs(moved - top[1]) < 40, (top, moved)
+        shown = more
+    assert shown == stored
+    page.click("#older-posts")  # nothing older: said, nothing added
+    page.wait_for_function(
+        "() => /no older/.test(document.querySelector('#older-result')?.textContent || '')")
+    assert page.evaluate(SEQS) == stored
