@@ -51,7 +51,14 @@ from .state import (
     SchedulerState,
     initial_state,
 )
-from .step import TRANSITIONS, SchedulerProtocolError, next_deadline, start_run, step
+from .step import (
+    TRANSITIONS,
+    SchedulerProtocolError,
+    next_deadline,
+    next_entries,
+    start_run,
+    step,
+)
 
 __all__ = [
     "CALL_KINDS",
@@ -97,6 +104,7 @@ __all__ = [
     "initial_state",
     "log_fields",
     "next_deadline",
+    "next_entries",
     "parse_policy",
     "restore_state",
     "start_run",

@@ -1132,6 +1132,22 @@ def next_deadline(state: SchedulerState) -> datetime | None:
     return state.wait_until
 
 
+def next_entries(state: SchedulerState, now: datetime) -> tuple[int | None, ...]:
+    """A23/A24: for each participant, in team order, the lane entry a turn of theirs would start
+    on at `now` — the first neither limited (A38: a reset at `t` has passed when `now >= t`) nor
+    unreachable — or None when every entry is out (the turn then goes to a colleague, A15, or
+    waits, A18). The test `step` applies, for a status or a panel to show the next candidate
+    without deciding it again (issue 23). The state is not changed."""
+    d = _new(_Draft)
+    d.config = state.config
+    d.limits = state.limits
+    d.outages = state.outages
+    d.last_event_at = now
+    d.limit_index = index_limits(state.config, state.limits)  # its own: `valid` is per instant
+    d._limited = None
+    return tuple(d.earliest_free(runner) for runner in range(len(state.config.team)))
+
+
 def start_run(state: SchedulerState, now: datetime) -> tuple[SchedulerState, tuple[Effect, ...]]:
     """Shorthand for `step(state, RunStarted(now))`."""
     return step(state, RunStarted(now=now))
@@ -1141,6 +1157,7 @@ __all__ = [
     "TRANSITIONS",
     "SchedulerProtocolError",
     "next_deadline",
+    "next_entries",
     "start_run",
     "step",
 ]

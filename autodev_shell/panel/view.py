@@ -13,6 +13,7 @@ from __future__ import annotations
 from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING, Any
 
+from autodev_core.scheduler import next_entries
 from autodev_core.times import clock as clock_text
 
 if TYPE_CHECKING:
@@ -33,26 +34,22 @@ def _utc(when: datetime) -> str:
 
 def participants(state: SchedulerState, now: datetime) -> list[dict[str, Any]]:
     """Each participant: the engine it runs on now (its seat), its failover chain with each
-    entry's limit or outage and the next candidate (A23/A24: the first entry neither limited
-    nor unreachable now, by the state's registry), its place, its empty turns (A31)."""
+    entry's limit or outage and the next candidate (the core's `next_entries`: A23/A24, the
+    first entry neither limited nor unreachable now), its place, its empty turns (A31)."""
     config = state.config
-    limited = {str(r.engine): r.until for r in state.limits if r.until > now}
-    out_until = {o.provider: o.retry_at for o in state.outages if o.retry_at > now}
+    limited = {str(r.engine) for r in state.limits if r.until > now}
+    out = {o.provider for o in state.outages if o.retry_at > now}
     people = []
     in_call = state.call.participant if state.call is not None else None
-    for index, member in enumerate(config.team):
+    for index, (member, next_entry) in enumerate(zip(config.team, next_entries(state, now),
+                                                     strict=True)):
         lane = config.lanes[index]
         seat = state.seats[index] if index < len(state.seats) else 0
-        chain = []
-        next_entry = None
-        for position, engine in enumerate(lane):
-            name = str(engine)
-            is_limited = name in limited
-            is_out = engine.provider in out_until
-            if next_entry is None and not is_limited and not is_out:
-                next_entry = position
-            chain.append({"engine": name, "position": position, "limited": is_limited,
-                          "unreachable": is_out})
+        chain: list[dict[str, Any]] = [
+            {"engine": str(engine), "position": position, "limited": str(engine) in limited,
+             "unreachable": engine.provider in out}
+            for position, engine in enumerate(lane)
+        ]
         if next_entry is not None:
             chain[next_entry]["next"] = True
         people.append({
