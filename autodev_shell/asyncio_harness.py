@@ -90,10 +90,19 @@ class _VirtualSelector(selectors.DefaultSelector):
         return ready
 
 
+#: How close to its time a timer is run. asyncio runs a timer once `when < time() + resolution`
+#: and takes the monotonic clock's resolution (1 ns): past 2**24 s (194 days) of virtual time a
+#: float's step is wider than 2 ns, `time() + 1e-9 == time()`, and a timer due exactly now is
+#: never run while the selector, asked to wait 0 s, moves nothing — the loop spins for ever. A
+#: millisecond stays wider than a float's step for 30,000 years of virtual time.
+VIRTUAL_RESOLUTION = 1e-3
+
+
 class _VirtualLoop(asyncio.SelectorEventLoop):
     def __init__(self, clock: VirtualClock) -> None:
         self.virtual_clock = clock
         super().__init__(_VirtualSelector(clock))
+        self._clock_resolution = VIRTUAL_RESOLUTION
 
     def time(self) -> float:
         return self.virtual_clock.elapsed

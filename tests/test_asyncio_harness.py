@@ -11,6 +11,8 @@ fail it under the derandomized `ci` draw and under random seeds; the loop withou
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from datetime import UTC, datetime
 from typing import Any
 
@@ -217,6 +219,30 @@ def test_a_virtual_loop_passes_waits_at_once_and_in_order() -> None:
         loop.close()
     assert woke == [("now", 0.0), ("hour", 3600.0), ("week", 7 * 86400.0)]
     assert clock.now == datetime(2026, 12, 8, 9, tzinfo=UTC)
+
+
+def test_a_timer_due_after_194_days_of_virtual_time_runs() -> None:
+    """Past 2**24 s a float's step is wider than asyncio's 1 ns resolution: with it, a timer due
+    exactly now never ran and the loop spun for ever (found when a drawn wait ran a heartbeat
+    task that far). Run in a child process, so a regression fails here instead of hanging."""
+    code = (
+        "import asyncio, datetime\n"
+        "from autodev_shell.asyncio_harness import VirtualClock, virtual_event_loop\n"
+        "clock = VirtualClock(datetime.datetime(2026, 12, 1, tzinfo=datetime.UTC))\n"
+        "clock.advance(2.0 ** 30)\n"
+        "loop = virtual_event_loop(clock)\n"
+        "async def beat():\n"
+        "    for _ in range(3):\n"
+        "        await asyncio.sleep(600)\n"
+        "async def main():\n"
+        "    await asyncio.gather(beat(), asyncio.sleep(1))\n"
+        "loop.run_until_complete(main())\n"
+        "print(clock.elapsed - 2.0 ** 30)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert float(done.stdout) == pytest.approx(1800.0, abs=0.01)
 
 
 def test_a_loop_awaiting_what_never_comes_is_a_clear_error_not_a_hang() -> None:
