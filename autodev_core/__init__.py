@@ -40,8 +40,8 @@ if TYPE_CHECKING:
         detect_network_error,
     )
     from .engine import PROVIDERS, Engine
-    from .errors import AutodevError, ConfigError, ConfigWarning
-    from .participant import Participant, parse_participant, read_participant
+    from .errors import AutodevError, ConfigError
+    from .participant import ConfigWarning, Participant, parse_participant, read_participant
     from .scheduler import (
         LOG_FIELDS,
         LOG_KINDS,
@@ -99,7 +99,7 @@ _EXPORTS: dict[str, str] = {
     "Classification": "detection.classification",
     "CommitMarker": "control.persistence",
     "ConfigError": "errors",
-    "ConfigWarning": "errors",
+    "ConfigWarning": "participant",
     "DEFAULT_TIERS": "control.persistence",
     "Effect": "scheduler",
     "Engine": "engine",

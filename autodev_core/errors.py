@@ -6,8 +6,6 @@ split between local and remote errors). Only misuse and bad human-written input 
 
 from __future__ import annotations
 
-import attrs
-
 
 class AutodevError(Exception):
     """Base class of every error autodev raises on purpose."""
@@ -25,20 +23,3 @@ class ConfigError(AutodevError, ValueError):
         self.reason = message
         where = f"{source}:{line}" if line is not None else source
         super().__init__(f"{where}: {message}")
-
-
-@attrs.frozen
-class ConfigWarning:
-    """Something a human-written file says that is allowed but cannot do what it seems to.
-
-    Data, not a side effect (SPEC 0.1): the core returns it, the shell prints it once. Written
-    as a `ConfigError` is: `source:line: message` (C5).
-    """
-
-    message: str
-    source: str = "<string>"
-    line: int | None = None
-
-    def __str__(self) -> str:
-        where = f"{self.source}:{self.line}" if self.line is not None else self.source
-        return f"{where}: {self.message}"

@@ -9,10 +9,28 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from .engine import PROVIDERS, Engine
-from .errors import ConfigError, ConfigWarning
+from .errors import ConfigError
 
 if TYPE_CHECKING:
     import yaml
+
+
+@attrs.frozen
+class ConfigWarning:
+    """Something a human-written file says that is allowed but cannot do what it seems to.
+
+    Data, not a side effect (SPEC 0.1): the core returns it, the shell prints it once. Written
+    as a `ConfigError` is: `source:line: message` (C5).
+    """
+
+    message: str
+    source: str = "<string>"
+    line: int | None = None
+
+    def __str__(self) -> str:
+        where = f"{self.source}:{self.line}" if self.line is not None else self.source
+        return f"{where}: {self.message}"
+
 
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
 _FENCE = "---"

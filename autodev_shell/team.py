@@ -17,8 +17,13 @@ from typing import Any, Final
 import attrs
 import yaml
 
-from autodev_core.errors import ConfigError, ConfigWarning
-from autodev_core.participant import Participant, find_duplicate_key, read_participant
+from autodev_core.errors import ConfigError
+from autodev_core.participant import (
+    ConfigWarning,
+    Participant,
+    find_duplicate_key,
+    read_participant,
+)
 from autodev_core.scheduler.policy import DEFAULT_POLICY, Policy, parse_policy
 
 from .adapters import DEFAULT_TEMPLATES, CommandTemplate, templates_from_config
