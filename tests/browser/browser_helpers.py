@@ -7,6 +7,7 @@ Nothing here decides what a test expects: it starts processes, finds the URL the
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -17,7 +18,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from http.cookies import SimpleCookie
 from pathlib import Path
 from typing import Any
@@ -380,6 +381,17 @@ class Panel:
             sent["Origin"] = self.origin
         sent.update(headers or {})
         return self.request("POST", path, body=body, headers=sent)
+
+
+@contextlib.contextmanager
+def panel_over(daemon: RunDaemon, root: Path) -> Iterator[tuple[RunDaemon, Panel]]:
+    """The panel over `daemon`'s run; the panel, then the daemon, stopped after."""
+    panel = Panel(daemon.run_dir, team=daemon.team, log=root / "panel.stderr").start()
+    try:
+        yield daemon, panel
+    finally:
+        panel.stop()
+        daemon.stop()
 
 
 def sse_events(raw: str) -> list[dict[str, str]]:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browser_helpers import Panel, RunDaemon, participant_file, wait_for
+from browser_helpers import Panel, RunDaemon, panel_over, participant_file, wait_for
 
 #: ana's limit lasts this long from the start of the module: long past the module's end.
 LIMIT = timedelta(hours=2)
@@ -42,12 +42,8 @@ def run(browser: Any, tmp_path_factory: pytest.TempPathFactory
     ).start()
     daemon.control("pause")  # during rui's first call (it sleeps 4 s): no claude call yet
     wait_for(lambda: daemon.status()["status"] == "paused", "the run paused")
-    panel = Panel(daemon.run_dir, team=daemon.team, log=root / "panel.stderr").start()
-    try:
-        yield daemon, panel
-    finally:
-        panel.stop()
-        daemon.stop()
+    with panel_over(daemon, root) as pair:
+        yield pair
 
 
 def running(daemon: RunDaemon) -> None:

@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 import pytest
-from browser_helpers import Panel, RunDaemon, participant_file, wait_for
+from browser_helpers import Panel, RunDaemon, panel_over, participant_file, wait_for
 
 
 @pytest.fixture(scope="module")
@@ -21,12 +21,8 @@ def run(browser: Any, tmp_path_factory: pytest.TempPathFactory
     daemon = RunDaemon(root, {"rui": participant_file("codex", "You are Rui.")},
                        {"codex": {"default": {"kind": "network"}}}).start()
     wait_for(lambda: daemon.status()["outages"], "the outage")
-    panel = Panel(daemon.run_dir, team=daemon.team, log=root / "panel.stderr").start()
-    try:
-        yield daemon, panel
-    finally:
-        panel.stop()
-        daemon.stop()
+    with panel_over(daemon, root) as pair:
+        yield pair
 
 
 def test_an_outage_shows_its_next_retry_counting_down(run: tuple[RunDaemon, Panel],

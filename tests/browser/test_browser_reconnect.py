@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from browser_helpers import Panel, RunDaemon, participant_file, wait_for
+from browser_helpers import Panel, RunDaemon, panel_over, participant_file, wait_for
 
 REVISIONS = "Array.from(document.querySelectorAll('#thread .post')).map(p => +p.dataset.revision)"
 
@@ -31,12 +31,8 @@ def run(browser: Any, tmp_path_factory: pytest.TempPathFactory
         order=("rui", "eva"),
     ).start()
     wait_for(lambda: len(daemon.posts()) >= 2, "the first posts")
-    panel = Panel(daemon.run_dir, team=daemon.team, log=root / "panel.stderr").start()
-    try:
-        yield daemon, panel
-    finally:
-        panel.stop()
-        daemon.stop()
+    with panel_over(daemon, root) as pair:
+        yield pair
 
 
 def test_the_page_reconnects_after_the_panel_restarts_without_duplicates(

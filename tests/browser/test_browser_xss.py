@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from browser_helpers import Panel, RunDaemon, participant_file, read_sse, wait_for
+from browser_helpers import Panel, RunDaemon, panel_over, participant_file, read_sse, wait_for
 
 MARKUP = (
     '<script>window.__xss = 1</script><img src=x onerror="window.__xss = 2">'
@@ -72,12 +72,8 @@ def run(browser: Any, tmp_path_factory: pytest.TempPathFactory
         order=("eve", "rui"),
     ).start()
     wait_for(lambda: len(daemon.posts()) >= 3, "eve's two posts")
-    panel = Panel(daemon.run_dir, team=daemon.team, log=root / "panel.stderr").start()
-    try:
-        yield daemon, panel
-    finally:
-        panel.stop()
-        daemon.stop()
+    with panel_over(daemon, root) as pair:
+        yield pair
 
 
 def post_text(page: Any, revision: int) -> str:
