@@ -301,6 +301,11 @@ def test_redis_stopped_then_killed_mid_run_blocks_no_turn_and_loses_nothing(
         learned = len(b.messages())
         wait_for(lambda: any("dan is rate limited — @bob takes the turn" in m
                              for m in b.messages()[learned - 1:]), "B routing around it")
+        # B may hear A's limit by pub/sub before its own next round trip, the one that says
+        # sharing is back (tried `retry_seconds` after the loss): wait for each to say it.
+        for d in (a, b):
+            wait_for(lambda d=d: any(m.startswith("limit sharing is back") for m in d.messages()),
+                     f"{d.run_id} saying sharing is back")
     finally:
         a.kill()
         b.kill()
