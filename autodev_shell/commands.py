@@ -114,7 +114,7 @@ def start_run(
 
     from autodev_core.control.identity import resolve_active_identity
 
-    from .adapters import installed_providers
+    from .calls.argv import installed_providers
     from .clock import local_zone
     from .durability import Durability
     from .lanes import Lanes

@@ -21,7 +21,8 @@ from typing import Final
 
 from autodev_core.errors import AutodevError
 
-from .adapters import CallResult, Sink
+from .calls.capture import Sink
+from .calls.run import CallResult
 from .private import open_private, private_dir
 
 #: C8: one lane file's size before it rotates, and how many files a lane keeps.

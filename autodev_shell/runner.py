@@ -66,8 +66,8 @@ from autodev_core.scheduler import (
 )
 from autodev_core.serialization import from_json
 
-from .adapters import DEFAULT_TEMPLATES, CallResult, CommandTemplate
-from .calls import CliCalls
+from .calls import DEFAULT_TEMPLATES, CallResult, CommandTemplate
+from .calls.cli_calls import CliCalls
 from .clock import Clock
 from .commits import GATE_RETRY_SECONDS, Commits, RunFolderGone, revision_span
 from .controls import Controls

@@ -26,7 +26,7 @@ from autodev_core.participant import (
 )
 from autodev_core.scheduler.policy import DEFAULT_POLICY, Policy, parse_policy
 
-from .adapters import DEFAULT_TEMPLATES, CommandTemplate, templates_from_config
+from .calls.argv import DEFAULT_TEMPLATES, CommandTemplate, templates_from_config
 from .sharing import ShareOptions, share_options
 
 #: The run settings file inside a team directory.

@@ -17,7 +17,7 @@ import pytest
 from autodev_core.engine import Engine
 from autodev_core.errors import ConfigError
 from autodev_core.participant import Participant
-from autodev_shell.adapters import (
+from autodev_shell.calls import (
     DEFAULT_TEMPLATES,
     EXIT_NOT_FOUND,
     STDERR_TAIL_BYTES,

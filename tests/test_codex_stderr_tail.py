@@ -28,7 +28,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from autodev_core.detection import classify_output, detect_limit
-from autodev_shell.adapters import CallResult, _Capture, build_argv, run_call
+from autodev_shell.calls import CallResult, build_argv, run_call
+from autodev_shell.calls.capture import _Capture
 from autodev_shell.standins import install_standins, standin_env, write_script
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)

@@ -57,7 +57,7 @@ def test_every_public_name_still_imports_from_the_core() -> None:
 NEVER_FOR_STATUS = ("autodev_core.scheduler", "cattrs", "yaml", "autodev_core.control.replicas",
                     "autodev_shell.durability", "autodev_shell.checkpoint",
                     "autodev_shell.sharing", "autodev_shell.sleeper", "autodev_shell.runner",
-                    "autodev_shell.adapters", "autodev_core.control.turn_input", "socket")
+                    "autodev_shell.calls", "autodev_core.control.turn_input", "socket")
 
 
 def _stored_run(directory: Path) -> Path:

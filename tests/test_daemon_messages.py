@@ -16,7 +16,7 @@ from autodev_core.control.identity import resolve_active_identity
 from autodev_core.detection import classify_output
 from autodev_core.participant import Participant
 from autodev_core.scheduler import SchedulerConfig, StartCall
-from autodev_shell.adapters import CallResult
+from autodev_shell.calls import CallResult
 from autodev_shell.clock import FakeClock
 from autodev_shell.durability import Durability
 from autodev_shell.runner import Runner, StreamLog

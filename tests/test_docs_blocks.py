@@ -80,7 +80,7 @@ def _parse(kind: str, code: str, tmp_path: Path) -> None:
             (team / f"{member}.md").write_text("---\nprovider: claude\n---\nHi.\n", "utf-8")
         load_team(team)
     elif kind == "command templates":
-        from autodev_shell.adapters import templates_from_config
+        from autodev_shell.calls import templates_from_config
 
         templates_from_config(yaml.safe_load(code)["commands"], source="docs")
     elif kind == "json":

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autodev_shell.adapters import build_argv, run_call
+from autodev_shell.calls import build_argv, run_call
 from autodev_shell.lanes import LANE_FILES, LANE_MAX_BYTES, Lanes, NoLaneError, read_lane
 from autodev_shell.standins import install_standins, standin_env, write_script
 

@@ -22,7 +22,7 @@ from autodev_core.participant import Participant
 from autodev_core.scheduler import StartCall
 from autodev_core.simulation import scheduler_config
 from autodev_core.simulation.scenario import parse_scenario
-from autodev_shell.adapters import CallResult
+from autodev_shell.calls import CallResult
 from autodev_shell.clock import FakeClock
 from autodev_shell.durability import Durability
 from autodev_shell.runner import Runner, StreamLog

@@ -33,7 +33,7 @@ import pytest
 from autodev_core.detection import classify_output
 from autodev_core.engine import Engine
 from autodev_core.participant import Participant
-from autodev_shell.adapters import (
+from autodev_shell.calls import (
     CommandTemplate,
     build_argv,
     call_participant,

@@ -16,7 +16,7 @@ from autodev_core.participant import Participant
 from autodev_core.scheduler import EFFECT_TYPES, StartCall
 from autodev_core.simulation import scheduler_config, simulate
 from autodev_core.simulation.scenario import Scenario, parse_scenario
-from autodev_shell.adapters import CallResult
+from autodev_shell.calls import CallResult
 from autodev_shell.clock import FakeClock
 from autodev_shell.durability import Durability
 from autodev_shell.runner import Runner, StreamLog

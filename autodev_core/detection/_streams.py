@@ -27,6 +27,7 @@ import attrs
 
 from . import _bounded
 from ._bounded import _groups
+from .events import ERROR_EVENTS, LIMIT_EVENT, MESSAGE_ITEM_TYPES, RESULT_EVENT, TURN_DONE_EVENT
 
 # A5: text a model may have written is examined only up to this length, after trimming.
 MODEL_TEXT_MAX_CHARS = 300
@@ -119,7 +120,7 @@ def _number(value: Any) -> float | None:
 def _event_pieces(event: dict[str, Any]) -> Iterator[Piece | RateLimitEvent | bool]:
     """Pieces of one structured event; True when the event is a terminal success."""
     kind = event.get("type")
-    if kind == "rate_limit_event":
+    if kind == LIMIT_EVENT:
         info = event.get("rate_limit_info")
         if isinstance(info, dict):
             status = info.get("status")
@@ -138,7 +139,7 @@ def _event_pieces(event: dict[str, Any]) -> Iterator[Piece | RateLimitEvent | bo
                     threshold=_number(info.get("surpassedThreshold")),
                 )
         return
-    if kind == "result":
+    if kind == RESULT_EVENT:
         result = event.get("result")
         if isinstance(result, str):
             yield Piece(text=result, origin="model", where="result")
@@ -159,10 +160,10 @@ def _event_pieces(event: dict[str, Any]) -> Iterator[Piece | RateLimitEvent | bo
         if event.get("subtype") in ("api_retry", "error") or "error" in event:
             yield _cli({k: v for k, v in event.items() if k not in ("type", "subtype")})
         return
-    if kind in ("error", "turn.failed", "stream_error"):
+    if kind in ERROR_EVENTS:
         yield _cli({k: v for k, v in event.items() if k != "type"})
         return
-    if kind == "turn.completed":
+    if kind == TURN_DONE_EVENT:
         yield True
         return
     if isinstance(kind, str) and kind.startswith("item."):
@@ -171,7 +172,7 @@ def _event_pieces(event: dict[str, Any]) -> Iterator[Piece | RateLimitEvent | bo
             item_type = item.get("type") or item.get("item_type")
             if item_type == "error":
                 yield _cli(item)
-            elif item_type in ("agent_message", "assistant_message"):
+            elif item_type in MESSAGE_ITEM_TYPES:
                 said = item.get("text")
                 if isinstance(said, str):
                     yield Piece(text=said, origin="model", where="message")

@@ -23,9 +23,7 @@ import json
 from typing import Any
 
 from ..engine import PROVIDERS
-
-# codex `exec --json` item types that carry the model's answer (current and older releases).
-_CODEX_MESSAGE_TYPES = frozenset({"agent_message", "assistant_message"})
+from .events import ITEM_DONE_EVENT, MESSAGE_ITEM_TYPES, RESULT_EVENT
 
 
 def _events(stdout: str) -> list[dict[str, Any]]:
@@ -54,7 +52,7 @@ def _claude(stdout: str) -> str | None:
     if not events:
         return _plain(stdout)
     for event in reversed(events):
-        if event.get("type") != "result":
+        if event.get("type") != RESULT_EVENT:
             continue
         # The last result decides: an error result after an earlier success is not a post.
         result = event.get("result")
@@ -66,13 +64,13 @@ def _claude(stdout: str) -> str | None:
 
 
 def _codex_message(event: dict[str, Any]) -> str | None:
-    if event.get("type") == "item.completed":
+    if event.get("type") == ITEM_DONE_EVENT:
         item = event.get("item")
         if not isinstance(item, dict):
             return None
         kind = item.get("type", item.get("item_type"))
         text = item.get("text")
-        if kind in _CODEX_MESSAGE_TYPES and isinstance(text, str):
+        if kind in MESSAGE_ITEM_TYPES and isinstance(text, str):
             return text
         return None
     msg = event.get("msg")

@@ -17,16 +17,17 @@ from typing import TYPE_CHECKING
 
 from autodev_core.participant import Participant
 
-from .adapters import CallResult, CommandTemplate, argv_for, call_participant, prompt_on_stdin
-from .clock import Clock
-from .lanes import Lanes
+from ..clock import Clock
+from ..lanes import Lanes
+from ..store import RunStore, StoreError
+from .argv import CommandTemplate, argv_for, prompt_on_stdin
 from .processes import end_group, start_ticks
-from .store import RunStore, StoreError
+from .run import CallResult, call_participant
 
 if TYPE_CHECKING:
     from autodev_core.scheduler import StartCall
 
-    from .logsink import LogSink
+    from ..logsink import LogSink
 
 
 class CliCalls:

@@ -19,6 +19,7 @@ import contextlib
 import ctypes
 import os
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -128,11 +129,30 @@ def end_group(pid: int, pgid: int, ticks: int | None, *,
     return True
 
 
+def signal_group(pgid: int, sig: signal.Signals) -> None:
+    """Send `sig` to a call's whole process group, if it is still there."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def stop_group(proc: subprocess.Popen[bytes], grace: float) -> None:
+    """SIGTERM to the whole group of a running call, then SIGKILL to whatever is left of it
+    (C1)."""
+    signal_group(proc.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=grace)
+    # Grandchildren may outlive (or ignore) the TERM the leader obeyed: kill the group.
+    signal_group(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
 __all__ = [
     "END_GRACE_SECONDS",
     "die_with_parent",
     "end_group",
     "group_members",
+    "signal_group",
     "start_ticks",
     "still_ours",
+    "stop_group",
 ]
