@@ -68,15 +68,15 @@ from autodev_core.serialization import from_json
 
 from .calls import DEFAULT_TEMPLATES, CallResult, CommandTemplate
 from .calls.cli_calls import CliCalls
+from .calls.lanes import Lanes
 from .clock import Clock
-from .commits import GATE_RETRY_SECONDS, Commits, RunFolderGone, revision_span
-from .controls import Controls
-from .durability import Durability
-from .lanes import Lanes
-from .logsink import LOG_FIELDS, LogSink, StreamLog
+from .durability.writes import Durability
+from .loop.commits import GATE_RETRY_SECONDS, Commits, RunFolderGone, revision_span
+from .loop.controls import Controls
+from .loop.logsink import LOG_FIELDS, LogSink, StreamLog
+from .loop.sleeper import COUNTDOWN_MIN_SECONDS, DEFAULT_SLICE_SECONDS, countdown_text, sleep_until
 from .sharing import LimitSharing
-from .sleeper import COUNTDOWN_MIN_SECONDS, DEFAULT_SLICE_SECONDS, countdown_text, sleep_until
-from .store import Control, NewPost, RunStore
+from .store.run_store import Control, NewPost, RunStore
 
 #: The thread's last posts shown to a participant in a fresh turn's prompt.
 PROMPT_THREAD_POSTS: Final = 20

@@ -44,9 +44,9 @@ from pathlib import Path
 
 from autodev_core.control.identity import resolve_active_identity
 from autodev_core.control.replicas import DEFAULT_CADENCE, SyncCadence
-from autodev_shell.checkpoint import checkpoint_path, write_checkpoint
-from autodev_shell.durability import Durability
-from autodev_shell.store import NewPost, RunStore
+from autodev_shell.durability.checkpoint import checkpoint_path, write_checkpoint
+from autodev_shell.durability.writes import Durability
+from autodev_shell.store.run_store import NewPost, RunStore
 
 #: "Near 1": the cost per revision at 2,000 posts over that at 50 (linear over a run).
 TARGET_RATIO = 1.25

@@ -28,8 +28,8 @@ from bench_decision import median_ratio, record_trace
 
 from autodev_core.control.identity import resolve_active_identity
 from autodev_core.serialization import to_json
-from autodev_shell.durability import Durability
-from autodev_shell.store import NewPost, RunStore
+from autodev_shell.durability.writes import Durability
+from autodev_shell.store.run_store import NewPost, RunStore
 
 TARGET_RATIO = 3.0
 TARGET_IMPORT_MS = 100.0

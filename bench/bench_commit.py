@@ -46,8 +46,8 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from autodev_shell.store import PAGE_SIZE, NewPost, RunStore
-from autodev_shell.store_sql import size_wal
+from autodev_shell.store.run_store import PAGE_SIZE, NewPost, RunStore
+from autodev_shell.store.sql import size_wal
 
 #: The issues' targets: the store may cost at most this much more than a bare fsync (issue 6),
 #: make one sync per revision and write at most this many bytes for a small one (issue 13).
@@ -194,7 +194,7 @@ def syncs_per_revision(directory: Path, label: str, post_chars: int, state_chars
     trace = directory / f"{label}-syncs.trace"
     child = (
         "import sys, json; sys.path[:0] = sys.argv[1:3]; import bench_commit as b\n"
-        "from autodev_shell.store import RunStore\n"
+        "from autodev_shell.store.run_store import RunStore\n"
         "s = RunStore.open(sys.argv[3], create=True, run_id='bench', now=b.BASE)\n"
         "p = json.dumps({'pending_persist': True})\n"
         "n, post, state = int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])\n"

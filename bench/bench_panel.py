@@ -51,7 +51,7 @@ from browser_helpers import (  # noqa: E402
     read_sse,
 )
 
-from autodev_shell.store import NewPost, RunStore  # noqa: E402
+from autodev_shell.store.run_store import NewPost, RunStore  # noqa: E402
 
 TARGET_LATENCY_S = 1.0
 TARGET_RSS_RATIO = 1.2

@@ -16,7 +16,7 @@ from typing import Any
 from autodev_core.scheduler import SchedulerState
 from autodev_core.serialization import from_json
 from autodev_shell.standins import install_standins, standin_env, write_script
-from autodev_shell.store import RunStore
+from autodev_shell.store.run_store import RunStore
 
 #: Generous: the machine is shared and loaded; tests poll, never assert on timings.
 WAIT = 60.0

@@ -23,7 +23,7 @@ import pytest
 from autodev_core import Engine, SchedulerConfig, initial_state, parse_participant
 from autodev_core.scheduler.state import EngineLimit, Outage
 from autodev_core.serialization import to_json
-from autodev_shell.store import NewPost, RunStore
+from autodev_shell.store.run_store import NewPost, RunStore
 
 WAIT = 60.0
 START = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)

@@ -17,14 +17,14 @@ from typing import Any
 
 import pytest
 
-from autodev_shell import commands
-from autodev_shell import lanes as lanes_module
 from autodev_shell import runner as runner_module
+from autodev_shell.calls import lanes as lanes_module
+from autodev_shell.calls.lanes import Lanes
+from autodev_shell.cli import commands
 from autodev_shell.clock import SystemClock
-from autodev_shell.durability import Durability
-from autodev_shell.lanes import Lanes
+from autodev_shell.durability.writes import Durability
 from autodev_shell.runner import Runner, StreamLog
-from autodev_shell.store import RunStore
+from autodev_shell.store.run_store import RunStore
 from autodev_shell.team import load_team
 
 #: Parameters the builder may leave to their defaults, each with why the default is right.

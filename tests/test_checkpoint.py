@@ -10,7 +10,7 @@ import pytest
 from helpers.faults import DiskSwitch, faulty_connection
 
 from autodev_core.control.replicas import PRIMARY_CHECKPOINT_SOURCE_EMPTY
-from autodev_shell.checkpoint import (
+from autodev_shell.durability.checkpoint import (
     PendingRevision,
     ReplicaFileError,
     ShadowCopy,
@@ -25,8 +25,8 @@ from autodev_shell.checkpoint import (
     write_checkpoint,
     write_shadow,
 )
-from autodev_shell.runlock import RunLock, RunLockedError
-from autodev_shell.store import NewPost, RunStore, StoreError
+from autodev_shell.store.run_store import NewPost, RunStore, StoreError
+from autodev_shell.store.runlock import RunLock, RunLockedError
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 
@@ -98,7 +98,7 @@ def test_C3_checkpoint_write_failure_leaves_the_old_file_and_no_temp(
         def broken_fsync(_fd: int) -> None:
             raise OSError(5, "Input/output error")
 
-        monkeypatch.setattr("autodev_shell.checkpoint.os.fsync", broken_fsync)
+        monkeypatch.setattr("autodev_shell.durability.checkpoint.os.fsync", broken_fsync)
         written = write_checkpoint(store, checkpoint_path(db), now=NOW)
     assert not written.ok and written.failure == "write-failed"
     assert "Input/output error" in written.error
@@ -115,7 +115,7 @@ def test_C3_atomic_write_replaces_whole_files_only(tmp_path: Path,
     def broken_replace(_a: object, _b: object) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("autodev_shell.checkpoint.os.replace", broken_replace)
+    monkeypatch.setattr("autodev_shell.durability.checkpoint.os.replace", broken_replace)
     with pytest.raises(OSError):
         atomic_write_text(target, "new" * 1000)
     assert target.read_text() == "old"

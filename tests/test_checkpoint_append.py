@@ -29,7 +29,7 @@ from autodev_core.control.replicas import (
     CheckpointGrowth,
     plan_checkpoint_write,
 )
-from autodev_shell.checkpoint import (
+from autodev_shell.durability.checkpoint import (
     CheckpointTail,
     ReplicaFileError,
     checkpoint_path,
@@ -38,8 +38,8 @@ from autodev_shell.checkpoint import (
     restore_from_checkpoint,
     write_checkpoint,
 )
-from autodev_shell.replica_status import read_checkpoint_head
-from autodev_shell.store import NewPost, RunStore
+from autodev_shell.status.replicas import read_checkpoint_head
+from autodev_shell.store.run_store import NewPost, RunStore
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 
@@ -425,7 +425,7 @@ class AppendingCheckpoint(RuleBasedStateMachine):
             self._check(restored.snapshot())
 
     def _check(self, snapshot: object) -> None:
-        from autodev_shell.store import Snapshot
+        from autodev_shell.store.run_store import Snapshot
 
         assert isinstance(snapshot, Snapshot)
         count = self.count_at[self.held]
@@ -460,7 +460,7 @@ test_B15_the_appending_checkpoint_restores_what_was_committed = AppendingCheckpo
 
 def test_checksums_are_zlibs_crc32() -> None:
     # docs/store.md names the checksum; a frame's head holds zlib's CRC-32 of its payload.
-    from autodev_shell.checkpoint_frames import encode_frame
+    from autodev_shell.durability.frames import encode_frame
 
     payload = b'{"x":1}'
     frame = encode_frame("append", 7, NOW.isoformat(), payload)

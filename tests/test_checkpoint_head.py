@@ -17,16 +17,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autodev_shell.checkpoint import (
+from autodev_shell.cli import main
+from autodev_shell.durability.checkpoint import (
     ReplicaFileError,
     checkpoint_path,
     read_checkpoint,
     restore_from_checkpoint,
     write_checkpoint,
 )
-from autodev_shell.cli import main
-from autodev_shell.replica_status import read_checkpoint_head, replica_facts
-from autodev_shell.store import NewPost, RunStore
+from autodev_shell.status.replicas import read_checkpoint_head, replica_facts
+from autodev_shell.store.run_store import NewPost, RunStore
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 FIXTURE = Path(__file__).parent / "fixtures" / "checkpoint_v1" / "run.db.checkpoint.json"

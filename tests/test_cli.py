@@ -13,12 +13,13 @@ from pathlib import Path
 import pytest
 
 from autodev_shell.cli import main
+from autodev_shell.cli.commands import start_run
 from autodev_shell.clock import FakeClock
-from autodev_shell.commands import run_db, start_run
-from autodev_shell.runlock import RunLock
 from autodev_shell.runner import RunSummary
 from autodev_shell.standins import install_standins, standin_env, write_script
-from autodev_shell.store import RunStore
+from autodev_shell.store.folder import run_db
+from autodev_shell.store.run_store import RunStore
+from autodev_shell.store.runlock import RunLock
 from autodev_shell.team import load_team
 
 
@@ -266,7 +267,7 @@ def test_C6_run_status_say_stop_through_real_stand_in_clis(tmp_path: Path) -> No
 
 
 def test_C6_demo_shows_failover_waits_and_persistence(tmp_path: Path) -> None:
-    from autodev_shell.demo import run_demo
+    from autodev_shell.cli.demo import run_demo
 
     summary, lines = run_demo(tmp_path / "demo", speed=1200.0, span=timedelta(hours=2))
     text = "\n".join(lines)
@@ -295,8 +296,8 @@ def test_B14_a_corrupt_store_offers_the_checkpoint_and_restore_brings_it_back(
     tmp_path: Path,
 ) -> None:
     from autodev_core.control.identity import resolve_active_identity
-    from autodev_shell.durability import Durability
-    from autodev_shell.store import NewPost
+    from autodev_shell.durability.writes import Durability
+    from autodev_shell.store.run_store import NewPost
 
     run_dir = tmp_path / "run"
     run_dir.mkdir()
@@ -361,7 +362,7 @@ def test_C6_a_file_system_refusal_is_one_clear_line(tmp_path: Path) -> None:
 
 def test_the_demo_summary_counts_calls_as_status_does() -> None:
     """The summary takes the stored count when it has it (issue 12 item 7: 140 vs 141)."""
-    from autodev_shell.demo import summary_lines
+    from autodev_shell.cli.demo import summary_lines
     from autodev_shell.runner import RunSummary
 
     summary = RunSummary(status="stopped", events=9, calls=140, posts=(), revisions=9,

@@ -33,7 +33,7 @@ def test_importing_the_core_loads_none_of_it(module: str) -> None:
 
 
 @pytest.mark.parametrize("module", (*NEVER_AT_IMPORT, "sqlite3", "subprocess",
-                                    "autodev_shell.runner", "autodev_shell.store"))
+                                    "autodev_shell.runner", "autodev_shell.store.run_store"))
 def test_building_the_cli_parser_loads_none_of_it(module: str) -> None:
     assert module not in _loaded("from autodev_shell.cli import build_parser; build_parser()")
 
@@ -55,8 +55,8 @@ def test_every_public_name_still_imports_from_the_core() -> None:
 #: replicas: only a shadow copy on disk is read through the checkpoint module), the sharing
 #: client, the sleeper, the loop and the CLIs' adapters, YAML, the turn inputs (B19).
 NEVER_FOR_STATUS = ("autodev_core.scheduler", "cattrs", "yaml", "autodev_core.control.replicas",
-                    "autodev_shell.durability", "autodev_shell.checkpoint",
-                    "autodev_shell.sharing", "autodev_shell.sleeper", "autodev_shell.runner",
+                    "autodev_shell.durability.writes", "autodev_shell.durability.checkpoint",
+                    "autodev_shell.sharing", "autodev_shell.loop.sleeper", "autodev_shell.runner",
                     "autodev_shell.calls", "autodev_core.control.turn_input", "socket")
 
 
@@ -72,7 +72,7 @@ def _stored_run(directory: Path) -> Path:
         initial_state,
     )
     from autodev_core.serialization import to_json
-    from autodev_shell.store import NewPost, RunStore
+    from autodev_shell.store.run_store import NewPost, RunStore
 
     at = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
     config = SchedulerConfig(team=(Participant(id="ana", provider="claude"),
@@ -111,7 +111,7 @@ def _command(args: list[str]) -> str:
 def test_C6_status_loads_neither_the_scheduler_nor_cattrs(stored_run: Path,
                                                           json_flag: list[str]) -> None:
     loaded = _loaded(_command(["status", "--run", str(stored_run), *json_flag]))
-    assert "autodev_shell.stored_status" in loaded  # it did read the stored state
+    assert "autodev_shell.status.stored" in loaded  # it did read the stored state
     assert sorted(m for m in NEVER_FOR_STATUS if m in loaded) == []
 
 
@@ -122,8 +122,8 @@ def _daemon_run(directory: Path) -> Path:
     from autodev_core.participant import Participant
     from autodev_core.scheduler import SchedulerConfig, initial_state
     from autodev_core.serialization import to_json
-    from autodev_shell.durability import Durability
-    from autodev_shell.store import NewPost, RunStore
+    from autodev_shell.durability.writes import Durability
+    from autodev_shell.store.run_store import NewPost, RunStore
 
     at = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
     state = initial_state(SchedulerConfig(team=(Participant(id="ana", provider="claude"),),
@@ -148,8 +148,8 @@ def _daemon_run(directory: Path) -> Path:
 #: store's records, the persistence planner and `Engine` are attrs classes), the planner, and
 #: argparse (`status [--run DIR] [--json]` spelt in full is read without building the parser).
 NEVER_FOR_A_NORMAL_STATUS = (*NEVER_FOR_STATUS, "attr", "attrs", "autodev_core.engine",
-                             "autodev_core.control.persistence", "autodev_shell.store",
-                             "autodev_shell.on_disk", "argparse")
+                             "autodev_core.control.persistence", "autodev_shell.store.run_store",
+                             "autodev_shell.durability.on_disk", "argparse")
 
 
 @pytest.mark.parametrize("json_flag", ([], ["--json"]), ids=("text", "json"))
@@ -158,17 +158,18 @@ def test_C6_status_of_a_normal_run_loads_no_attrs(stored_run: Path, tmp_path: Pa
                                                   json_flag: list[str], daemon: bool) -> None:
     run = _daemon_run(tmp_path) if daemon else stored_run
     loaded = _loaded(_command(["status", "--run", str(run), *json_flag]))
-    assert "autodev_shell.stored_status" in loaded  # it did read the stored state
+    assert "autodev_shell.status.stored" in loaded  # it did read the stored state
     assert sorted(m for m in NEVER_FOR_A_NORMAL_STATUS if m in loaded) == []
 
 
 @pytest.mark.parametrize("command", (["say", "hello"], ["pause"], ["resume"], ["stop"]))
 def test_C6_operator_commands_load_only_the_store(stored_run: Path, command: list[str]) -> None:
     loaded = _loaded(_command([*command, "--run", str(stored_run)]))
-    assert "autodev_shell.store" in loaded
+    assert "autodev_shell.store.run_store" in loaded
     # They queue a command: no state is read, so neither the persistence planner nor a zone.
-    unused = (*NEVER_FOR_STATUS, "autodev_core.control.persistence", "autodev_shell.on_disk",
-              "autodev_shell.stored_status", "zoneinfo")
+    unused = (*NEVER_FOR_STATUS, "autodev_core.control.persistence",
+              "autodev_shell.durability.on_disk",
+              "autodev_shell.status.stored", "zoneinfo")
     assert sorted(m for m in unused if m in loaded) == []
 
 

@@ -16,10 +16,10 @@ from pathlib import Path
 
 from daemon_helpers import Daemon, wait_for
 
-from autodev_shell.checkpoint import load_checkpoint, read_checkpoint
 from autodev_shell.cli import main
-from autodev_shell.replica_status import read_checkpoint_head
-from autodev_shell.store import RunStore
+from autodev_shell.durability.checkpoint import load_checkpoint, read_checkpoint
+from autodev_shell.status.replicas import read_checkpoint_head
+from autodev_shell.store.run_store import RunStore
 
 #: docs/store.md: "at most 25 revisions behind".
 MOST_BEHIND = 25

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from daemon_helpers import Daemon, wait_for
 
-from autodev_shell.commands import EXIT_FOLDER_GONE
+from autodev_shell.cli.commands import EXIT_FOLDER_GONE
 
 
 @pytest.mark.parametrize("what", ["folder", "wal"])

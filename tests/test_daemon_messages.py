@@ -18,9 +18,9 @@ from autodev_core.participant import Participant
 from autodev_core.scheduler import SchedulerConfig, StartCall
 from autodev_shell.calls import CallResult
 from autodev_shell.clock import FakeClock
-from autodev_shell.durability import Durability
+from autodev_shell.durability.writes import Durability
 from autodev_shell.runner import Runner, StreamLog
-from autodev_shell.store import RunStore
+from autodev_shell.store.run_store import RunStore
 
 NOW = datetime(2026, 12, 1, 9, tzinfo=UTC)
 

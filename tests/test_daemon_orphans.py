@@ -11,7 +11,7 @@ from pathlib import Path
 
 from daemon_helpers import Daemon, alive, wait_for
 
-from autodev_shell.commands import EXIT_TERMINATED
+from autodev_shell.cli.commands import EXIT_TERMINATED
 
 
 def _slow_with_grandchild(root: Path) -> dict[str, object]:

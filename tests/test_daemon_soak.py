@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from daemon_helpers import Daemon, wait_for
 
-from autodev_shell.store import RunStore
+from autodev_shell.store.run_store import RunStore
 
 THOROUGH = os.environ.get("HYPOTHESIS_PROFILE") == "thorough"
 KILLS = int(os.environ.get("AUTODEV_SOAK_KILLS", "25" if THOROUGH else "4"))

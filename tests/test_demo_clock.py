@@ -137,7 +137,7 @@ def _story(root: Path, lines: list[str]) -> tuple[list[str], list[str]]:
 
 
 def test_C6_the_demo_tells_the_same_story_on_a_slow_machine(tmp_path: Path) -> None:
-    from autodev_shell.demo import demo_script, run_demo
+    from autodev_shell.cli.demo import demo_script, run_demo
 
     start = datetime.now(UTC).replace(microsecond=0)
     span = timedelta(hours=2)

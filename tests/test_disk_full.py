@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from daemon_helpers import Daemon, alive, wait_for
 
-from autodev_shell.store import RunStore
+from autodev_shell.store.run_store import RunStore
 
 #: The tmpfs's size: room for the run's files; the filler takes the rest.
 TMPFS_SIZE = "16m"
@@ -155,9 +155,9 @@ def _runner_on_failing_disk(tmp_path: Path, prefixes: tuple[str, ...],
     from autodev_core.simulation import scheduler_config
     from autodev_core.simulation.scenario import parse_scenario
     from autodev_shell.clock import FakeClock
-    from autodev_shell.durability import Durability
-    from autodev_shell.runlock import RunLock
+    from autodev_shell.durability.writes import Durability
     from autodev_shell.runner import Runner, StreamLog
+    from autodev_shell.store.runlock import RunLock
 
     scenario = parse_scenario((EXAMPLES / "02-colleague-round-robin.yaml").read_text())
     clock = FakeClock(scenario.start)
@@ -169,7 +169,7 @@ def _runner_on_failing_disk(tmp_path: Path, prefixes: tuple[str, ...],
                           factory=faulty_connection(switch))
     switch.fail(prefixes)
     if turn_inputs_fail:
-        from autodev_shell.store import StoreError
+        from autodev_shell.store.run_store import StoreError
 
         def full(*_args: object, **_kwargs: object) -> None:
             raise StoreError("Could not save a turn input (database or disk is full).",
@@ -187,7 +187,7 @@ def _runner_on_failing_disk(tmp_path: Path, prefixes: tuple[str, ...],
 
 
 def test_C2_a_heartbeat_the_store_cannot_take_never_stops_the_daemon(tmp_path: Path) -> None:
-    from autodev_shell.runlock import lock_path
+    from autodev_shell.store.runlock import lock_path
 
     before = time.time()
     runner, summary, stream = _runner_on_failing_disk(tmp_path, ("INSERT INTO heartbeat",))

@@ -21,14 +21,14 @@ from autodev_core.control.persistence import PersistenceState
 from autodev_core.control.replicas import PRIMARY_CHECKPOINT_SOURCE_EMPTY
 from autodev_core.control.turn_input import bind_input_context
 from autodev_core.serialization import from_json
-from autodev_shell.checkpoint import (
+from autodev_shell.durability.checkpoint import (
     CheckpointWrite,
     ReplicaFileError,
     read_checkpoint,
     read_shadow,
 )
-from autodev_shell.durability import Durability, PersistResult, SearchRebuild
-from autodev_shell.store import NewPost, RunStore, Snapshot
+from autodev_shell.durability.writes import Durability, PersistResult, SearchRebuild
+from autodev_shell.store.run_store import NewPost, RunStore, Snapshot
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 RUN = resolve_active_identity(run_id="run-1")
@@ -252,7 +252,7 @@ def test_B16_a_failing_checkpoint_does_not_stop_the_search_rebuild(
     def failing(*_a: object, **_k: object) -> CheckpointWrite:
         return CheckpointWrite(False, "x", failure="write-failed", error="no space")
 
-    monkeypatch.setattr("autodev_shell.durability.write_checkpoint", failing)
+    monkeypatch.setattr("autodev_shell.durability.writes.write_checkpoint", failing)
     result = rig.persist(1)
     assert result.sync is not None and result.sync.failed_replicas == ("checkpoint",)
     assert seen == [1]

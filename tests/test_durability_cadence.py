@@ -23,9 +23,9 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from autodev_core.control.identity import resolve_active_identity
 from autodev_core.control.replicas import SyncCadence
-from autodev_shell.checkpoint import read_checkpoint
-from autodev_shell.durability import Durability
-from autodev_shell.store import NewPost, RunStore, Snapshot
+from autodev_shell.durability.checkpoint import read_checkpoint
+from autodev_shell.durability.writes import Durability
+from autodev_shell.store.run_store import NewPost, RunStore, Snapshot
 
 T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 RUN = resolve_active_identity(run_id="run-1")

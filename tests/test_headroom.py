@@ -340,8 +340,8 @@ def test_0_3_a_state_with_readings_and_the_knob_round_trips() -> None:
 def test_C6_status_forecasts_each_window_from_the_readings() -> None:
     from zoneinfo import ZoneInfo
 
-    from autodev_shell.commands import usage_facts
-    from autodev_shell.stored_status import read_stored_status, status_of
+    from autodev_shell.status.report import usage_facts
+    from autodev_shell.status.stored import read_stored_status, status_of
 
     lisbon = ZoneInfo("Europe/Lisbon")  # UTC+0 in December
     ana = Participant(id="ana", provider="claude")
@@ -370,7 +370,7 @@ def test_C6_status_forecasts_each_window_from_the_readings() -> None:
 
 
 def test_C6_an_older_stored_state_without_readings_reads_as_none() -> None:
-    from autodev_shell.stored_status import read_stored_status
+    from autodev_shell.status.stored import read_stored_status
 
     state, _ = run((ANA,), None)
     raw = json.loads(to_json(state))

@@ -29,9 +29,9 @@ from autodev_core.scheduler.state import SchedulerState
 from autodev_core.serialization import from_json
 from autodev_shell.calls import CallResult, build_argv, run_call
 from autodev_shell.calls.capture import _Capture
-from autodev_shell.commands import LOG_FILE, run_db
 from autodev_shell.standins import install_standins, standin_env, write_script
-from autodev_shell.store import RunStore
+from autodev_shell.store.folder import LOG_FILE, run_db
+from autodev_shell.store.run_store import RunStore
 
 #: One post keeps at most this many bytes of the CLI's output (the rule under test).
 ONE_POST = 1024 * 1024

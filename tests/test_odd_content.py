@@ -20,9 +20,9 @@ import sys
 import time
 from pathlib import Path
 
-from autodev_shell.commands import LOG_FILE, run_db
 from autodev_shell.standins import install_standins, standin_env, write_script
-from autodev_shell.store import RunStore
+from autodev_shell.store.folder import LOG_FILE, run_db
+from autodev_shell.store.run_store import RunStore
 
 #: The marker where a post longer than its bound was cut (docs/shell.md).
 CUT = re.compile(r"\n?\[autodev cut (\d+) bytes of this answer here[^\]\n]*\]\n?")

@@ -24,9 +24,9 @@ from autodev_core.simulation import scheduler_config
 from autodev_core.simulation.scenario import parse_scenario
 from autodev_shell.calls import CallResult
 from autodev_shell.clock import FakeClock
-from autodev_shell.durability import Durability
+from autodev_shell.durability.writes import Durability
 from autodev_shell.runner import Runner, StreamLog
-from autodev_shell.store import RunStore
+from autodev_shell.store.run_store import RunStore
 
 NOW = datetime(2026, 12, 2, 9, 0, tzinfo=UTC)
 
@@ -173,7 +173,7 @@ def test_C3_a_long_message_is_cleaned_before_the_store_s_write_lock(
     seconds: done holding the store's write lock, the daemon's commits failed meanwhile
     ("database is locked": revisions shadowed, turns deferred). The daemon must be able to
     write while the text is made storable."""
-    from autodev_shell import store_controls
+    from autodev_shell.store import controls as store_controls
 
     db = tmp_path / "run.db"
     RunStore.open(db, create=True, run_id="t", now=NOW).close()

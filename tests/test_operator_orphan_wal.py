@@ -21,7 +21,7 @@ import pytest
 from daemon_helpers import Daemon, wait_for
 
 from autodev_shell.standins import write_script
-from autodev_shell.store import RunStore
+from autodev_shell.store.run_store import RunStore
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 
@@ -30,7 +30,7 @@ NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 _OLD_RUN = """
 import json, os, sys
 from datetime import UTC, datetime, timedelta
-from autodev_shell.store import NewPost, RunStore
+from autodev_shell.store.run_store import NewPost, RunStore
 path, count = sys.argv[1], int(sys.argv[2])
 now = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
 store = RunStore.open(path, create=True, run_id="old-run", now=now)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from autodev_shell.store import NewPost, RunStore
+from autodev_shell.store.run_store import NewPost, RunStore
 
 NOW = datetime(2026, 12, 2, 5, 0, tzinfo=UTC)
 

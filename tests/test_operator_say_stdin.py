@@ -26,7 +26,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from autodev_shell.store import RunStore
+from autodev_shell.store.run_store import RunStore
 
 WAIT = 120.0  # generous: the machine is loaded
 

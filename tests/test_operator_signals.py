@@ -126,7 +126,7 @@ def test_B14_a_signal_while_the_daemon_starts_leaves_the_checkpoint_level(
     """Ctrl-C or SIGTERM after the daemon opened its store, before its loop: the moment is
     pinned by raising what the signal raises from a step of the start (connecting to the
     shared registry, which every start passes)."""
-    from autodev_shell import commands
+    from autodev_shell.cli import commands
     from autodev_shell.clock import SystemClock
     from autodev_shell.team import load_team
 

@@ -34,7 +34,7 @@ from typing import Any
 import pytest
 from daemon_helpers import WAIT, Daemon, alive, operator_signals_default, wait_for
 
-from autodev_shell.store import RunStore
+from autodev_shell.store.run_store import RunStore
 
 THOROUGH = os.environ.get("HYPOTHESIS_PROFILE") == "thorough"
 LONG_ENDINGS = int(os.environ.get("AUTODEV_OPERATOR_SOAK", "30" if THOROUGH else "12"))

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from autodev_shell.commands import status_lines
-from autodev_shell.store import RunStore
+from autodev_shell.status.report import status_lines
+from autodev_shell.store.run_store import RunStore
 
 BEAT = datetime(2026, 12, 2, 5, 0, tzinfo=UTC)
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from daemon_helpers import Daemon, alive, wait_for
 
-from autodev_shell.store import RunStore
+from autodev_shell.store.run_store import RunStore
 
 #: `sh -c` closes the named descriptor, then runs the command as itself (no shell left over).
 CLOSE = {"stdin": "0<&-", "stdout": "1>&-", "stderr": "2>&-"}

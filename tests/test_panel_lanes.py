@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 pytest.importorskip("starlette")
 
-from autodev_shell.lanes import Lanes
+from autodev_shell.calls.lanes import Lanes
 from autodev_shell.panel.ansi import LaneDecoder, Style, line_spans, render_text
 from autodev_shell.panel.events import LaneFollower
 
@@ -122,7 +122,7 @@ def test_no_control_character_ever_reaches_the_page(text: str) -> None:
 
 @given(st.text(alphabet=st.characters(blacklist_categories=("Cc", "Cs", "Cf")), max_size=200))
 def test_plain_text_without_secrets_comes_through_unchanged(text: str) -> None:
-    from autodev_shell.lanes import secret_spans
+    from autodev_shell.calls.lanes import secret_spans
 
     if secret_spans(text):
         return

@@ -53,15 +53,15 @@ class _Now(datetime):
 def test_C6_api_status_is_byte_for_byte_what_status_json_prints(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shape: str) -> None:
     """The route and the command call the same function: at one instant, the same bytes."""
-    from autodev_shell import commands
     from autodev_shell.cli import main
     from autodev_shell.panel.app import Panel as App
+    from autodev_shell.status import report
 
     state = {"limited": scheduler_json(limited_until=NOW + timedelta(hours=2)),
              "outage": scheduler_json(outage_until=NOW + timedelta(minutes=5)),
              "plain": scheduler_json(), "no state": "{}"}[shape]
     run = make_run(tmp_path, posts=4, state=state)
-    monkeypatch.setattr(commands, "datetime", _Now)
+    monkeypatch.setattr(report, "datetime", _Now)
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         assert main(["status", "--json", "--run", str(run)]) == 0
@@ -225,7 +225,7 @@ def test_controls_queue_through_the_control_table_and_pause_needs_a_daemon(
 
 def test_pause_resume_stop_queue_while_the_daemon_holds_the_lock(
         tmp_path: Path, panel_factory: Any) -> None:
-    from autodev_shell.runlock import RunLock
+    from autodev_shell.store.runlock import RunLock
 
     run = make_run(tmp_path, posts=1)
     lock = RunLock.acquire(run / "run.db", run="panel-test")  # as a live daemon holds it
@@ -248,7 +248,7 @@ def test_pause_resume_stop_queue_while_the_daemon_holds_the_lock(
 
 
 def test_a_lane_arrives_cleaned_and_grouped_live(tmp_path: Path, panel_factory: Any) -> None:
-    from autodev_shell.lanes import Lanes
+    from autodev_shell.calls.lanes import Lanes
 
     run = make_run(tmp_path, posts=1)
     lanes = Lanes(run / "lanes")

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from autodev_shell.checkpoint import atomic_write_text
-from autodev_shell.lanes import Lanes
+from autodev_shell.calls.lanes import Lanes
+from autodev_shell.durability.checkpoint import atomic_write_text
 from autodev_shell.standins import install_standins, standin_env, write_script
-from autodev_shell.store import RunStore
+from autodev_shell.store.run_store import RunStore
 
 T0 = datetime(2026, 12, 1, 9, tzinfo=UTC)
 

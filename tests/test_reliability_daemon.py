@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from autodev_shell.commands import LOG_FILE, run_db
 from autodev_shell.standins import install_standins, standin_env, write_script
-from autodev_shell.store import RunStore
+from autodev_shell.store.folder import LOG_FILE, run_db
+from autodev_shell.store.run_store import RunStore
 
 TRIALS = 20 if os.environ.get("HYPOTHESIS_PROFILE") == "thorough" else 5
 

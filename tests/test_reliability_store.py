@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 from helpers.store_writer import posts_for, state_for
 
-from autodev_shell.checkpoint import (
+from autodev_shell.durability.checkpoint import (
     checkpoint_path,
     offer_restore,
     read_checkpoint,
@@ -36,7 +36,7 @@ from autodev_shell.checkpoint import (
     shadow_path,
     sweep_temp_files,
 )
-from autodev_shell.store import RunStore, StoreError
+from autodev_shell.store.run_store import RunStore, StoreError
 
 HELPERS = Path(__file__).parent / "helpers"
 WRITER = HELPERS / "store_writer.py"

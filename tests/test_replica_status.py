@@ -13,10 +13,11 @@ from hypothesis import strategies as st
 
 from autodev_core.control.replicas import ReplicaState, audit_replicas
 from autodev_core.serialization import to_json
-from autodev_shell import checkpoint, durability
-from autodev_shell.checkpoint import CheckpointFile
 from autodev_shell.cli import main
-from autodev_shell.replica_status import (
+from autodev_shell.durability import checkpoint
+from autodev_shell.durability import writes as durability
+from autodev_shell.durability.checkpoint import CheckpointFile
+from autodev_shell.status.replicas import (
     CHECKPOINT_FORMAT,
     CHECKPOINT_REPLICA,
     CHECKPOINT_SUFFIX,
@@ -24,7 +25,7 @@ from autodev_shell.replica_status import (
     read_checkpoint_head,
     replica_facts,
 )
-from autodev_shell.store import RunStore
+from autodev_shell.store.run_store import RunStore
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 

@@ -27,9 +27,9 @@ from autodev_core.serialization import from_json, to_json
 from autodev_core.simulation import scheduler_config
 from autodev_core.simulation.scenario import parse_scenario
 from autodev_shell.clock import FakeClock
-from autodev_shell.durability import Durability
+from autodev_shell.durability.writes import Durability
 from autodev_shell.runner import Runner, StreamLog
-from autodev_shell.store import RunStore
+from autodev_shell.store.run_store import RunStore
 
 T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 TEAM = (Participant(id="ana", provider="claude"), Participant(id="rui", provider="codex"))

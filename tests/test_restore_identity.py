@@ -11,9 +11,9 @@ import pytest
 
 from autodev_core.control.identity import resolve_active_identity
 from autodev_core.control.replicas import plan_checkpoint_restore
-from autodev_shell.checkpoint import checkpoint_path, write_checkpoint
 from autodev_shell.cli import main
-from autodev_shell.store import NewPost, RunStore
+from autodev_shell.durability.checkpoint import checkpoint_path, write_checkpoint
+from autodev_shell.store.run_store import NewPost, RunStore
 
 NOW = datetime(2026, 12, 1, 9, tzinfo=UTC)
 
@@ -76,7 +76,7 @@ def test_B14_B3_restore_takes_a_checkpoint_of_the_same_run_under_an_alias(
 def test_B10_B11_a_restore_that_died_half_way_keeps_every_writer_off_the_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from autodev_shell import checkpoint
+    from autodev_shell.durability import checkpoint
 
     run_dir = tmp_path / "a"
     db = make_run(run_dir, "run-A", 3)
@@ -107,7 +107,7 @@ def test_B10_B11_a_restore_that_died_half_way_keeps_every_writer_off_the_run(
     assert "Cannot start the run: a restore of the run state holds the lock." in err[0]
     assert "autodev restore --run" in err[0]
     # The daemon's own writes check the gate too (B11, before every write).
-    from autodev_shell.durability import Durability
+    from autodev_shell.durability.writes import Durability
 
     with RunStore.open(db) as store:
         durability = Durability.open(store, resolve_active_identity(run_id="run-A"))
@@ -124,7 +124,7 @@ def test_B10_B11_a_restore_that_died_half_way_keeps_every_writer_off_the_run(
 
 
 def test_B10_the_daemon_tracks_its_load_state(tmp_path: Path) -> None:
-    from autodev_shell.durability import Durability
+    from autodev_shell.durability.writes import Durability
 
     identity = resolve_active_identity(run_id="run-A")
     with RunStore.open(tmp_path / "fresh.db", create=True, run_id="run-A", now=NOW) as store:

@@ -15,9 +15,9 @@ from autodev_core.simulation import scheduler_config
 from autodev_core.simulation.scenario import parse_scenario
 from autodev_shell import runner as runner_module
 from autodev_shell.clock import FakeClock
-from autodev_shell.durability import Durability
+from autodev_shell.durability.writes import Durability
 from autodev_shell.runner import Runner, StreamLog
-from autodev_shell.store import RunStore
+from autodev_shell.store.run_store import RunStore
 
 
 def test_B20_a_retry_rolls_back_what_the_failed_attempt_left_uncommitted(

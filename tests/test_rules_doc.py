@@ -47,7 +47,7 @@ def cli_texts() -> dict[str, str]:
     import argparse
 
     from autodev_shell.cli import build_parser
-    from autodev_shell.demo import summary_lines
+    from autodev_shell.cli.demo import summary_lines
     from autodev_shell.runner import RunSummary
 
     texts: dict[str, str] = {}

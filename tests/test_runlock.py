@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from autodev_shell.runlock import RunLock, RunLockedError, lock_path
+from autodev_shell.store.runlock import RunLock, RunLockedError, lock_path
 
 HOLDER = (
     "import sys, time\n"
-    "from autodev_shell.runlock import RunLock\n"
+    "from autodev_shell.store.runlock import RunLock\n"
     "lock = RunLock.acquire(sys.argv[1], run=sys.argv[2])\n"
     "print('locked', flush=True)\n"
     "time.sleep(120)\n"

@@ -18,9 +18,9 @@ from autodev_core.simulation import scheduler_config, simulate
 from autodev_core.simulation.scenario import Scenario, parse_scenario
 from autodev_shell.calls import CallResult
 from autodev_shell.clock import FakeClock
-from autodev_shell.durability import Durability
+from autodev_shell.durability.writes import Durability
 from autodev_shell.runner import Runner, StreamLog
-from autodev_shell.store import RunStore
+from autodev_shell.store.run_store import RunStore
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "docs" / "examples"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from autodev_shell.store import RunStore
+from autodev_shell.store.run_store import RunStore
 
 ARG_MAX_ONE = 128 * 1024  # MAX_ARG_STRLEN on Linux: one argument's bytes
 

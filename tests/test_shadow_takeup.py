@@ -17,11 +17,11 @@ from test_runner import EXAMPLES, ScriptedCLIs
 from autodev_core.control.identity import resolve_active_identity
 from autodev_core.simulation import scheduler_config
 from autodev_core.simulation.scenario import parse_scenario
-from autodev_shell.checkpoint import read_shadow, shadow_path
 from autodev_shell.clock import FakeClock
-from autodev_shell.durability import Durability
+from autodev_shell.durability.checkpoint import read_shadow, shadow_path
+from autodev_shell.durability.writes import Durability
 from autodev_shell.runner import Runner, StreamLog
-from autodev_shell.store import NewPost, RunStore
+from autodev_shell.store.run_store import NewPost, RunStore
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 RUN = resolve_active_identity(run_id="test-run")
@@ -141,7 +141,7 @@ def test_C3_the_shadow_file_stays_bounded_and_says_what_it_dropped(tmp_path: Pat
 
 
 def persistence_line(db: Path) -> str:
-    from autodev_shell.commands import status_lines
+    from autodev_shell.status.report import status_lines
 
     store = RunStore.open(db)
     try:

@@ -113,8 +113,9 @@ def test_status_says_sharing_is_off_for_a_run_that_does_not_share(
 ) -> None:
     from datetime import UTC, datetime
 
-    from autodev_shell.commands import run_db, status_lines
-    from autodev_shell.store import RunStore
+    from autodev_shell.status.report import status_lines
+    from autodev_shell.store.folder import run_db
+    from autodev_shell.store.run_store import RunStore
 
     store = RunStore.open(run_db(tmp_path), create=True, run_id="r", now=datetime.now(UTC))
     try:

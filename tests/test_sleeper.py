@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from autodev_shell.clock import FakeClock, ScaledClock, SystemClock, local_zone
-from autodev_shell.sleeper import (
+from autodev_shell.loop.sleeper import (
     DEFAULT_SLICE_SECONDS,
     countdown_text,
     format_left,
@@ -223,7 +223,7 @@ def test_news_from_another_run_wakes_a_sleep_with_its_own_reason() -> None:
     from datetime import UTC, datetime, timedelta
 
     from autodev_shell.clock import FakeClock
-    from autodev_shell.sleeper import sleep_until
+    from autodev_shell.loop.sleeper import sleep_until
 
     start = datetime(2026, 12, 1, 9, tzinfo=UTC)
     clock = FakeClock(start)

@@ -29,13 +29,15 @@ from autodev_core.control.persistence import DEFAULT_TIERS, PersistenceState, ti
 from autodev_core.scheduler.state import SchedulerState
 from autodev_core.serialization import to_json
 from autodev_core.testing.persistence import persistence_states
-from autodev_shell import commands, status_read
-from autodev_shell.checkpoint import PendingRevision, ShadowCopy, write_shadow
 from autodev_shell.cli import main
-from autodev_shell.durability import Durability
-from autodev_shell.on_disk import SHADOW_SUFFIX, shadow_path
-from autodev_shell.status_read import read_status
-from autodev_shell.store import CANONICAL_TIER, NewPost, RunStore
+from autodev_shell.durability.checkpoint import PendingRevision, ShadowCopy, write_shadow
+from autodev_shell.durability.on_disk import SHADOW_SUFFIX, shadow_path
+from autodev_shell.durability.writes import Durability
+from autodev_shell.status import read as status_read
+from autodev_shell.status import report
+from autodev_shell.status.read import read_status
+from autodev_shell.store import folder
+from autodev_shell.store.run_store import CANONICAL_TIER, NewPost, RunStore
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 
@@ -50,9 +52,9 @@ def test_B5_the_restated_names_are_the_store_s_own() -> None:
 def _full(run_dir: Path) -> Any:
     """What the full path makes of the run: its facts and zone, or the exception it raises."""
     try:
-        store = commands.open_existing(run_dir)
+        store = folder.open_existing(run_dir)
         try:
-            return commands._status(store, NOW)
+            return report._status(store, NOW)
         finally:
             store.close()
     except Exception as exc:
@@ -61,11 +63,11 @@ def _full(run_dir: Path) -> Any:
 
 def _agree(run_dir: Path) -> bool:
     """Both paths agree on the run; True when the fast reader answered."""
-    fast = read_status(commands.run_db(run_dir))
+    fast = read_status(folder.run_db(run_dir))
     full = _full(run_dir)
     if fast is None:
         return False
-    assert commands._facts(fast, NOW) == full
+    assert report._facts(fast, NOW) == full
     return True
 
 
@@ -359,7 +361,7 @@ def test_C6_status_prints_what_the_full_path_prints(
     run = _daemon_run(tmp_path, damage)
     answered = read_status(run / "run.db") is not None
     assert answered or damage  # the store as the daemon left it is read by the fast path
-    monkeypatch.setattr(commands, "datetime", _Now)
+    monkeypatch.setattr(report, "datetime", _Now)
     args = ["status", "--run", str(run), *json_flag]
     fast = _cli(args)
     monkeypatch.setattr(status_read, "read_status", lambda _db: None)

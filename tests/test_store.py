@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from autodev_core.control.turn_input import TurnStart, bind_input_context, plan_turn_input
 from autodev_core.serialization import from_json, to_json
-from autodev_shell.store import (
+from autodev_shell.store.run_store import (
     CONTROL_COMMANDS,
     SCHEMA_VERSION,
     NewPost,
@@ -292,7 +292,7 @@ def test_C6_controls_from_another_process_are_taken_once_in_order(tmp_path: Path
         commit(daemon, 1, post("a", "a"))
         script = (
             "import sys\n"
-            "from autodev_shell.store import RunStore\n"
+            "from autodev_shell.store.run_store import RunStore\n"
             "with RunStore.open(sys.argv[1]) as s:\n"
             "    s.enqueue_control('pause')\n"
             "    s.enqueue_control('say', 'look at the tests')\n"
@@ -346,7 +346,7 @@ def test_C3_a_new_store_appears_only_with_its_schema(
 ) -> None:
     """Another process (`autodev say` racing the daemon's first start) never finds a database
     at the store's path without its tables: the store is made aside and linked into place."""
-    import autodev_shell.store as store_module
+    import autodev_shell.store.run_store as store_module
 
     path = tmp_path / "run.db"
     seen: list[bool] = []

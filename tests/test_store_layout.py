@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from helpers.faults import DiskSwitch, faulty_connection
 
-from autodev_shell.store import NewPost, RunStore, StoreError
+from autodev_shell.store.run_store import NewPost, RunStore, StoreError
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "store_v1" / "run.db"
 WRITTEN = datetime(2026, 11, 30, 8, 0, tzinfo=UTC)

@@ -18,7 +18,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from autodev_shell.store import NewPost, RunStore
+from autodev_shell.store.run_store import NewPost, RunStore
 
 NOW = datetime(2026, 12, 1, 9, tzinfo=UTC)
 

@@ -32,7 +32,7 @@ from typing import Any
 
 import pytest
 
-from autodev_shell.store import NewPost, RunStore
+from autodev_shell.store.run_store import NewPost, RunStore
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "store_v1" / "run.db"
@@ -141,7 +141,7 @@ def _queue(path: Path, arg: str) -> None:
     """`autodev say` as another process does it: its own connection, one control queued."""
     script = (
         "import sys\n"
-        "from autodev_shell.store import RunStore\n"
+        "from autodev_shell.store.run_store import RunStore\n"
         "with RunStore.open(sys.argv[1]) as s:\n"
         "    s.enqueue_control('say', sys.argv[2])\n"
     )
@@ -173,7 +173,7 @@ def test_C3_C6_controls_queued_by_another_process_survive_around_the_sizing(
 _CHILD = """
 import json, sys
 from datetime import UTC, datetime, timedelta
-from autodev_shell.store import NewPost, RunStore
+from autodev_shell.store.run_store import NewPost, RunStore
 now = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 store = RunStore.open(sys.argv[1], create=True, run_id="run-1", now=now)
 revision = 0

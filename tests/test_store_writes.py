@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from autodev_shell.store import NewPost, RunStore
+from autodev_shell.store.run_store import NewPost, RunStore
 
 IO = Path("/proc/self/io")
 BASE = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)

@@ -32,8 +32,8 @@ from autodev_core.serialization import from_json, json_converter, to_json
 from autodev_core.testing import SchedulerMachine, scheduler_configs
 from autodev_core.testing.persistence import persistence_states
 from autodev_core.testing.scheduler import engines
-from autodev_shell import stored_status
-from autodev_shell.stored_status import read_stored_status, status_of
+from autodev_shell.status import stored as stored_status
+from autodev_shell.status.stored import read_stored_status, status_of
 
 
 def _restored(text: str) -> Any:
@@ -116,7 +116,7 @@ def test_C6_a_state_stored_before_shared_limits_is_restored_in_full(
 ) -> None:
     """Limits stored before issue 14 have no `source`: the reader refuses them, and status
     falls back to the full restore, which fills in the default (this run's own limit)."""
-    from autodev_shell.commands import _stored_status
+    from autodev_shell.status.report import _stored_status
 
     raw = json.loads(to_json(state))
     for limit in raw["limits"]:
@@ -184,9 +184,10 @@ def test_C6_status_counts_the_posts_without_reading_them(
 ) -> None:
     """A long run's thread is most of its store: status and the persistence line it shares
     with the daemon's start (`read_on_disk`) read the run state, never a post's text."""
-    from autodev_shell import store_revisions, store_thread
-    from autodev_shell.commands import status_facts, status_lines
-    from autodev_shell.store import NewPost, RunStore
+    from autodev_shell.status.report import status_facts, status_lines
+    from autodev_shell.store import revisions as store_revisions
+    from autodev_shell.store import thread as store_thread
+    from autodev_shell.store.run_store import NewPost, RunStore
 
     at = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
     state = initial_state(SchedulerConfig(team=(Participant(id="ana", provider="claude"),)))

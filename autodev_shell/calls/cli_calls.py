@@ -18,16 +18,16 @@ from typing import TYPE_CHECKING
 from autodev_core.participant import Participant
 
 from ..clock import Clock
-from ..lanes import Lanes
-from ..store import RunStore, StoreError
+from ..store.run_store import RunStore, StoreError
 from .argv import CommandTemplate, argv_for, prompt_on_stdin
+from .lanes import Lanes
 from .processes import end_group, start_ticks
 from .run import CallResult, call_participant
 
 if TYPE_CHECKING:
     from autodev_core.scheduler import StartCall
 
-    from ..logsink import LogSink
+    from ..loop.logsink import LogSink
 
 
 class CliCalls:

@@ -21,9 +21,9 @@ from typing import Final
 
 from autodev_core.errors import AutodevError
 
-from .calls.capture import Sink
-from .calls.run import CallResult
-from .private import open_private, private_dir
+from ..private import open_private, private_dir
+from .capture import Sink
+from .run import CallResult
 
 #: C8: one lane file's size before it rotates, and how many files a lane keeps.
 LANE_MAX_BYTES = 1024 * 1024

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 from autodev_core import AutodevError
 from autodev_core.errors import ConfigError
 
-from .commands import DEFAULT_RUN_DIR, add_commands, cmd_status, restore_hint
+from ..store.folder import DEFAULT_RUN_DIR
+from .commands import add_commands, cmd_status, restore_hint
 
 if TYPE_CHECKING:
     import argparse
@@ -176,7 +177,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _stdout_closed()
     except AutodevError as exc:
         print(f"autodev: {exc}", file=sys.stderr)
-        from .store import StoreError
+        from ..store.run_store import StoreError
 
         hint = restore_hint(exc) if isinstance(exc, StoreError) else ""
         if hint:

@@ -27,12 +27,14 @@ from autodev_core.scheduler import SchedulerState
 from autodev_core.serialization import from_json
 from autodev_core.times import clock as clock_text
 
-from .clock import VirtualClock, local_zone
-from .commands import LOG_FILE, run_db, start_run, status_lines, zone_name
-from .runner import RunSummary
-from .standins import install_standins, standin_env, write_script
-from .store import RunStore
-from .team import load_team
+from ..clock import VirtualClock, local_zone
+from ..runner import RunSummary
+from ..standins import install_standins, standin_env, write_script
+from ..status.report import status_lines
+from ..store.folder import LOG_FILE, run_db
+from ..store.run_store import RunStore
+from ..team import load_team
+from .commands import start_run, zone_name
 
 #: How much faster than real time the demo's waits pass (calls take their scripted time).
 DEMO_SPEED: Final = 600.0

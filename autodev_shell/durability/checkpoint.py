@@ -1,7 +1,7 @@
 """Checkpoint and shadow files beside the run store (SPEC C3, B13-B16).
 
 * The **checkpoint** (`<db>.checkpoint.json`) is the backup replica: the canonical snapshot
-  as a base and the records appended after it (frames: autodev_shell/checkpoint_frames.py).
+  as a base and the records appended after it (frames: autodev_shell/durability/frames.py).
   Its source is chosen by the core (`plan_checkpoint`, B15): the store's snapshot and nothing
   else, so an export that fails or is empty fails the checkpoint with
   `primary-checkpoint-source-empty` instead of writing stale state. Whether a write appends a
@@ -45,7 +45,9 @@ from autodev_core.control.replicas import (
 from autodev_core.errors import AutodevError
 from autodev_core.serialization import from_json, to_json
 
-from .checkpoint_frames import (
+from ..store.run_store import NewPost, Post, RunStore, Snapshot, StoreError
+from ..store.runlock import RunLock
+from .frames import (
     APPEND,
     BASE,
     VERSION,
@@ -57,8 +59,6 @@ from .checkpoint_frames import (
 )
 from .on_disk import SHADOW_SUFFIX as SHADOW_SUFFIX
 from .on_disk import shadow_path as shadow_path
-from .runlock import RunLock
-from .store import NewPost, Post, RunStore, Snapshot, StoreError
 
 CHECKPOINT_SUFFIX: Final = ".checkpoint.json"
 #: Beside the database while a restore replaces it: the restore lock of B11 (a restore that

@@ -27,8 +27,8 @@ from autodev_core.control.persistence import (
 from autodev_core.serialization import from_json
 
 if TYPE_CHECKING:
+    from ..store.run_store import RunStore
     from .checkpoint import PendingRevision, ShadowCopy
-    from .store import RunStore
 
 SHADOW_SUFFIX: Final = ".shadow.json"
 #: The recovery-only tier the shadow copy reports as (B5 default table).

@@ -1,11 +1,11 @@
 """The shadow file as one run's daemon keeps it (SPEC C3, B5, B6, B9).
 
-`Durability` (autodev_shell/durability.py) writes `run.db.shadow.json` when a canonical commit
+`Durability` (durability/writes.py) writes `run.db.shadow.json` when a canonical commit
 fails, and clears it once the store holds everything. `ShadowFile` is what it remembers about
 that file between writes: the revision it last holds, the other runs' revisions it keeps (never
 applied here, B9), what its byte cap left out, and whether it still holds every revision
 pending — only then does it count as a recovery copy for the turn gate (B9). The file's content
-(`checkpoint.ShadowCopy`) is read and written by autodev_shell/checkpoint.py.
+(`checkpoint.ShadowCopy`) is read and written by autodev_shell/durability/checkpoint.py.
 
 This module decides nothing: the state the shadow tier reports is reduced by the core.
 """

@@ -20,8 +20,8 @@
 The module decides nothing: every "may", "clear" and "refuse" above is a core function.
 
 Two of its jobs have their own modules: where a daemon resumes from (`read_on_disk`, in
-autodev_shell/on_disk.py, also what `autodev status` reads) and the shadow file's bookkeeping
-between writes (`ShadowFile`, in autodev_shell/shadow_file.py). Here remain the commit of what
+durability/on_disk.py, also what `autodev status` reads) and the shadow file's bookkeeping
+between writes (`ShadowFile`, in durability/shadow_file.py). Here remain the commit of what
 is pending, the gates asked before writing and before a turn (B9-B11), and the replica sync
 that follows a commit (B14-B16).
 """
@@ -68,6 +68,7 @@ from autodev_core.control.replicas import (
 from autodev_core.control.turn_input import InputRecord
 from autodev_core.serialization import to_json
 
+from ..store.run_store import NewPost, RunStore, Snapshot, StoreError
 from .checkpoint import (
     SHADOW_MAX_BYTES,
     CheckpointTail,
@@ -82,7 +83,6 @@ from .checkpoint import (
 )
 from .on_disk import SHADOW_TIER, read_on_disk, shadow_path
 from .shadow_file import ShadowFile
-from .store import NewPost, RunStore, Snapshot, StoreError
 
 #: Replica names as the core's sync plan and audit see them (B13).
 CHECKPOINT_REPLICA: Final = "checkpoint"
@@ -138,7 +138,7 @@ class Durability:
 
     Build it with `Durability.open` after taking the run lock (C4): it sweeps the temp files
     a killed predecessor left, which is safe only while no other writer is alive. The shadow
-    file is `self.shadow` (autodev_shell/shadow_file.py).
+    file is `self.shadow` (autodev_shell/durability/shadow_file.py).
 
     `cadence` is when the replicas follow the primary (the core's `SyncCadence`; None syncs
     them after every commit); `checkpoint_synced_at` is when the checkpoint on disk was

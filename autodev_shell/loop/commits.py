@@ -4,7 +4,7 @@ check that the store is still the file it opened.
 
 `Commits` is the part of `Runner` (autodev_shell/runner.py) that writes: the loop hands it the
 scheduler state after each step, with the posts and taken controls that step carries, and it
-commits them through `Durability` (autodev_shell/durability.py) as the next revision. It decides
+commits them through `Durability` (durability/writes.py) as the next revision. It decides
 nothing: whether a write is confirmed and whether a turn may start are the core's answers.
 """
 
@@ -21,10 +21,10 @@ from autodev_core.control.identity import RunIdentity
 from autodev_core.errors import AutodevError
 from autodev_core.serialization import to_json
 
-from .clock import Clock
-from .durability import Durability, PersistResult
-from .runlock import lock_path
-from .store import NewPost, RunStore, StoreError
+from ..clock import Clock
+from ..durability.writes import Durability, PersistResult
+from ..store.run_store import NewPost, RunStore, StoreError
+from ..store.runlock import lock_path
 
 if TYPE_CHECKING:
     from autodev_core.scheduler import SchedulerState

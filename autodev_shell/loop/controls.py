@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections import deque
 
-from .clock import Clock
-from .store import Control, RunStore, StoreError
+from ..clock import Clock
+from ..store.run_store import Control, RunStore, StoreError
 
 
 class Controls:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Protocol, TextIO
 
 from autodev_core.scheduler.effects import LOG_FIELDS, log_fields
 
-from .private import open_private
+from ..private import open_private
 
 if TYPE_CHECKING:
     from autodev_core.scheduler import Log

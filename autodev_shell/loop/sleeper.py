@@ -29,7 +29,7 @@ import attrs
 from autodev_core.times import clock as clock_text
 from autodev_core.times import format_left as format_left
 
-from .clock import Clock, Interrupt, is_set
+from ..clock import Clock, Interrupt, is_set
 
 #: C2: the sleeper's slice, in seconds of the clock's time.
 DEFAULT_SLICE_SECONDS = 30.0

@@ -41,7 +41,7 @@ def serve(run_dir: str | Path, *, team_dir: str | Path | None = None, host: str 
     the one-time token) as one line on `out` once it listens. Returns the exit code."""
     import uvicorn
 
-    from ..commands import run_db
+    from ..store.folder import run_db
     from .app import build_app
     from .security import is_loopback, kept_token, new_token, write_token_file
 

@@ -16,7 +16,7 @@ import codecs
 import re
 from typing import Any, Final
 
-from ..lanes import REDACTED, secret_spans
+from ..calls.lanes import REDACTED, secret_spans
 
 #: One escape sequence or control character, as a terminal would read it: CSI (7-bit and the
 #: C1 form), OSC (ended by BEL or ST, or by the end of the line), DCS/SOS/PM/APC strings, other

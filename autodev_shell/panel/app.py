@@ -25,9 +25,10 @@ from starlette.staticfiles import StaticFiles
 from autodev_core.errors import AutodevError, ConfigError
 
 from ..adapters import POST_MAX_BYTES
-from ..commands import open_existing, run_db, status_json
-from ..lanes import NoLaneError, read_lane
-from ..runlock import daemon_holding
+from ..calls.lanes import NoLaneError, read_lane
+from ..status.report import status_json
+from ..store.folder import open_existing, run_db
+from ..store.runlock import daemon_holding
 from .ansi import render_text
 from .events import LANE_TAIL_BYTES, Hub
 from .prompts import PROMPT_MAX_BYTES, PromptError, read_prompt, save_prompt

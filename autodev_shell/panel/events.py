@@ -28,7 +28,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, Final
 
-from ..lanes import LANE_FILES
+from ..calls.lanes import LANE_FILES
 from .ansi import LaneDecoder, render_text
 from .reader import FIRST_PAGE, MAX_PAGE, RunReader
 

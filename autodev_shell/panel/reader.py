@@ -2,7 +2,7 @@
 autocommit (no read transaction is ever left open: it would freeze `PRAGMA data_version` and
 hold back the daemon's WAL checkpoints), the lanes from their files.
 
-What the panel shows of the run's state is the core's: `commands.status_report` (the very
+What the panel shows of the run's state is the core's: `status.report.status_report` (the very
 function of `autodev status`), the stored scheduler state restored by the core's converter, the
 persistence line and the core's turn gate (B9). Nothing here decides anything.
 """
@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import quote
 
-from ..commands import LANES_DIR, LOG_FILE, run_db, status_report
-from ..store import CANONICAL_TIER, RunStore, StoreError
-from ..store_sql import BUSY_TIMEOUT_MS
+from ..status.report import status_report
+from ..store.folder import LANES_DIR, LOG_FILE, run_db
+from ..store.run_store import CANONICAL_TIER, RunStore, StoreError
+from ..store.sql import BUSY_TIMEOUT_MS
 
 if TYPE_CHECKING:
     from autodev_core.scheduler.state import SchedulerState
@@ -163,8 +164,8 @@ class RunReader:
         """The core's turn gate (B9) over what is on disk, in its own words."""
         from autodev_core.control.persistence import turn_gate
 
-        from ..commands import store_identity
-        from ..on_disk import read_on_disk
+        from ..durability.on_disk import read_on_disk
+        from ..status.report import store_identity
 
         try:
             store = open_ro_store(self.run_dir)

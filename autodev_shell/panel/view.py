@@ -1,7 +1,7 @@
 """What the page shows of a run's state (issue 23), as one JSON value: the `status` event.
 
 Every value is the core's or the shell's as `autodev status` reads it: `facts` is exactly
-`status --json`'s object (`commands.status_report`); the participants, limits and outages come
+`status --json`'s object (`status.report.status_report`); the participants, limits and outages come
 from the committed scheduler state restored by the core's converter; the persistence line and
 the turn gate are the core's words. This module only arranges them and writes instants as
 `clock` text in the run's zone (A: `HH:MM`, the zone's abbreviation beside it); the page ticks

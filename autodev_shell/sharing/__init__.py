@@ -47,7 +47,7 @@ import attrs
 from autodev_core.engine import PROVIDERS, Engine
 from autodev_core.errors import ConfigError
 
-from .sharing_status import sharing_facts, sharing_line, status_lines
+from ..status.sharing import sharing_facts, sharing_line, status_lines
 
 if TYPE_CHECKING:  # the scheduler is loaded only by a run that shares (cold start, issue 13)
     from autodev_core.scheduler import EngineLimit, EngineUsage, LimitObserved, UsageObserved

@@ -12,7 +12,7 @@ as the serializer writes it (`stored_status.read_stored_status`), no shadow copy
 persistence state either settled or left "queued" by the last commit and covered by that
 commit's own marker (see `_persistence_line`). Anything else (an error, a damaged or older
 field, a shadow copy, a write of another run or not covered) returns None and the command
-takes the full path (`commands._status` over a `RunStore`, the core's planner), which decides
+takes the full path (`report._status` over a `RunStore`, the core's planner), which decides
 what to show or which error to print. tests/test_status_read.py holds the two paths to the same
 output and exit code on stored states the real code writes, the odd ones included.
 """
@@ -25,9 +25,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Final, NamedTuple
 
-from .store_layout import LAYOUT
-from .store_sql import _TABLES, BUSY_TIMEOUT_MS
-from .stored_status import StoredStatus, read_stored_status
+from ..store.layout import LAYOUT
+from ..store.sql import _TABLES, BUSY_TIMEOUT_MS
+from .stored import StoredStatus, read_stored_status
 
 #: The shadow copy beside the store (`on_disk.SHADOW_SUFFIX`, restated so that status does not
 #: load the write path's module; the tests hold the two equal). When it is there, the full path
@@ -46,7 +46,7 @@ _PERSISTENCE_FIELDS: Final = {
 
 class StatusReading(NamedTuple):
     """What `autodev status` reads of a run's store (the lock, the heartbeat's stand-in and the
-    sharing file are read beside it, `commands._facts`)."""
+    sharing file are read beside it, `report._facts`)."""
 
     run_id: str
     store: str

@@ -3,7 +3,7 @@ store, and whether it is level with the store, "pending sync" (behind: normal be
 daemon's syncs, B14) or drifted.
 
 Read with json alone, like the rest of a normal status (issue 13): the checkpoint's revision
-and write time come from its frames' heads (autodev_shell/checkpoint_frames.py), never from
+and write time come from its frames' heads (autodev_shell/durability/frames.py), never from
 its payloads, so status reads a few hundred bytes a frame however long the thread is. The
 audit is the core's `audit_replicas`; for the cases a daemon leaves (no checkpoint yet, one
 level with the store or behind it) its answer is restated here so that status loads no attrs,
@@ -19,7 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
 
-from .checkpoint_frames import FrameDamage, NotFramed, scan
+from ..durability.frames import FrameDamage, NotFramed, scan
 
 #: The checkpoint beside the store (`checkpoint.CHECKPOINT_SUFFIX`, restated so that status
 #: does not load the write path; the tests hold the two equal).

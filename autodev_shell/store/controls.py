@@ -2,7 +2,7 @@
 queue fed by `autodev stop|pause|resume|say` (SPEC C6), the heartbeat (C2), and the process
 group of the call in flight (issue 9.7).
 
-A part of `RunStore` (autodev_shell/store.py).
+A part of `RunStore` (autodev_shell/store/run_store.py).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Final
 
 import attrs
 
-from .store_sql import StoreConnection, StoreError, _text, _time, _utcnow, clean_text
+from .sql import StoreConnection, StoreError, _text, _time, _utcnow, clean_text
 
 #: Commands another process may queue for the daemon (C6: `autodev stop|pause|resume|say`).
 CONTROL_COMMANDS: Final = frozenset({"stop", "pause", "resume", "say"})

@@ -1,7 +1,7 @@
 """Revisions in the run store: the commit of one revision, the run state, the commit marker,
 and the whole store as a snapshot (SPEC C3, B8, B14, B15).
 
-A part of `RunStore` (autodev_shell/store.py). Each revision is one `BEGIN IMMEDIATE … COMMIT`
+A part of `RunStore` (store/run_store.py). Each revision is one `BEGIN IMMEDIATE … COMMIT`
 transaction: its posts, the run state, the marker (and the controls it carries out) land
 together or not at all.
 """
@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import attrs
 
-from .store_layout import migrate
-from .store_sql import (
+from .layout import migrate
+from .sql import (
     StoreConnection,
     StoreError,
     _rollback,
@@ -25,7 +25,7 @@ from .store_sql import (
     _time,
     size_wal,
 )
-from .store_thread import NewPost, Post, _posts, _save_turn_input
+from .thread import NewPost, Post, _posts, _save_turn_input
 
 if TYPE_CHECKING:  # loaded where used: `autodev pause` reads no state (issue 13)
     from autodev_core.control.persistence import CommitMarker

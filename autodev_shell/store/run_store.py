@@ -27,11 +27,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
 
-from .private import open_private
-from .store_controls import CONTROL_COMMANDS, CallProcess, Control, Heartbeat, StoreControls
-from .store_layout import LAYOUT, MARKER_VIEW
-from .store_revisions import CommitResult, Marker, Snapshot, StoreRevisions
-from .store_sql import (
+from ..private import open_private
+from .controls import CONTROL_COMMANDS, CallProcess, Control, Heartbeat, StoreControls
+from .layout import LAYOUT, MARKER_VIEW
+from .revisions import CommitResult, Marker, Snapshot, StoreRevisions
+from .sql import (
     _TABLES,
     BUSY_TIMEOUT_MS,
     StoreError,
@@ -42,7 +42,7 @@ from .store_sql import (
     _utcnow,
     clean_text,
 )
-from .store_thread import NewPost, Post, StoreThread
+from .thread import NewPost, Post, StoreThread
 
 #: Version of the layout below; a store written by a newer layout is refused, not guessed at.
 #: A layout-1 store is brought to this one by its first commit (store_layout.py).

@@ -16,7 +16,7 @@ from typing import Final
 
 from autodev_core.errors import AutodevError
 
-from .private import open_private
+from ..private import open_private
 
 #: Suffix of the lock file beside the database.
 LOCK_SUFFIX: Final = ".lock"

@@ -1,6 +1,6 @@
 """The run store's SQLite connection: transactions, errors, and how times and text are kept.
 
-`StoreConnection` is what every part of `RunStore` (autodev_shell/store.py) writes and reads
+`StoreConnection` is what every part of `RunStore` (store/run_store.py) writes and reads
 through: one connection in autocommit mode, explicit `BEGIN IMMEDIATE … COMMIT` transactions,
 and every SQLite failure turned into a `StoreError` whose message is one sentence naming the
 file (SPEC C3). The tables themselves are made in store.py; the thread, the revisions and the

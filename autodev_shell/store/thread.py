@@ -1,6 +1,6 @@
 """The thread in the run store: its posts and the turn inputs built from it (SPEC C3, B19).
 
-A part of `RunStore` (autodev_shell/store.py): `NewPost` is what a revision commits, `Post` what
+A part of `RunStore` (store/run_store.py): `NewPost` is what a revision commits, `Post` what
 the thread reads back; a turn input is the prompt context computed for a parent input, bound to
 that input's text (B19), stored verbatim for the core to decide on.
 """
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from .store_sql import StoreConnection, _check_aware, _text, _time, clean_text
+from .sql import StoreConnection, _check_aware, _text, _time, clean_text
 
 if TYPE_CHECKING:  # loaded where used: `autodev status` reads no turn input (issue 13)
     from autodev_core.control.turn_input import InputRecord

@@ -181,7 +181,7 @@ class RunDaemon:
 
     def posts(self) -> list[tuple[int, str, str]]:
         """(revision, participant, text) of every post, in thread order."""
-        from autodev_shell.store import RunStore
+        from autodev_shell.store.run_store import RunStore
 
         db = self.run_dir / "run.db"
         if not db.exists():

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from browser_helpers import Panel
 
-from autodev_shell.store import NewPost, RunStore
+from autodev_shell.store.run_store import NewPost, RunStore
 
 POSTS = 320
 

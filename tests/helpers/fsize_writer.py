@@ -19,8 +19,8 @@ import sys
 from datetime import UTC, datetime, timedelta
 
 from autodev_core.control.identity import resolve_active_identity
-from autodev_shell.durability import Durability, PersistResult
-from autodev_shell.store import NewPost, RunStore
+from autodev_shell.durability.writes import Durability, PersistResult
+from autodev_shell.store.run_store import NewPost, RunStore
 
 BASE = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 RUN = resolve_active_identity(run_id="run-1")

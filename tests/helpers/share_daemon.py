@@ -15,8 +15,8 @@ import time
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from autodev_shell.cli.commands import start_run
 from autodev_shell.clock import ScaledClock
-from autodev_shell.commands import start_run
 from autodev_shell.team import load_team
 
 
