@@ -44,7 +44,8 @@ from pathlib import Path
 
 from autodev_core.control.identity import resolve_active_identity
 from autodev_core.control.replicas import DEFAULT_CADENCE, SyncCadence
-from autodev_shell.durability.checkpoint import checkpoint_path, write_checkpoint
+from autodev_shell.durability.checkpoint import write_checkpoint
+from autodev_shell.durability.paths import checkpoint_path
 from autodev_shell.durability.writes import Durability
 from autodev_shell.store.run_store import NewPost, RunStore
 

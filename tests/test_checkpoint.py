@@ -11,18 +11,18 @@ from helpers.faults import DiskSwitch, faulty_connection
 
 from autodev_core.control.replicas import PRIMARY_CHECKPOINT_SOURCE_EMPTY
 from autodev_shell.durability.checkpoint import (
-    PendingRevision,
-    ReplicaFileError,
-    ShadowCopy,
-    atomic_write_text,
-    checkpoint_path,
     offer_restore,
     read_checkpoint,
+    restore_from_checkpoint,
+    write_checkpoint,
+)
+from autodev_shell.durability.files import ReplicaFileError, atomic_write_text
+from autodev_shell.durability.paths import checkpoint_path, shadow_path
+from autodev_shell.durability.shadow_file import (
+    PendingRevision,
+    ShadowCopy,
     read_shadow,
     remove_shadow,
-    restore_from_checkpoint,
-    shadow_path,
-    write_checkpoint,
     write_shadow,
 )
 from autodev_shell.store.run_store import NewPost, RunStore, StoreError

@@ -31,13 +31,13 @@ from autodev_core.control.replicas import (
 )
 from autodev_shell.durability.checkpoint import (
     CheckpointTail,
-    ReplicaFileError,
-    checkpoint_path,
     load_checkpoint,
     read_checkpoint,
     restore_from_checkpoint,
     write_checkpoint,
 )
+from autodev_shell.durability.files import ReplicaFileError
+from autodev_shell.durability.paths import checkpoint_path
 from autodev_shell.status.replicas import read_checkpoint_head
 from autodev_shell.store.run_store import NewPost, RunStore
 

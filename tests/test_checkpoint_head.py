@@ -19,12 +19,12 @@ from hypothesis import strategies as st
 
 from autodev_shell.cli import main
 from autodev_shell.durability.checkpoint import (
-    ReplicaFileError,
-    checkpoint_path,
     read_checkpoint,
     restore_from_checkpoint,
     write_checkpoint,
 )
+from autodev_shell.durability.files import ReplicaFileError
+from autodev_shell.durability.paths import checkpoint_path
 from autodev_shell.status.replicas import read_checkpoint_head, replica_facts
 from autodev_shell.store.run_store import NewPost, RunStore
 

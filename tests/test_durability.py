@@ -21,12 +21,9 @@ from autodev_core.control.persistence import PersistenceState
 from autodev_core.control.replicas import PRIMARY_CHECKPOINT_SOURCE_EMPTY
 from autodev_core.control.turn_input import bind_input_context
 from autodev_core.serialization import from_json
-from autodev_shell.durability.checkpoint import (
-    CheckpointWrite,
-    ReplicaFileError,
-    read_checkpoint,
-    read_shadow,
-)
+from autodev_shell.durability.checkpoint import CheckpointWrite, read_checkpoint
+from autodev_shell.durability.files import ReplicaFileError
+from autodev_shell.durability.shadow_file import read_shadow
 from autodev_shell.durability.writes import Durability, PersistResult, SearchRebuild
 from autodev_shell.store.run_store import NewPost, RunStore, Snapshot
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from autodev_shell.calls.lanes import Lanes
-from autodev_shell.durability.checkpoint import atomic_write_text
+from autodev_shell.durability.files import atomic_write_text
 from autodev_shell.standins import install_standins, standin_env, write_script
 from autodev_shell.store.run_store import RunStore
 

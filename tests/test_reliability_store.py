@@ -28,14 +28,13 @@ import pytest
 from helpers.store_writer import posts_for, state_for
 
 from autodev_shell.durability.checkpoint import (
-    checkpoint_path,
     offer_restore,
     read_checkpoint,
-    read_shadow,
     restore_from_checkpoint,
-    shadow_path,
-    sweep_temp_files,
 )
+from autodev_shell.durability.files import sweep_temp_files
+from autodev_shell.durability.paths import checkpoint_path, shadow_path
+from autodev_shell.durability.shadow_file import read_shadow
 from autodev_shell.store.run_store import RunStore, StoreError
 
 HELPERS = Path(__file__).parent / "helpers"

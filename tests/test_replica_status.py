@@ -14,13 +14,11 @@ from hypothesis import strategies as st
 from autodev_core.control.replicas import ReplicaState, audit_replicas
 from autodev_core.serialization import to_json
 from autodev_shell.cli import main
-from autodev_shell.durability import checkpoint
 from autodev_shell.durability import writes as durability
 from autodev_shell.durability.checkpoint import CheckpointFile
+from autodev_shell.durability.paths import CHECKPOINT_SUFFIX, checkpoint_path
 from autodev_shell.status.replicas import (
-    CHECKPOINT_FORMAT,
     CHECKPOINT_REPLICA,
-    CHECKPOINT_SUFFIX,
     audit_status,
     read_checkpoint_head,
     replica_facts,
@@ -31,8 +29,6 @@ NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 
 
 def test_the_restated_names_are_the_write_paths() -> None:
-    assert CHECKPOINT_SUFFIX == checkpoint.CHECKPOINT_SUFFIX
-    assert CHECKPOINT_FORMAT == checkpoint.CHECKPOINT_FORMAT
     assert CHECKPOINT_REPLICA == durability.CHECKPOINT_REPLICA
 
 
@@ -50,7 +46,7 @@ def _store_with_checkpoint(tmp_path: Path, revision: int) -> Path:
     for rev in (1, 2, 3):
         store.commit(rev, (), "{}", persistence_state_json="{}", now=NOW, run_id="r")
         if rev == revision:
-            path = checkpoint.checkpoint_path(store.path)
+            path = checkpoint_path(store.path)
             path.write_text(to_json(CheckpointFile(NOW, store.snapshot())), encoding="utf-8")
     store.close()
     return run

@@ -12,7 +12,9 @@ import pytest
 from autodev_core.control.identity import resolve_active_identity
 from autodev_core.control.replicas import plan_checkpoint_restore
 from autodev_shell.cli import main
-from autodev_shell.durability.checkpoint import checkpoint_path, write_checkpoint
+from autodev_shell.durability import paths
+from autodev_shell.durability.checkpoint import write_checkpoint
+from autodev_shell.durability.paths import checkpoint_path
 from autodev_shell.store.run_store import NewPost, RunStore
 
 NOW = datetime(2026, 12, 1, 9, tzinfo=UTC)
@@ -93,7 +95,7 @@ def test_B10_B11_a_restore_that_died_half_way_keeps_every_writer_off_the_run(
     with pytest.raises(KeyboardInterrupt):
         checkpoint.restore_from_checkpoint(db, now=NOW)
     monkeypatch.undo()
-    assert checkpoint.restore_in_progress(db)
+    assert paths.restore_in_progress(db)
     team = tmp_path / "team"
     team.mkdir()
     (team / "ana.md").write_text("---\nprovider: claude\n---\nWork.\n", encoding="utf-8")
@@ -118,7 +120,7 @@ def test_B10_B11_a_restore_that_died_half_way_keeps_every_writer_off_the_run(
         assert store.revision == 0
     # Running the restore again finishes it and lifts the lock.
     assert main(["restore", "--run", str(run_dir)]) == 0
-    assert not checkpoint.restore_in_progress(db)
+    assert not paths.restore_in_progress(db)
     with RunStore.open(db) as store:
         assert (store.run_id, store.revision) == ("run-A", 5)
 

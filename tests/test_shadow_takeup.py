@@ -18,7 +18,8 @@ from autodev_core.control.identity import resolve_active_identity
 from autodev_core.simulation import scheduler_config
 from autodev_core.simulation.scenario import parse_scenario
 from autodev_shell.clock import FakeClock
-from autodev_shell.durability.checkpoint import read_shadow, shadow_path
+from autodev_shell.durability.paths import shadow_path
+from autodev_shell.durability.shadow_file import read_shadow
 from autodev_shell.durability.writes import Durability
 from autodev_shell.runner import Runner, StreamLog
 from autodev_shell.store.run_store import NewPost, RunStore

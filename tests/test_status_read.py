@@ -30,8 +30,8 @@ from autodev_core.scheduler.state import SchedulerState
 from autodev_core.serialization import to_json
 from autodev_core.testing.persistence import persistence_states
 from autodev_shell.cli import main
-from autodev_shell.durability.checkpoint import PendingRevision, ShadowCopy, write_shadow
-from autodev_shell.durability.on_disk import SHADOW_SUFFIX, shadow_path
+from autodev_shell.durability.paths import shadow_path
+from autodev_shell.durability.shadow_file import PendingRevision, ShadowCopy, write_shadow
 from autodev_shell.durability.writes import Durability
 from autodev_shell.status import read as status_read
 from autodev_shell.status import report
@@ -43,7 +43,6 @@ NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 
 
 def test_B5_the_restated_names_are_the_store_s_own() -> None:
-    assert status_read.SHADOW_SUFFIX == SHADOW_SUFFIX
     assert status_read.STORE_TIER == CANONICAL_TIER
     assert tier_role(status_read.STORE_TIER, DEFAULT_TIERS) == "canonical"
     assert set(status_read._PERSISTENCE_FIELDS) == set(json.loads(to_json(PersistenceState())))

@@ -127,7 +127,7 @@ def start_run(
         make_private(run_dir)  # run files an older autodev (or another umask) left readable
         from autodev_core.control.mutation import MutationContext, mutation_block_reason
 
-        from ..durability.checkpoint import restore_in_progress
+        from ..durability.paths import restore_in_progress
 
         if restore_in_progress(db):  # B10-B11: a restore died half-way; nothing writes now
             blocked = mutation_block_reason("start the run", MutationContext(

@@ -1,4 +1,4 @@
-"""Checkpoint and shadow files beside the run store (SPEC C3, B13-B16).
+"""The checkpoint beside the run store, and restoring from it (SPEC C3, B13-B16).
 
 * The **checkpoint** (`<db>.checkpoint.json`) is the backup replica: the canonical snapshot
   as a base and the records appended after it (frames: autodev_shell/durability/frames.py).
@@ -6,27 +6,23 @@
   else, so an export that fails or is empty fails the checkpoint with
   `primary-checkpoint-source-empty` instead of writing stale state. Whether a write appends a
   record or compacts the file is the core's `plan_checkpoint_write`.
-* The **shadow copy** (`<db>.shadow.json`) holds the revisions the canonical store could not
-  commit, so nothing is lost while it is down; it is a recovery-only tier (B5-B6) and never
-  confirms anything.
 * **Restoring** a store from the checkpoint happens only when the core's
   `plan_checkpoint_restore` allows it (B14): never while the primary is ahead.
 
-Both files are written whole atomically: a temp file in the same directory, fsync, rename over
-the target, fsync of the directory. A reader sees the old file or the new one, never half of
-one. A checkpoint record is appended with one fsync; a reader ignores a torn last record.
+The checkpoint is written whole atomically (`files.py`): a temp file in the same directory,
+fsync, rename over the target, fsync of the directory. A reader sees the old file or the new
+one, never half of one. A checkpoint record is appended with one fsync; a reader ignores a torn
+last record.
 """
 
 from __future__ import annotations
 
-import glob
 import os
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import attrs
 
@@ -42,11 +38,18 @@ from autodev_core.control.replicas import (
     plan_checkpoint_restore,
     plan_checkpoint_write,
 )
-from autodev_core.errors import AutodevError
 from autodev_core.serialization import from_json, to_json
 
-from ..store.run_store import NewPost, Post, RunStore, Snapshot, StoreError
+from ..store.run_store import Post, RunStore, Snapshot, StoreError
 from ..store.runlock import RunLock
+from .files import (
+    FILE_VERSION,
+    ReplicaFileError,
+    atomic_write_bytes,
+    atomic_write_text,
+    format_check,
+    fsync_dir,
+)
 from .frames import (
     APPEND,
     BASE,
@@ -57,127 +60,14 @@ from .frames import (
     encode_frame,
     scan,
 )
-from .on_disk import SHADOW_SUFFIX as SHADOW_SUFFIX
-from .on_disk import shadow_path as shadow_path
+from .paths import CHECKPOINT_FORMAT, REPLACED_SUFFIX, checkpoint_path, restoring_path
 
-CHECKPOINT_SUFFIX: Final = ".checkpoint.json"
-#: Beside the database while a restore replaces it: the restore lock of B11 (a restore that
-#: died half-way leaves it, and no daemon writes the run until a restore finishes).
-RESTORING_SUFFIX: Final = ".restoring"
-#: Name of the moved-aside database when a restore replaces it (it is never deleted).
-REPLACED_SUFFIX: Final = ".replaced-"
-CHECKPOINT_FORMAT: Final = "autodev-checkpoint"
-SHADOW_FORMAT: Final = "autodev-shadow"
-FILE_VERSION: Final = 1
-#: The checkpoint's version: frames, a base and appended records (checkpoint_frames.py).
+#: The checkpoint's version: frames, a base and appended records (durability/frames.py).
 CHECKPOINT_VERSION: Final = VERSION
-#: Suffix of the temp file an atomic write renames into place.
-TEMP_SUFFIX: Final = ".tmp"
 #: SQLite's companion files of a WAL database; they move with it.
 _SIDE_FILES: Final = ("-wal", "-shm")
 
-
-class ReplicaFileError(AutodevError):
-    """A checkpoint or shadow file exists but cannot be read as one. Names the file."""
-
-    def __init__(self, message: str, *, path: Path) -> None:
-        self.path = path
-        super().__init__(message)
-
-
-def checkpoint_path(db_path: str | os.PathLike[str]) -> Path:
-    db = Path(db_path)
-    return db.with_name(db.name + CHECKPOINT_SUFFIX)
-
-
-def restoring_path(db_path: str | os.PathLike[str]) -> Path:
-    db = Path(db_path)
-    return db.with_name(db.name + RESTORING_SUFFIX)
-
-
-def restore_in_progress(db_path: str | os.PathLike[str]) -> bool:
-    """True while a restore replaces the store, or after one died half-way (B11)."""
-    return restoring_path(db_path).exists()
-
-
-# --- atomic files -------------------------------------------------------------------------------
-
-
-def fsync_dir(directory: Path) -> None:
-    """Make a rename in `directory` durable."""
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write `text` to `path` so that a crash leaves the old file or the new one: temp file in
-    the same directory, fsync, rename, fsync of the directory. Raises OSError on failure and
-    leaves no temp file behind."""
-    atomic_write_bytes(path, text.encode("utf-8"))
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """`atomic_write_text` of bytes."""
-    directory = path.parent
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=_temp_prefix(path), suffix=TEMP_SUFFIX)
-    try:
-        os.fchmod(fd, 0o600)  # private whatever the umask (issue 9 item 8): it holds the thread
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with suppress(OSError):
-            os.unlink(tmp)
-        raise
-    fsync_dir(directory)
-
-
-def _temp_prefix(path: Path) -> str:
-    return f".{path.name}."
-
-
-def sweep_temp_files(path: Path) -> int:
-    """Remove temp files a killed writer left behind while replacing `path` (a crash between
-    the temp file and the rename). Call it holding the run lock, so that no live writer owns
-    them. Returns how many were removed."""
-    removed = 0
-    prefix = _temp_prefix(path)
-    for leftover in path.parent.glob(f"{glob.escape(prefix)}*{TEMP_SUFFIX}"):
-        with suppress(FileNotFoundError):
-            leftover.unlink()
-            removed += 1
-    return removed
-
-
-def _read(path: Path, cls: Any, kind: str) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise ReplicaFileError(f"The {kind} file {path} cannot be read ({exc}).",
-                               path=path) from exc
-    try:
-        return from_json(text, cls)
-    except Exception as exc:  # json and cattrs errors alike: the file is not what it claims.
-        raise ReplicaFileError(
-            f"The {kind} file {path} is not a valid {kind} ({type(exc).__name__}).", path=path
-        ) from exc
-
-
 # --- the checkpoint (B15) -----------------------------------------------------------------------
-
-
-def _format(expected: str) -> Any:
-    def check(_instance: object, _attribute: object, value: str) -> None:
-        if value != expected:
-            raise ValueError(f"expected format {expected!r}, found {value!r}")
-    return check
 
 
 @attrs.frozen
@@ -186,7 +76,7 @@ class CheckpointFile:
 
     written_at: datetime
     snapshot: Snapshot
-    format: str = attrs.field(default=CHECKPOINT_FORMAT, validator=_format(CHECKPOINT_FORMAT))
+    format: str = attrs.field(default=CHECKPOINT_FORMAT, validator=format_check(CHECKPOINT_FORMAT))
     version: int = FILE_VERSION
 
     @property
@@ -451,115 +341,6 @@ def write_base(path: Path, snapshot: Snapshot, *, now: datetime) -> CheckpointTa
         last_post=last,
         base_bytes=len(frame), appended_bytes=0, records=0, size=len(frame),
         device=stat.st_dev, inode=stat.st_ino)
-
-
-# --- the shadow copy (C3, B6) -------------------------------------------------------------------
-
-
-@attrs.frozen
-class PendingRevision:
-    """A revision the canonical store has not committed yet: what the commit would write."""
-
-    revision: int
-    run_id: str
-    posts: tuple[NewPost, ...]
-    scheduler_state_json: str
-    queued_at: datetime
-
-
-@attrs.frozen
-class ShadowCopy:
-    """Everything that could not be committed, oldest revision first: the active run's
-    revisions and those kept for other runs (never applied to the active one, B9).
-
-    `dropped` names what the byte cap left out (`run 'r' revision 7 (2 posts)`), oldest first,
-    accumulated across rewrites so the file says what it no longer holds.
-    """
-
-    written_at: datetime
-    pending: tuple[PendingRevision, ...]
-    error: str = ""
-    format: str = attrs.field(default=SHADOW_FORMAT, validator=_format(SHADOW_FORMAT))
-    version: int = FILE_VERSION
-    dropped: tuple[str, ...] = ()
-
-    @property
-    def revision(self) -> int:
-        """The newest revision the shadow holds (0 when empty)."""
-        return max((p.revision for p in self.pending), default=0)
-
-
-#: Default cap on the shadow file's size: the newest revisions that fit are kept (C3).
-SHADOW_MAX_BYTES: Final = 8 * 1024 * 1024
-#: How many names of dropped revisions the file keeps (the newest ones).
-DROPPED_NAMES_KEPT: Final = 50
-
-
-def describe_pending(entry: PendingRevision) -> str:
-    return f"run {entry.run_id!r} revision {entry.revision} ({len(entry.posts)} posts)"
-
-
-def compact_shadow(
-    entries: tuple[PendingRevision, ...], *, active_run: str, written_at: datetime,
-    max_bytes: int = SHADOW_MAX_BYTES, error: str = "", dropped: tuple[str, ...] = (),
-) -> tuple[ShadowCopy, tuple[str, ...]]:
-    """The shadow copy of `entries`, bounded (C3).
-
-    A revision's scheduler state is superseded by the next revision of the same run, so only
-    the newest state of each run is kept (older ones are written empty and replayed with the
-    newest; posts are all kept): the file grows with posts, not with revisions. When it is
-    still over `max_bytes`, whole revisions are dropped, other runs' first and then the oldest
-    ones, until it fits; the newest revision of each run is never dropped, and each dropped
-    one is named in `dropped` (after the names already there, each once; the file keeps the
-    newest `DROPPED_NAMES_KEPT`). Returns the copy and every name dropped so far.
-    """
-    newest: dict[str, int] = {}
-    for entry in entries:
-        newest[entry.run_id] = max(newest.get(entry.run_id, 0), entry.revision)
-    kept = [
-        entry if entry.revision == newest[entry.run_id]
-        else attrs.evolve(entry, scheduler_state_json="")
-        for entry in entries
-    ]
-    names = list(dropped)
-    known = set(names)
-
-    def copy() -> ShadowCopy:
-        return ShadowCopy(written_at, tuple(kept), error,
-                          dropped=tuple(names[-DROPPED_NAMES_KEPT:]))
-
-    while len(to_json(copy()).encode("utf-8")) > max_bytes:
-        droppable = [e for e in kept if e.revision != newest[e.run_id]]
-        if not droppable:
-            break
-        others = [e for e in droppable if e.run_id != active_run]
-        victim = (others or droppable)[0]
-        kept.remove(victim)
-        name = describe_pending(victim)
-        if name not in known:
-            known.add(name)
-            names.append(name)
-    return copy(), tuple(names)
-
-
-def write_shadow(path: Path, shadow: ShadowCopy) -> None:
-    """Write the shadow copy atomically. Raises OSError when even that fails."""
-    atomic_write_text(path, to_json(shadow))
-
-
-def read_shadow(path: Path) -> ShadowCopy | None:
-    result: ShadowCopy | None = _read(path, ShadowCopy, "shadow")
-    return result
-
-
-def remove_shadow(path: Path) -> bool:
-    """Delete the shadow copy once the canonical store holds all of it; True if it existed."""
-    try:
-        path.unlink()
-    except FileNotFoundError:
-        return False
-    fsync_dir(path.parent)
-    return True
 
 
 # --- restoring from the checkpoint (B14) --------------------------------------------------------

@@ -1,16 +1,15 @@
 """What a run's store and shadow copy hold, read without writing anything (B8, B9, C3): where
 the daemon (`Durability.open`) and `autodev status` both start from.
 
-Kept apart from `durability` and `checkpoint` so that `autodev status` reads it without loading
-the replica planner, the checkpoint and the write path (issue 13): the checkpoint module is
-imported only when a shadow copy is there to read.
+Kept apart from `writes`, `checkpoint` and `shadow_file` so that `autodev status` reads it
+without loading the replica planner, the checkpoint and the write path (issue 13): the shadow
+file's format is imported only when a shadow copy is there to read.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -26,19 +25,11 @@ from autodev_core.control.persistence import (
 )
 from autodev_core.serialization import from_json
 
+from .paths import SHADOW_TIER, shadow_path
+
 if TYPE_CHECKING:
     from ..store.run_store import RunStore
-    from .checkpoint import PendingRevision, ShadowCopy
-
-SHADOW_SUFFIX: Final = ".shadow.json"
-#: The recovery-only tier the shadow copy reports as (B5 default table).
-SHADOW_TIER: Final = "shadow"
-
-
-def shadow_path(db_path: str | os.PathLike[str]) -> Path:
-    db = Path(db_path)
-    return db.with_name(db.name + SHADOW_SUFFIX)
-
+    from .shadow_file import PendingRevision, ShadowCopy
 
 @attrs.frozen
 class OnDisk:
@@ -86,14 +77,14 @@ def read_on_disk(store: RunStore, identity: RunIdentity, *, shadow_file: Path | 
 
 
 def _read_shadow(path: Path) -> ShadowCopy | None:
-    """`read_shadow(path)`; without loading the checkpoint module when there is no file."""
+    """`read_shadow(path)`; without loading the shadow file's format when there is no file."""
     try:
         path.stat()
     except FileNotFoundError:
         return None
     except OSError:
         pass  # `read_shadow` names the file and the reason
-    from .checkpoint import read_shadow
+    from .shadow_file import read_shadow
 
     return read_shadow(path)
 

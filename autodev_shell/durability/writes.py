@@ -69,20 +69,11 @@ from autodev_core.control.turn_input import InputRecord
 from autodev_core.serialization import to_json
 
 from ..store.run_store import NewPost, RunStore, Snapshot, StoreError
-from .checkpoint import (
-    SHADOW_MAX_BYTES,
-    CheckpointTail,
-    CheckpointWrite,
-    PendingRevision,
-    ReplicaFileError,
-    checkpoint_path,
-    load_checkpoint,
-    restore_in_progress,
-    sweep_temp_files,
-    write_checkpoint,
-)
-from .on_disk import SHADOW_TIER, read_on_disk, shadow_path
-from .shadow_file import ShadowFile
+from .checkpoint import CheckpointTail, CheckpointWrite, load_checkpoint, write_checkpoint
+from .files import ReplicaFileError, sweep_temp_files
+from .on_disk import read_on_disk
+from .paths import SHADOW_TIER, checkpoint_path, restore_in_progress, shadow_path
+from .shadow_file import SHADOW_MAX_BYTES, PendingRevision, ShadowFile
 
 #: Replica names as the core's sync plan and audit see them (B13).
 CHECKPOINT_REPLICA: Final = "checkpoint"

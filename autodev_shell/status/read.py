@@ -25,14 +25,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Final, NamedTuple
 
+from ..durability.paths import SHADOW_SUFFIX
 from ..store.layout import LAYOUT
 from ..store.sql import _TABLES, BUSY_TIMEOUT_MS
 from .stored import StoredStatus, read_stored_status
 
-#: The shadow copy beside the store (`on_disk.SHADOW_SUFFIX`, restated so that status does not
-#: load the write path's module; the tests hold the two equal). When it is there, the full path
-#: reads it.
-SHADOW_SUFFIX: Final = ".shadow.json"
 #: The store's own tier (`store.CANONICAL_TIER`), which the default tier table holds canonical
 #: (B5); restated for the same reason and held equal by the tests.
 STORE_TIER: Final = "sqlite"

@@ -20,12 +20,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from ..durability.frames import FrameDamage, NotFramed, scan
+from ..durability.paths import CHECKPOINT_FORMAT, CHECKPOINT_SUFFIX
 
-#: The checkpoint beside the store (`checkpoint.CHECKPOINT_SUFFIX`, restated so that status
-#: does not load the write path; the tests hold the two equal).
-CHECKPOINT_SUFFIX: Final = ".checkpoint.json"
-#: The checkpoint file's `format` (`checkpoint.CHECKPOINT_FORMAT`, held equal by the tests).
-CHECKPOINT_FORMAT: Final = "autodev-checkpoint"
 #: The checkpoint's replica name in the audit (`durability.CHECKPOINT_REPLICA`).
 CHECKPOINT_REPLICA: Final = "checkpoint"
 

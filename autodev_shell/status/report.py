@@ -298,7 +298,7 @@ def persistence_text(store: RunStore) -> str:
         disk = read_on_disk(store, store_identity(store))
     except Exception as exc:
         # Only a shadow copy on disk loads the checkpoint module: its errors are known then.
-        from ..durability.checkpoint import ReplicaFileError
+        from ..durability.files import ReplicaFileError
 
         if isinstance(exc, ReplicaFileError):
             return f"{exc} (the store alone: revision {store.revision})"

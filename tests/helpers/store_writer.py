@@ -17,7 +17,8 @@ import json
 import sys
 from datetime import UTC, datetime, timedelta
 
-from autodev_shell.durability.checkpoint import checkpoint_path, write_checkpoint
+from autodev_shell.durability.checkpoint import write_checkpoint
+from autodev_shell.durability.paths import checkpoint_path
 from autodev_shell.store.run_store import NewPost, RunStore
 
 BASE = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
