@@ -179,3 +179,132 @@ def test_15_a_former_module_refuses_a_name_it_never_had() -> None:
 
     with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
         _ = detection.no_such_name
+
+
+# -- the shell's folders (issue 27 item 1) ---------------------------------------------------------
+
+SHELL = Path(autodev_core.__file__).resolve().parent.parent / "autodev_shell"
+
+#: The shell's parts (its folders, and the modules at its top) -> the parts each may import from.
+#: Low to high: files and time; the store; what is durable; the loop's parts and the calls; status
+#: and sharing; the team; the runner; the panel; the CLI, which may use everything.
+SHELL_MAY_USE: dict[str, set[str]] = {
+    "private": set(),
+    "clock": set(),
+    "standins": set(),
+    "asyncio_harness": set(),
+    "store": {"private"},
+    "durability": {"store", "private"},
+    "loop": {"store", "durability", "clock", "private"},
+    "calls": {"store", "clock", "private", "loop"},
+    "status": {"store", "durability"},
+    "sharing": {"status"},
+    "team": {"calls", "sharing"},
+    "runner": {"calls", "clock", "durability", "loop", "sharing", "store"},
+    "panel": {"calls", "durability", "status", "store", "team", "private", "clock"},
+    "adapters": {"calls"},
+}
+
+
+def _shell_part(module: str) -> str:
+    """`autodev_shell.store.sql` -> "store"; `autodev_shell.runner` -> "runner"."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "package"
+
+
+def _shell_imports(path: Path, module: str) -> list[tuple[int, str]]:
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                found.append((node.lineno, ".".join([*base, *([node.module] or [])])
+                              if node.module else ".".join(base)))
+            elif node.module and node.module.split(".")[0] == "autodev_shell":
+                found.append((node.lineno, node.module))
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names
+                      if a.name.split(".")[0] == "autodev_shell"]
+    return found
+
+
+def shell_wrong_way(files: list[tuple[Path, str]]) -> list[str]:
+    found = []
+    for path, importer in files:
+        source = _shell_part(importer)
+        if source in ("package", "cli"):
+            continue
+        for line, target in _shell_imports(path, importer):
+            goal = _shell_part(target)
+            if goal not in (source, "package") and goal not in SHELL_MAY_USE[source]:
+                found.append(f"{importer}:{line}: {source} imports {target}")
+    return found
+
+
+def _shell_module(path: Path) -> str:
+    parts = list(path.relative_to(SHELL.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def test_27_every_part_of_the_shell_is_named() -> None:
+    tops = {p.stem for p in SHELL.glob("*.py") if p.stem != "__init__"}
+    folders = {p.name for p in SHELL.iterdir() if (p / "__init__.py").is_file()}
+    assert tops | folders == set(SHELL_MAY_USE) | {"cli"}
+
+
+def test_27_the_shell_s_parts_depend_on_each_other_one_way() -> None:
+    files = sorted(p for p in SHELL.rglob("*.py") if "__pycache__" not in p.parts)
+    assert len(files) >= 40, "the check must see the shell's modules"
+    assert shell_wrong_way([(path, _shell_module(path)) for path in files]) == []
+
+
+def test_27_the_shell_check_catches_an_import_the_wrong_way(tmp_path: Path) -> None:
+    planted = {
+        "autodev_shell.store.planted": "from ..durability.paths import shadow_path\n",
+        "autodev_shell.status.planted": "from ..runner import Runner\n",
+        "autodev_shell.panel.planted": "from ..cli.commands import start_run\n",
+        "autodev_shell.durability.planted": "from autodev_shell.loop.commits import Commits\n",
+    }
+    files = []
+    for number, (module, code) in enumerate(planted.items()):
+        path = tmp_path / f"m{number}.py"
+        path.write_text(code, encoding="utf-8")
+        files.append((path, module))
+    assert len(shell_wrong_way(files)) == len(planted)
+    fine = tmp_path / "fine.py"
+    fine.write_text("from ..store.sql import StoreError\nfrom .paths import shadow_path\n",
+                    encoding="utf-8")
+    assert shell_wrong_way([(fine, "autodev_shell.durability.fine")]) == []
+
+
+def test_27_the_shell_s_modules_import_no_cycle() -> None:
+    """Module by module, not only part by part: `checkpoint` and `on_disk` imported each other
+    before the shadow file's format had one home (issue 27)."""
+    graph: dict[str, set[str]] = {}
+    for path in sorted(p for p in SHELL.rglob("*.py") if "__pycache__" not in p.parts):
+        module = _shell_module(path)
+        graph[module] = {t for _line, t in _shell_imports(path, module) if t != module}
+    known = set(graph)
+    state: dict[str, int] = {}
+    cycle: list[str] = []
+
+    def visit(node: str, trail: list[str]) -> bool:
+        state[node] = 1
+        for target in sorted(graph[node] & known):
+            if target.startswith(node + ".") or node.startswith(target + "."):
+                continue  # a package and its own modules
+            if state.get(target) == 1:
+                cycle.extend([*trail, node, target])
+                return True
+            if target not in state and visit(target, [*trail, node]):
+                return True
+        state[node] = 2
+        return False
+
+    for module in sorted(graph):
+        if module not in state and visit(module, []):
+            break
+    assert cycle == []

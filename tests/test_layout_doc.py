@@ -49,11 +49,11 @@ def named_paths(tree: str) -> dict[str, str]:
     return paths
 
 
-def core_paths(root: Path) -> set[str]:
-    """Every package folder and module of autodev_core, as the picture spells them."""
-    core = root / "autodev_core"
-    found = {"autodev_core/"}
-    for path in core.rglob("*.py"):
+def code_paths(root: Path) -> set[str]:
+    """Every package folder and module of autodev_core and autodev_shell, as the picture spells
+    them (issue 27: the picture shows both halves)."""
+    found = {"autodev_core/", "autodev_shell/"}
+    for path in [*(root / "autodev_core").rglob("*.py"), *(root / "autodev_shell").rglob("*.py")]:
         if "__pycache__" in path.parts:
             continue
         found.add(path.relative_to(root).as_posix())
@@ -73,7 +73,7 @@ def problems(tree: str, root: Path) -> list[str]:
                 found.append(f"the picture names {path}, which is not a package")
         elif not target.is_file():
             found.append(f"the picture names {path}, which does not exist")
-    found += [f"{path} is not in the picture" for path in sorted(core_paths(root) - set(paths))]
+    found += [f"{path} is not in the picture" for path in sorted(code_paths(root) - set(paths))]
     found += [f"{path} says nothing of what it is" for path, role in paths.items()
               if path.endswith("/") and not role]
     return found
@@ -114,6 +114,7 @@ autodev_core/                 the core
     ├── __init__.py           its names
     └── reader.py             detectors
 autodev_shell/                the shell
+└── __init__.py               (docstring only)
 """
 
 
@@ -145,8 +146,14 @@ def test_15_a_matching_picture_passes(tmp_path: Path) -> None:
         (["autodev_core/__init__.py", "autodev_core/engine.py", "autodev_core/detection/reader.py",
           "autodev_shell/__init__.py"],
          "names autodev_core/detection/, which is not a package"),
+        # a module of the shell the picture does not show (issue 27: both halves)
+        (["autodev_core/__init__.py", "autodev_core/engine.py",
+          "autodev_core/detection/__init__.py", "autodev_core/detection/reader.py",
+          "autodev_shell/__init__.py", "autodev_shell/store/__init__.py",
+          "autodev_shell/store/sql.py"],
+         "autodev_shell/store/ is not in the picture"),
     ],
-    ids=["moved-module", "new-folder", "new-module", "not-a-package"],
+    ids=["moved-module", "new-folder", "new-module", "not-a-package", "shell-folder"],
 )
 def test_15_a_picture_that_drifted_fails(tmp_path: Path, files: list[str], expected: str) -> None:
     found = problems(PICTURE, _tree(tmp_path, files))

@@ -24,7 +24,7 @@ from starlette.staticfiles import StaticFiles
 
 from autodev_core.errors import AutodevError, ConfigError
 
-from ..adapters import POST_MAX_BYTES
+from ..calls.capture import POST_MAX_BYTES
 from ..calls.lanes import NoLaneError, read_lane
 from ..status.report import status_json
 from ..store.folder import open_existing, run_db
