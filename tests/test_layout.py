@@ -53,9 +53,9 @@ def _part(module: str) -> str:
     return "values"
 
 
-def _imports(path: Path, module: str) -> list[tuple[int, str]]:
-    """Every core module that `path`, the module `module`, imports from (relative imports
-    resolved), with its line."""
+def _imports(path: Path, module: str, top: str = "autodev_core") -> list[tuple[int, str]]:
+    """Every module of the package `top` that `path`, the module `module`, imports from
+    (relative imports resolved), with its line."""
     package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
     found: list[tuple[int, str]] = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -67,11 +67,10 @@ def _imports(path: Path, module: str) -> list[tuple[int, str]]:
                     found.append((node.lineno, target))
                 else:  # `from . import x`: each name is a module of that package
                     found += [(node.lineno, f"{target}.{a.name}") for a in node.names]
-            elif node.module and node.module.split(".")[0] == "autodev_core":
+            elif node.module and node.module.split(".")[0] == top:
                 found.append((node.lineno, node.module))
         elif isinstance(node, ast.Import):
-            found += [(node.lineno, a.name) for a in node.names
-                      if a.name.split(".")[0] == "autodev_core"]
+            found += [(node.lineno, a.name) for a in node.names if a.name.split(".")[0] == top]
     return found
 
 
@@ -212,30 +211,13 @@ def _shell_part(module: str) -> str:
     return parts[1] if len(parts) > 1 else "package"
 
 
-def _shell_imports(path: Path, module: str) -> list[tuple[int, str]]:
-    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
-    found: list[tuple[int, str]] = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")[: len(package.split(".")) - node.level + 1]
-                found.append((node.lineno, ".".join([*base, *([node.module] or [])])
-                              if node.module else ".".join(base)))
-            elif node.module and node.module.split(".")[0] == "autodev_shell":
-                found.append((node.lineno, node.module))
-        elif isinstance(node, ast.Import):
-            found += [(node.lineno, a.name) for a in node.names
-                      if a.name.split(".")[0] == "autodev_shell"]
-    return found
-
-
 def shell_wrong_way(files: list[tuple[Path, str]]) -> list[str]:
     found = []
     for path, importer in files:
         source = _shell_part(importer)
         if source in ("package", "cli"):
             continue
-        for line, target in _shell_imports(path, importer):
+        for line, target in _imports(path, importer, "autodev_shell"):
             goal = _shell_part(target)
             if goal not in (source, "package") and goal not in SHELL_MAY_USE[source]:
                 found.append(f"{importer}:{line}: {source} imports {target}")
@@ -286,7 +268,7 @@ def test_27_the_shell_s_modules_import_no_cycle() -> None:
     graph: dict[str, set[str]] = {}
     for path in sorted(p for p in SHELL.rglob("*.py") if "__pycache__" not in p.parts):
         module = _shell_module(path)
-        graph[module] = {t for _line, t in _shell_imports(path, module) if t != module}
+        graph[module] = {t for _line, t in _imports(path, module, "autodev_shell") if t != module}
     known = set(graph)
     state: dict[str, int] = {}
     cycle: list[str] = []
