@@ -155,7 +155,7 @@ def test_a_failed_write_leaves_the_file_whole(tmp_path: Path,
             raise OSError(28, "No space left on device")
         real(src, dst)
 
-    monkeypatch.setattr(prompts.os, "replace", failing)
+    monkeypatch.setattr(os, "replace", failing)
     with pytest.raises(OSError):
         prompts.save_prompt(team, "ana", GOOD, prompts.etag_of(old))
     assert path.read_bytes() == old
@@ -168,8 +168,8 @@ def test_the_write_is_fsynced_before_the_rename(tmp_path: Path,
     team = make_team(tmp_path)
     order: list[str] = []
     real_fsync, real_replace = os.fsync, os.replace
-    monkeypatch.setattr(prompts.os, "fsync", lambda fd: (order.append("fsync"), real_fsync(fd)))
-    monkeypatch.setattr(prompts.os, "replace",
+    monkeypatch.setattr(os, "fsync", lambda fd: (order.append("fsync"), real_fsync(fd)))
+    monkeypatch.setattr(os, "replace",
                         lambda a, b: (order.append(f"replace {Path(b).name}"), real_replace(a, b)))
     prompts.save_prompt(team, "ana", GOOD, prompts.etag_of((team / "ana.md").read_bytes()))
     assert order == ["fsync", "replace ana.md.bak", "fsync", "fsync", "replace ana.md", "fsync"]

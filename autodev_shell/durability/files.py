@@ -44,12 +44,13 @@ def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """`atomic_write_text` of bytes."""
+def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o600) -> None:
+    """`atomic_write_text` of bytes; the file gets `mode` whatever the umask (private by
+    default, issue 9 item 8: a replica holds the thread)."""
     directory = path.parent
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=_temp_prefix(path), suffix=TEMP_SUFFIX)
     try:
-        os.fchmod(fd, 0o600)  # private whatever the umask (issue 9 item 8): it holds the thread
+        os.fchmod(fd, mode & 0o777)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()

@@ -12,7 +12,6 @@ temporary file in the same folder, fsync, `os.replace`, fsync of the folder.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import shutil
 import tempfile
@@ -22,6 +21,7 @@ from typing import Final
 
 from autodev_core.errors import ConfigError
 
+from ..durability.files import atomic_write_bytes
 from ..team import SETTINGS_FILE, load_team
 
 #: The largest participant file the panel takes (the request body's cap too).
@@ -101,25 +101,6 @@ def save_prompt(team_dir: Path, participant: str, text: str, if_match: str) -> P
                               "now. Merge your edit into it and save again.",
                               text=current.decode("utf-8", "replace"), etag=etag_of(current))
         _validate(team_dir, path, text)
-        _atomic_write(path.with_name(path.name + ".bak"), current, path.stat().st_mode)
-        _atomic_write(path, text.encode("utf-8"), path.stat().st_mode)
+        atomic_write_bytes(path.with_name(path.name + ".bak"), current, mode=path.stat().st_mode)
+        atomic_write_bytes(path, text.encode("utf-8"), mode=path.stat().st_mode)
     return path
-
-
-def _atomic_write(path: Path, data: bytes, mode: int) -> None:
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        os.fchmod(fd, mode & 0o777)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-    folder = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(folder)
-    finally:
-        os.close(folder)
