@@ -4,7 +4,7 @@
 names to the module that holds them and import a module only when one of its names is first
 asked for (`import autodev_core` stays cheap, and a command loads only what it uses). Each
 package keeps its own `_module(home)` with literal relative imports — the core imports nothing
-by a computed name (tests/test_purity.py) — and delegates the rest here.
+by a computed name (tests/project/test_purity.py) — and delegates the rest here.
 """
 
 from __future__ import annotations

@@ -17,10 +17,10 @@ this module runs such a loop under the same machine, with the same checks:
   coroutine `handle` through the event loop, one event at a time. A crash cancels every task
   your loop left running, as a dying process loses them.
 
-Why here, not in `autodev_core.testing`: the core is pure (SPEC 0.1) and `tests/test_purity.py`
-forbids `asyncio` anywhere in `autodev_core`, `testing/` included; an event loop runs things,
-which is the shell's part. The machine itself, its checks and the CLI outputs are the core's.
-This module imports hypothesis (the `test` extra). See docs/orchestrators.md, "An asyncio loop".
+Why here, not in `autodev_core.testing`: the core is pure (SPEC 0.1) and
+`tests/project/test_purity.py` forbids `asyncio` anywhere in `autodev_core`, `testing/`
+included; an event loop runs things, which is the shell's part. The machine itself, its checks
+and the CLI outputs are the core's. This module imports hypothesis (the `test` extra). See docs/orchestrators.md, "An asyncio loop".
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Run: `.venv/bin/python bench/bench_detection.py`. Prints seconds per call and the ratio to
 the previous size; linear work keeps the ratio near the size ratio (8). Not a test: timing
-belongs here, the tests count work instead (tests/test_detection_properties.py).
+belongs here, the tests count work instead (tests/core/test_detection_properties.py).
 
 `measure(...)` (used by `bench/run.py`) times `detect_limit` against a bare `str.find` scan of the
 same text, interleaved round by round, as medians of per-round ratios: over a 10 MB claude
@@ -79,7 +79,7 @@ def claude_transcript(size: int) -> str:
              "input": {"command": "pytest -q tests/test_store.py -x"}}]}, "session_id": "s1"}),
         _line({"type": "user", "message": {"role": "user", "content": [
             {"type": "tool_result", "tool_use_id": "t1",
-             "content": "tests/test_store.py ........F\n" + "E   assert 3 == 4\n" * 40}]},
+             "content": "tests/shell/test_store.py ........F\n" + "E   assert 3 == 4\n" * 40}]},
             "session_id": "s1"}),
         _line({"type": "assistant", "message": {"id": "m3", "role": "assistant", "content": [
             {"type": "text", "text": "The revision counter is off by one; fixing commit()."}

@@ -9,7 +9,7 @@ own) and `--hypothesis-seed=SEED`; seeds run side by side, one per CPU unless to
 
     .venv/bin/python tests/sweep.py --seeds 30            # 30 fresh seeds, printed
     .venv/bin/python tests/sweep.py --seed 1234 --seed 99  # exactly these seeds again
-    .venv/bin/python tests/sweep.py --seeds 5 -- tests/test_orchestrator_harness.py
+    .venv/bin/python tests/sweep.py --seeds 5 -- tests/core/test_orchestrator_harness.py
 
 A failure prints the seed, the test and the command that replays it. The exit status is 1 when
 any seed failed, 0 otherwise.

@@ -245,7 +245,7 @@ def window(text: str, start: int, *, before: int, after: int) -> tuple[str, int]
 # letters an IGNORECASE pattern takes for ASCII ones written as those (U+0130 `İ` and U+0131
 # `ı` for `i`, U+017F `ſ` for `s`; KELVIN SIGN lower-cases to `k` by itself). Wherever such a
 # pattern matches ASCII letters, the folded text holds them in lower case at the same place
-# (tests/test_detection_prechecks.py checks that against every code point).
+# (tests/core/test_detection_prechecks.py checks that against every code point).
 
 # How many patterns an `Alternatives` keeps (one per set of its words found together).
 _PATTERNS_KEPT = 64

@@ -176,7 +176,7 @@ def after_seconds(seconds: float) -> Resolver:
     What `from_duration(seconds, now)` gives, with what does not depend on `now` worked out
     once: a duration that is not positive, too long to be a `timedelta` or further ahead than
     MAX_RESET_AHEAD is never a reset; any other is `now` plus it, unless that passes the end of
-    the calendar (tests/test_reset_read_once.py compares with reading the notice afresh)."""
+    the calendar (tests/core/test_reset_read_once.py compares with reading the notice afresh)."""
     try:
         if seconds != seconds or seconds <= 0:  # NaN, or not ahead
             return _never

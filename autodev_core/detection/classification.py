@@ -121,7 +121,7 @@ class Classification:
 # instant (`simulate`, issue 13): a provider checked when the notice was first read, a reset a
 # reader built with its zone, a kind named literally. They set exactly the fields the attrs
 # `__init__` sets (the reset in UTC), so what they build is equal to, hashes and reprs as the
-# checked value; tests/test_simulation_builders.py holds them to it. How (as in
+# checked value; tests/core/test_simulation_builders.py holds them to it. How (as in
 # scheduler/_build.py): a frozen attrs instance can only be filled through
 # `object.__setattr__`; a twin class with the same slots is filled by plain assignment and then
 # made an instance of the frozen class by setting its `__class__`, which CPython allows between

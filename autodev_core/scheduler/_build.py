@@ -7,7 +7,7 @@ a validated event and the validated state — a `now` that is already an aware U
 engine of the team, a status or log kind the code names literally — so re-checking them at every
 step only cost time. These builders set exactly the fields the attrs `__init__` sets, so what
 they build is equal to, hashes and reprs as the checked value built from the same arguments;
-tests/test_scheduler_builders.py holds them to it, and the scheduler's state machine rebuilds
+tests/core/test_scheduler_builders.py holds them to it, and the scheduler's state machine rebuilds
 every derived value through the checked constructors after every step.
 
 How: each class here has a twin generated from it (`_twins.twin_of`): a subclass that adds no

@@ -131,7 +131,7 @@ class _LinesOnFirstRead:
     returns holds its lines pending (`_Pending`) until they are first read; they are then built
     and kept in the slot. Every way of reading a result (the attribute, eq, hash, repr, evolve,
     pickle, `attrs.asdict`) reads the attribute, so it sees the tuple of `SimulatedLine`s a
-    result built with them would hold (tests/test_simulation_reference.py)."""
+    result built with them would hold (tests/core/test_simulation_reference.py)."""
 
     def __get__(self, result: object, owner: type | None = None) -> Any:
         if result is None:
@@ -216,7 +216,7 @@ class _LineSlots:
     effects (scheduler/_build.py), filling a twin with SimulatedLine's slots by plain assignment
     and then making it a SimulatedLine by setting its `__class__` (CPython allows it between
     classes of the same slot layout, none with a `__weakref__` slot). Equal, hashing and
-    repr'ing as the checked value (tests/test_simulation_builders.py)."""
+    repr'ing as the checked value (tests/core/test_simulation_builders.py)."""
 
     __slots__ = ("at", "message")  # in field order: SimulatedLine's layout
     at: datetime
@@ -295,7 +295,8 @@ class _Machine:
         # output or it is not), the post and the exit, not the instant. The first such call's
         # event is built and checked by `call_ended`; later ones are built from its fields as
         # `step` builds its own values (scheduler/_build.py), with only the instant and a
-        # limit's notice new (tests/test_simulation_reads_once.py, test_simulation_reference.py).
+        # limit's notice new (tests/core/test_simulation_reads_once.py,
+        # test_simulation_reference.py).
         known = reply.ended.get(effect.participant)
         if known is not None:
             participant, engine, kind, posted = known

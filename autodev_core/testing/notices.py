@@ -1,7 +1,7 @@
 # ruff: noqa: E501
 """Real CLI outputs, shipped for `cli_outputs` (issue 12 item 5): generated from the project's
 notice corpus, `tests/fixtures/notices/*.yaml` (each case cites its source there), and checked
-against it by `tests/test_orchestrator_harness.py` so the two cannot drift.
+against it by `tests/core/test_orchestrator_harness.py` so the two cannot drift.
 
 Each case: (name, provider, kind, reset form, stdout, stderr, exit code). `kind` is what
 `classify_output` reads in it (`limit`, `network`, `login`); the reset form of a limit is

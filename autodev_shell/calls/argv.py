@@ -79,7 +79,7 @@ DEFAULT_TEMPLATES: Mapping[str, CommandTemplate] = MappingProxyType(
     {
         # C1: `claude -p --output-format stream-json --verbose [--model <m>]`, the prompt on
         # stdin: with no prompt argument, `claude -p` reads it there (checked against real
-        # claude 2.1 in tests/test_real_clis.py). No argv limit, and a prompt that begins with
+        # claude 2.1 in tests/e2e/test_real_clis.py). No argv limit, and a prompt that begins with
         # `-` is never read as an option.
         "claude": CommandTemplate(
             binary="claude",

@@ -115,7 +115,8 @@ def quick_status_args(argv: Sequence[str]) -> SimpleNamespace | None:
     full and given at most once, DIR not starting with `-`; None for anything else, which the
     parser reads (and refuses, abbreviates, or prints help for) as always. `autodev status` then
     builds no parser: argparse, with the gettext, locale and shutil it loads, is a fifth of a
-    bare interpreter's start (issue 13). tests/test_cold_start.py holds the two readings equal."""
+    bare interpreter's start (issue 13). tests/project/test_cold_start.py holds the two
+    readings equal."""
     from types import SimpleNamespace
 
     if not argv or argv[0] != "status":

@@ -13,8 +13,8 @@ persistence state either settled or left "queued" by the last commit and covered
 commit's own marker (see `_persistence_line`). Anything else (an error, a damaged or older
 field, a shadow copy, a write of another run or not covered) returns None and the command
 takes the full path (`report._status` over a `RunStore`, the core's planner), which decides
-what to show or which error to print. tests/test_status_read.py holds the two paths to the same
-output and exit code on stored states the real code writes, the odd ones included.
+what to show or which error to print. tests/shell/test_status_read.py holds the two paths to
+the same output and exit code on stored states the real code writes, the odd ones included.
 """
 
 from __future__ import annotations

@@ -7,8 +7,9 @@ and write time come from its frames' heads (autodev_shell/durability/frames.py),
 its payloads, so status reads a few hundred bytes a frame however long the thread is. The
 audit is the core's `audit_replicas`; for the cases a daemon leaves (no checkpoint yet, one
 level with the store or behind it) its answer is restated here so that status loads no attrs,
-and tests/test_replica_status.py holds the two equal for every pair of revisions. Anything else (a
-checkpoint ahead of the store, or a checkpoint without a store revision) asks the core.
+and tests/shell/test_replica_status.py holds the two equal for every pair of revisions.
+Anything else (a checkpoint ahead of the store, or a checkpoint without a store revision) asks
+the core.
 """
 
 from __future__ import annotations

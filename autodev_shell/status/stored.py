@@ -6,7 +6,8 @@ times a bare interpreter's start, for the eight fields status prints. `read_stor
 those fields straight from the JSON the serializer writes, checked as the restore checks them.
 A state it cannot read so (a key missing, a value of another type: an older or hand-edited
 file) raises `ValueError`, and the caller restores the whole state instead (`status_of`), which
-decides. tests/test_cold_start.py checks that the two agree on the states the scheduler writes.
+decides. tests/project/test_cold_start.py checks that the two agree on the states the
+scheduler writes.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
 
 #: The statuses a state can hold (A42), as `autodev_core.scheduler.effects.STATUSES` states
 #: them: restated here so that status does not load the scheduler to check one word;
-#: tests/test_stored_status.py holds the two equal.
+#: tests/shell/test_stored_status.py holds the two equal.
 STATUSES: Final = ("running", "rate_limited", "unreachable", "backing_off", "paused", "stopped")
 #: The providers (A8), as `autodev_core.engine.PROVIDERS` states them, and the characters of a
 #: model name (A9): restated so that status does not load attrs for `Engine`; the tests hold

@@ -148,7 +148,7 @@ class RunStore(StoreRevisions, StoreThread, StoreControls):
         of it would silently drop every lock this process's SQLite connections hold on it (POSIX
         record locks belong to the process and the file), and another process could then take
         the store for unused and delete the WAL under them. An orchestrator may hold a store
-        open and open it again (`tests/test_store_locks.py`).
+        open and open it again (`tests/shell/test_store_locks.py`).
         """
         where = Path(path)
         exists = where.exists() and where.stat().st_size > 0
@@ -293,7 +293,7 @@ def _set_orphans_aside(path: Path, now: datetime) -> None:
     """Move aside what SQLite left beside a database that is gone (`rm run.db` after a kill -9,
     a file emptied): SQLite finds a WAL or a rollback journal by its name alone and would
     replay the old store's pages onto the new file, bringing the old run back under the new
-    one, or making it corrupt once the pages no longer fit (tests/test_operator_orphan_wal.py).
+    one, or making it corrupt once the pages no longer fit (tests/e2e/test_operator_orphan_wal.py).
     Kept, never deleted: the WAL may be the only copy of the old run's last revisions. Called
     by the store's creator (the daemon or a restore, both holding the run lock) before the new
     file is linked into place, so no process ever opens the new file beside them."""

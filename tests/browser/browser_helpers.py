@@ -69,7 +69,7 @@ def panel_missing() -> str | None:
 
 def operator_signals_default() -> None:
     """A `preexec_fn`: SIGHUP/SIGINT/SIGTERM at their defaults in the child (a suite started
-    under nohup hands them down ignored; see tests/daemon_helpers.py)."""
+    under nohup hands them down ignored; see tests/helpers/daemons.py)."""
     for signum in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, signal.SIG_DFL)
 

@@ -16,7 +16,7 @@ import yaml
 
 from autodev_core.detection import classify_output, detect_limit
 
-CORPUS = Path(__file__).parent / "fixtures" / "notices"
+CORPUS = Path(__file__).parents[1] / "fixtures" / "notices"
 KINDS = {"limit", "network", "login", "other"}
 TOLERANCE_S = 60
 

@@ -43,7 +43,7 @@ from autodev_core.detection.reader import (
     prepare_classification,
 )
 
-CORPUS = Path(__file__).parent / "fixtures" / "notices"
+CORPUS = Path(__file__).parents[1] / "fixtures" / "notices"
 PROVIDERS = ["claude", "codex", "agy"]
 NOW = datetime(2026, 4, 23, 9, 30, tzinfo=UTC)
 

@@ -37,7 +37,7 @@ from autodev_core.detection.reader import (
 )
 
 T = TypeVar("T")
-CORPUS = Path(__file__).parent / "fixtures" / "notices"
+CORPUS = Path(__file__).parents[1] / "fixtures" / "notices"
 PROVIDERS = ["claude", "codex", "agy"]
 NOW = datetime(2026, 12, 2, 7, 45, tzinfo=UTC)
 # More examples than the profile's: each is cheap, and a wrong pre-check shows only on the

@@ -4,7 +4,7 @@
 entries (`sorted(participant.entries)`) or a set of engines it saw limited must get a sorted
 list, not a TypeError from comparing a missing model with a model. The order, stated here on its
 own: by provider (as text), then the engine without a model first, then by model (as text).
-Equality, hash, repr and the stored form are not touched by it (tests/test_engine_name.py).
+Equality, hash, repr and the stored form are not touched by it (tests/core/test_engine_name.py).
 """
 
 from __future__ import annotations

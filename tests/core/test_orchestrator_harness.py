@@ -18,7 +18,7 @@ from autodev_core import classify_output, extract_post
 from autodev_core.testing import OUTPUT_KINDS, cli_outputs, notice_outputs
 from autodev_core.testing.notices import NOTICE_CASES
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NOW = datetime(2026, 12, 1, 9, tzinfo=UTC)
 
 

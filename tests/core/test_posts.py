@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from autodev_core.detection.posts import extract_post
 
-FIXTURES = Path(__file__).parent / "fixtures" / "realcli"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "realcli"
 
 
 def _lines(*events: Mapping[str, object]) -> str:

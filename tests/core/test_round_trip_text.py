@@ -39,7 +39,7 @@ from autodev_core.serialization import (
 )
 from autodev_core.simulation import driver
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "docs" / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
 
 #: Every character Unicode calls a line or paragraph separator, a space, a control, a format
 #: character or a surrogate, plus YAML's own indicators and a few letters to put them between.

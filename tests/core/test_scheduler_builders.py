@@ -4,7 +4,7 @@ then hold, and are checked here:
 
 - an unchecked value is indistinguishable from the checked one built from the same arguments
   (equal, same hash, same repr), so the public types behave exactly as before;
-- what `step` derives is legal: tests/test_scheduler_stateful.py rebuilds every effect and the
+- what `step` derives is legal: tests/core/test_scheduler_stateful.py rebuilds every effect and the
   new state through the checked constructors after every step of its random runs.
 """
 
@@ -19,7 +19,7 @@ from typing import Any
 
 import attrs
 import pytest
-from builder_helpers import same
+from helpers.builders import same
 from hypothesis import example, given
 from hypothesis import strategies as st
 

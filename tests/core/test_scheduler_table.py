@@ -38,7 +38,7 @@ from autodev_core.scheduler import (
 from autodev_core.scheduler.diagram import mermaid
 from autodev_core.serialization import from_json, from_yaml, to_json, to_yaml
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "scheduler.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "scheduler.md"
 NOW = datetime(2026, 12, 1, 9, tzinfo=UTC)
 
 

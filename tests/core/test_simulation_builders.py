@@ -12,7 +12,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
-from builder_helpers import same
+from helpers.builders import same
 from hypothesis import example, given
 from hypothesis import strategies as st
 

@@ -157,7 +157,7 @@ def test_the_json_schema_page_lists_every_kind_with_its_keys() -> None:
 
     from autodev_core.scheduler.effects import LOG_KINDS
 
-    page = (Path(__file__).resolve().parent.parent / "docs" / "cli.md").read_text("utf-8")
+    page = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text("utf-8")
     rows = dict(re.findall(r"^\| `([a-z-]+)` \| .*\| (.*) \|$", page, flags=re.MULTILINE))
     for kind in LOG_KINDS:
         if kind == "note":

@@ -3,7 +3,7 @@ on the same account (`UsageObserved`, shared through Redis: docs/sharing.md) —
 readings. The rule (`registry.merge_usage`), per engine and window: the newest reading (by when
 it was seen) wins; on a tie the higher utilization, the later window end, a read reset, this
 run's own, then the smaller source name. The Redis script is held to the same function in
-tests/test_sharing_redis.py."""
+tests/e2e/test_sharing_redis.py."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ import shutil
 import time
 from pathlib import Path
 
-from daemon_helpers import Daemon, wait_for
+from helpers.daemons import Daemon, wait_for
 
 from autodev_shell.cli import main
 from autodev_shell.durability.checkpoint import load_checkpoint, read_checkpoint

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from daemon_helpers import Daemon, wait_for
+from helpers.daemons import Daemon, wait_for
 
 
 def test_A33_pause_during_a_call_then_resume_starts_the_owed_turn_again(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ import signal
 from pathlib import Path
 
 import pytest
-from daemon_helpers import Daemon, wait_for
+from helpers.daemons import Daemon, wait_for
 
 from autodev_shell.cli.commands import EXIT_FOLDER_GONE
 

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from daemon_helpers import Daemon, wait_for
+from helpers.daemons import Daemon, wait_for
 
 from autodev_core.control.identity import resolve_active_identity
 from autodev_core.detection import classify_output

@@ -9,7 +9,7 @@ import os
 import signal
 from pathlib import Path
 
-from daemon_helpers import Daemon, alive, wait_for
+from helpers.daemons import Daemon, alive, wait_for
 
 from autodev_shell.cli.commands import EXIT_TERMINATED
 

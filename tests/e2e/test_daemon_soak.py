@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from daemon_helpers import Daemon, wait_for
+from helpers.daemons import Daemon, wait_for
 
 from autodev_shell.store.run_store import RunStore
 

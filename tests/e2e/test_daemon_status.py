@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from daemon_helpers import Daemon, wait_for
+from helpers.daemons import Daemon, wait_for
 
 
 def test_C6_a_killed_daemon_is_not_running_in_status_and_status_json(tmp_path: Path) -> None:

@@ -9,52 +9,20 @@ acknowledged message or post. Needs root to mount the tmpfs; skipped otherwise.
 
 from __future__ import annotations
 
-import contextlib
 import io
 import os
 import random
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from daemon_helpers import Daemon, alive, wait_for
+from helpers.daemons import Daemon, alive, wait_for
+from helpers.disks import fill, tmpfs
 
 from autodev_shell.store.run_store import RunStore
-
-#: The tmpfs's size: room for the run's files; the filler takes the rest.
-TMPFS_SIZE = "16m"
-
-
-@contextlib.contextmanager
-def tmpfs(where: Path) -> Iterator[Path]:
-    where.mkdir(parents=True, exist_ok=True)
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={TMPFS_SIZE},mode=0700",
-                              "tmpfs", str(where)], capture_output=True, text=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here ({mounted.stderr.strip()})")
-    try:
-        yield where
-    finally:
-        subprocess.run(["umount", "-l", str(where)], capture_output=True)
-
-
-def fill(directory: Path) -> Path:
-    """Write a filler file until the file system says it is full."""
-    filler = directory / "filler"
-    fd = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    try:
-        for size in (1 << 20, 65536, 4096, 512, 1):
-            block = b"\0" * size
-            with contextlib.suppress(OSError):
-                while True:
-                    os.write(fd, block)
-    finally:
-        os.close(fd)
-    return filler
 
 
 def thread(d: Daemon) -> list[tuple[str, str, str]]:
@@ -149,7 +117,7 @@ def _runner_on_failing_disk(tmp_path: Path, prefixes: tuple[str, ...],
                             log_file: bool = False, turn_inputs_fail: bool = False,
                             ) -> tuple[object, object, io.StringIO]:
     from helpers.faults import DiskSwitch, faulty_connection
-    from test_runner import EXAMPLES, ScriptedCLIs
+    from helpers.scripted import EXAMPLES, ScriptedCLIs
 
     from autodev_core.control.identity import resolve_active_identity
     from autodev_core.simulation import scheduler_config

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from daemon_helpers import Daemon, wait_for
+from helpers.daemons import Daemon, wait_for
 
 
 def test_B14_the_checkpoint_line_of_a_dead_daemon_does_not_call_its_lag_normal(

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from daemon_helpers import Daemon, wait_for
+from helpers.daemons import Daemon, wait_for
 
 from autodev_shell.standins import write_script
 from autodev_shell.store.run_store import RunStore

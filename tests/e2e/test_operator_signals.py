@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from daemon_helpers import WAIT, Daemon, alive, operator_signals_default, wait_for
+from helpers.daemons import WAIT, Daemon, alive, operator_signals_default, wait_for
 
 
 def _daemon(tmp_path: Path) -> Daemon:

@@ -3,7 +3,7 @@ during a call, a failure backoff, a pause — it says odd texts (NUL bytes, byte
 UTF-8, white space around, other scripts, 200 KB through `say -`), pauses and resumes, reads
 `autodev status` and `status --json`, stops and continues the daemon (SIGSTOP, SIGCONT) and
 ends it every way an operator can: `autodev stop`, SIGTERM, Ctrl-C (SIGINT), a closed terminal
-(SIGHUP) and kill -9; then starts it again. tests/test_daemon_soak.py holds calls that never
+(SIGHUP) and kill -9; then starts it again. tests/e2e/test_daemon_soak.py holds calls that never
 overlap under kill -9 with plain texts; this one holds what the operator sees:
 
 - every acknowledged message (its command exited 0) is in the thread exactly once, as said
@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from daemon_helpers import WAIT, Daemon, alive, operator_signals_default, wait_for
+from helpers.daemons import WAIT, Daemon, alive, operator_signals_default, wait_for
 
 from autodev_shell.store.run_store import RunStore
 

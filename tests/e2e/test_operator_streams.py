@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from daemon_helpers import Daemon, alive, wait_for
+from helpers.daemons import Daemon, alive, wait_for
 
 from autodev_shell.store.run_store import RunStore
 

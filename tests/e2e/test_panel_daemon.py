@@ -16,8 +16,8 @@ import pytest
 
 pytest.importorskip("starlette")
 
-from daemon_helpers import Daemon
-from panel_helpers import Panel
+from helpers.daemons import Daemon
+from helpers.panels import Panel
 
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 

@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("starlette")
 
-from panel_helpers import make_run, make_team, panel_factory
+from helpers.panels import make_run, make_team, panel_factory
 
 from autodev_shell.panel.app import STATIC_DIR
 

@@ -17,7 +17,7 @@ import pytest
 
 pytest.importorskip("starlette")
 
-from panel_helpers import Panel, make_run, make_team
+from helpers.panels import Panel, make_run, make_team
 
 from autodev_core.errors import ConfigError
 from autodev_shell.panel import prompts

@@ -19,7 +19,7 @@ import pytest
 
 pytest.importorskip("starlette")
 
-from panel_helpers import (
+from helpers.panels import (
     add_posts,
     make_run,
     panel_factory,

@@ -18,7 +18,7 @@ import pytest
 
 pytest.importorskip("starlette")
 
-from panel_helpers import Panel, make_run, make_team, panel_factory
+from helpers.panels import Panel, make_run, make_team, panel_factory
 
 __all__ = ["panel_factory"]
 

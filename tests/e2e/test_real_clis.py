@@ -41,7 +41,7 @@ from autodev_shell.calls import (
     templates_from_config,
 )
 
-FIXTURES = Path(__file__).parent / "fixtures" / "realcli"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "realcli"
 #: The versions these tests were written against (recorded in docs/shell.md).
 CLAUDE_PACKAGE, CLAUDE_VERSION = "@anthropic-ai/claude-code", "2.1.197"
 CODEX_PACKAGE, CODEX_VERSION = "@openai/codex", "0.171.0"

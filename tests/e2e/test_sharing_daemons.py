@@ -28,7 +28,7 @@ pytestmark = needs_redis
 pytest.importorskip("redis", reason="the redis extra is not installed: pip install "
                     "'autodev[redis]'")
 
-HELPERS = Path(__file__).resolve().parent / "helpers"
+HELPERS = Path(__file__).resolve().parents[1] / "helpers"
 LINE = re.compile(r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}) (.*)$")
 WAIT = 120.0  # seconds: a loaded machine is slow, never this slow
 

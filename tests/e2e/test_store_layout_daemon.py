@@ -17,9 +17,9 @@ import sys
 from contextlib import closing
 from pathlib import Path
 
-from daemon_helpers import WAIT, Daemon, wait_for
+from helpers.daemons import WAIT, Daemon, wait_for
 
-FIXTURE = Path(__file__).parent / "fixtures" / "store_v1_daemon" / "run.db"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "store_v1_daemon" / "run.db"
 MEMBERS = {"ana": "claude", "rui": "codex", "eva": "agy"}
 
 

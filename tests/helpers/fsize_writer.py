@@ -1,4 +1,4 @@
-"""A daemon-like writer whose disk really fails, for tests/test_reliability_store.py.
+"""A daemon-like writer whose disk really fails, for tests/shell/test_reliability_store.py.
 
     python fsize_writer.py DB LIMIT_BYTES
 

@@ -1,4 +1,4 @@
-"""A writer process for the kill -9 reliability test (tests/test_reliability_store.py).
+"""A writer process for the kill -9 reliability test (tests/shell/test_reliability_store.py).
 
     python store_writer.py DB RUN_ID [--max N] [--replay-last] [--checkpoint]
 

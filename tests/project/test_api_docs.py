@@ -15,7 +15,7 @@ import pytest
 import autodev_core
 from autodev_core.scheduler import EFFECT_TYPES, EVENT_TYPES
 
-API_DOC = Path(__file__).resolve().parent.parent / "docs" / "api.md"
+API_DOC = Path(__file__).resolve().parents[2] / "docs" / "api.md"
 HEADING = re.compile(r"^### `([A-Za-z_][A-Za-z0-9_]*)`\s*$", re.MULTILINE)
 RULE = re.compile(r"\((?:[^()]*\b)?(?:[ABCD]\d*|SPEC)\b[^()]*\)")
 

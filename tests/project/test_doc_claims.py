@@ -11,7 +11,7 @@ import pytest
 
 from autodev_core import classify_output, detect_network_error, parse_scenario, simulate
 
-DOCS = Path(__file__).resolve().parent.parent / "docs"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 def _section(page: str, heading: str) -> str:

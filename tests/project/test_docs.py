@@ -7,7 +7,7 @@ import io
 import re
 from pathlib import Path
 
-DOCS = Path(__file__).resolve().parent.parent / "docs"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 def _blocks(text: str, language: str) -> list[str]:

@@ -12,7 +12,7 @@ import pytest
 
 import autodev_core
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 #: `Name(a, b, …)` in inline code: plain field names, optionally ending with an ellipsis.
 WRITTEN = re.compile(r"`([A-Z][A-Za-z]*)\(((?:[a-z_]+, )*[a-z_]+)(?:, (?:…|\.\.\.))?\)`")

@@ -11,7 +11,7 @@ import pytest
 
 from autodev_core.simulation.scenario import Scenario, parse_scenario, render_scenario
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "docs" / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
 SCENARIOS = sorted(EXAMPLES.glob("*.yaml"))
 STATUSES = ("running", "rate_limited", "unreachable", "backing_off", "paused", "stopped")  # A42
 LINE = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d) (\S.*)$")

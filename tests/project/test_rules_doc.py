@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "docs" / "rules.md"
 #: A rule cited: A11, B7, C6, a range such as A26-A32 or A2–A6, SPEC D / (D), SPEC 0.3 / (0.4).
 CITATION = re.compile(

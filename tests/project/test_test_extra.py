@@ -11,7 +11,7 @@ import re
 import tomllib
 from pathlib import Path
 
-PYPROJECT = Path(__file__).resolve().parent.parent / "pyproject.toml"
+PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 TOOL_EXTRAS = {"test", "dev", "bench"}
 
 

@@ -489,7 +489,7 @@ def test_B15_an_append_from_a_store_the_file_does_not_follow_compacts_instead(
 def test_B15_C3_an_append_on_a_really_full_disk_fails_cleanly_and_the_next_one_appends(
     tmp_path: Path,
 ) -> None:
-    from test_disk_full import fill, tmpfs
+    from helpers.disks import fill, tmpfs
 
     with tmpfs(tmp_path / "disk") as disk:
         store, path, tail = _appended_store(disk)

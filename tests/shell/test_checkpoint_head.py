@@ -29,7 +29,7 @@ from autodev_shell.status.replicas import read_checkpoint_head, replica_facts
 from autodev_shell.store.run_store import NewPost, RunStore
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
-FIXTURE = Path(__file__).parent / "fixtures" / "checkpoint_v1" / "run.db.checkpoint.json"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "checkpoint_v1" / "run.db.checkpoint.json"
 
 
 def _bytes_read() -> int:

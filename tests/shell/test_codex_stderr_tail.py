@@ -36,7 +36,7 @@ NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 KIB = 1024
 #: The shell keeps the last 64 KiB of a call's stderr (docs/shell.md, C1).
 STDERR_KEPT = 64 * KIB
-FIXTURES = Path(__file__).parent / "fixtures" / "notices"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "notices"
 QUOTED = (
     "You've hit your usage limit. Upgrade to Pro (https://chatgpt.com/explore/pro), visit "
     "https://chatgpt.com/codex/settings/usage to purchase more credits or try again in 3 hours."

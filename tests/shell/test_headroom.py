@@ -1,8 +1,8 @@
 """Issue 25: act before the limit. A healthy call's usage reading, read from the CLI's own
 structured output (never model text, A5; never polled, A1), and the opt-in `Policy.headroom`
 that hands a turn over before the limit (in A10-A17's order) and never waits because of it.
-The stateful properties are in the shipped `SchedulerMachine` (tests/test_scheduler_stateful.py):
-with the knob off a reading changes nothing at all."""
+The stateful properties are in the shipped `SchedulerMachine`
+(tests/core/test_scheduler_stateful.py): with the knob off a reading changes nothing at all."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ from autodev_core.serialization import from_json, to_json
 T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 M = timedelta(minutes=1)
 H = timedelta(hours=1)
-REALCLI = Path(__file__).parent / "fixtures" / "realcli"
+REALCLI = Path(__file__).parents[1] / "fixtures" / "realcli"
 
 
 def rate_limit_event(status: str, **info: object) -> str:

@@ -37,7 +37,7 @@ from autodev_shell.durability.paths import checkpoint_path, shadow_path
 from autodev_shell.durability.shadow_file import read_shadow
 from autodev_shell.store.run_store import RunStore, StoreError
 
-HELPERS = Path(__file__).parent / "helpers"
+HELPERS = Path(__file__).parents[1] / "helpers"
 WRITER = HELPERS / "store_writer.py"
 FSIZE_WRITER = HELPERS / "fsize_writer.py"
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)

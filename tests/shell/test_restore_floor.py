@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from test_runner import EXAMPLES, ScriptedCLIs
+from helpers.scripted import EXAMPLES, ScriptedCLIs
 
 from autodev_core import (
     Participant,

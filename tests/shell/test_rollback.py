@@ -7,7 +7,7 @@ import io
 from pathlib import Path
 
 from helpers.faults import DiskSwitch, faulty_connection
-from test_runner import EXAMPLES, ScriptedCLIs
+from helpers.scripted import EXAMPLES, ScriptedCLIs
 
 from autodev_core.control.identity import resolve_active_identity
 from autodev_core.control.turn_input import plan_turn_input as real_plan

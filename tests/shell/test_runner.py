@@ -9,9 +9,9 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
+from helpers.scripted import EXAMPLES, ScriptedCLIs
 
 from autodev_core.control.identity import resolve_active_identity
-from autodev_core.detection import classify_output
 from autodev_core.participant import Participant
 from autodev_core.scheduler import EFFECT_TYPES, StartCall
 from autodev_core.simulation import scheduler_config, simulate
@@ -21,53 +21,6 @@ from autodev_shell.clock import FakeClock
 from autodev_shell.durability.writes import Durability
 from autodev_shell.runner import Runner, StreamLog
 from autodev_shell.store.run_store import RunStore
-
-EXAMPLES = Path(__file__).resolve().parent.parent / "docs" / "examples"
-
-
-class ScriptedCLIs:
-    """Answers calls from a scenario's scripts, moving the fake clock by each call's duration."""
-
-    def __init__(self, scenario: Scenario, clock: FakeClock) -> None:
-        self.scenario = scenario
-        self.clock = clock
-        self.used: dict[str, int] = {}
-        self.prompts: list[tuple[str, str, str]] = []
-
-    def __call__(self, effect: StartCall, member: Participant, prompt: str) -> CallResult:
-        key = str(effect.engine)
-        index = self.used.get(key, 0)
-        self.used[key] = index + 1
-        answer = self.scenario.answer(effect.engine, index)
-        self.prompts.append((member.id, effect.turn_kind, prompt))
-        started = self.clock.now()
-        self.clock.advance(answer.duration.total_seconds())
-        ended = self.clock.now()
-        classification = classify_output(
-            effect.engine.provider,
-            stdout=answer.stdout,
-            stderr=answer.stderr,
-            exit_code=answer.exit,
-            now=ended,
-            local_tz=self.scenario.zone,
-        )
-        return CallResult(
-            provider=effect.engine.provider,
-            argv=(effect.engine.provider,),
-            started_at=started,
-            ended_at=ended,
-            exit_code=answer.exit,
-            stdout=answer.stdout,
-            stderr=answer.stderr,
-            stdout_bytes=len(answer.stdout),
-            stderr_bytes=len(answer.stderr),
-            timed_out=answer.timeout,
-            stopped_early=False,
-            cancelled=False,
-            classification=classification,
-            post=answer.post or None,
-            pid=None,
-        )
 
 
 def _runner(scenario: Scenario, tmp_path: Path) -> tuple[Runner, ScriptedCLIs, StreamLog]:

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from test_scheduler_rules import Run, at, member
+from helpers.scheduler_runs import Run, at, member
 
 from autodev_core import ConfigWarning, Engine, classify_output, read_participant
 from autodev_core.participant import parse_participant

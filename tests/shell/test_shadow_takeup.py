@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from helpers.faults import DiskSwitch, faulty_connection
-from test_runner import EXAMPLES, ScriptedCLIs
+from helpers.scripted import EXAMPLES, ScriptedCLIs
 
 from autodev_core.control.identity import resolve_active_identity
 from autodev_core.simulation import scheduler_config

@@ -17,7 +17,7 @@ from autodev_core.simulation.scenario import CallAnswer, Scenario, parse_scenari
 from autodev_core.testing import is_learned, scheduler_configs
 from autodev_shell.cli import main
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "docs" / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
 SCENARIOS = sorted(EXAMPLES.glob("*.yaml"))
 
 

@@ -305,7 +305,7 @@ def test_C6_a_damaged_or_odd_store_shows_what_the_full_path_shows(
 
 
 #: A store written by the layout-1 code (main before issue 13's commit work, kept as written).
-LAYOUT_1 = Path(__file__).resolve().parent / "fixtures" / "store_v1" / "run.db"
+LAYOUT_1 = Path(__file__).resolve().parents[1] / "fixtures" / "store_v1" / "run.db"
 
 
 @pytest.mark.parametrize("as_written", (True, False), ids=("as-written", "daemon-state"))

@@ -26,7 +26,7 @@ from autodev_shell.store.run_store import (
 )
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def post(text: str, key: str = "", participant: str = "ana") -> NewPost:

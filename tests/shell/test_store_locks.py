@@ -7,7 +7,7 @@ reading the thread of a daemon it drives) must never be opened or read outside S
 When it was (a header check), the first connection lost its shared lock: another process that
 closed its own connection then took the store for unused, checkpointed it and deleted the WAL
 and the shared-memory index under the first one, whose reads then failed as "database disk
-image is malformed" — seen by tests/test_store_layout_daemon.py after a daemon's kill -9.
+image is malformed" — seen by tests/e2e/test_store_layout_daemon.py after a daemon's kill -9.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ import pytest
 from autodev_shell.store.run_store import NewPost, RunStore
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
-FIXTURE = Path(__file__).resolve().parent / "fixtures" / "store_v1" / "run.db"
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "store_v1" / "run.db"
 PERSISTENCE = json.dumps({"pending_persist": True, "queued_revision": 0})
 
 

@@ -35,7 +35,7 @@ from autodev_core.simulation.scenario import (
 
 T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 M = timedelta(minutes=1)
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @st.composite

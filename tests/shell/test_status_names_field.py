@@ -1,6 +1,6 @@
 """A value changed by hand that `autodev status` cannot read: its one line names the table and
 column that hold it, the row and the value (C6: a clear error names the field), and status
-changes nothing. The damage is done the way tests/test_status_read.py does it."""
+changes nothing. The damage is done the way tests/shell/test_status_read.py does it."""
 
 from __future__ import annotations
 
