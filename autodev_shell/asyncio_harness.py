@@ -20,7 +20,8 @@ this module runs such a loop under the same machine, with the same checks:
 Why here, not in `autodev_core.testing`: the core is pure (SPEC 0.1) and
 `tests/project/test_purity.py` forbids `asyncio` anywhere in `autodev_core`, `testing/`
 included; an event loop runs things, which is the shell's part. The machine itself, its checks
-and the CLI outputs are the core's. This module imports hypothesis (the `test` extra). See docs/orchestrators.md, "An asyncio loop".
+and the CLI outputs are the core's. This module imports hypothesis (the `test` extra). See
+docs/orchestrators.md, "An asyncio loop".
 """
 
 from __future__ import annotations
