@@ -73,7 +73,9 @@ def _parse(kind: str, code: str, tmp_path: Path) -> None:
     elif kind == "team settings":
         from autodev_shell.team import load_team
 
-        team = tmp_path / "team"
+        import tempfile
+
+        team = Path(tempfile.mkdtemp(dir=tmp_path)) / "team"  # a page may show several
         team.mkdir()
         (team / "autodev.yaml").write_text(code, encoding="utf-8")
         for member in yaml.safe_load(code).get("order", ["ana"]):
