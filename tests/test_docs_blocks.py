@@ -71,9 +71,9 @@ def _parse(kind: str, code: str, tmp_path: Path) -> None:
 
         simulate(parse_scenario(code, source="docs"))
     elif kind == "team settings":
-        from autodev_shell.team import load_team
-
         import tempfile
+
+        from autodev_shell.team import load_team
 
         team = Path(tempfile.mkdtemp(dir=tmp_path)) / "team"  # a page may show several
         team.mkdir()
