@@ -84,8 +84,13 @@ def plain_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
     server.stop()
 
 
+#: Seconds each Redis operation may take here: generous, so that on a loaded machine a failure
+#: is the one a test means (a refused certificate, a closed connection), never a slow answer.
+TIMEOUT = 5.0
+
+
 def settings(url: str, name: str, *, prefix: str, ca: Path | None = None,
-             timeout: float = 0.5) -> ShareSettings:
+             timeout: float = TIMEOUT) -> ShareSettings:
     return ShareSettings(url=url, accounts=ACCOUNTS, name=name, prefix=prefix, timeout=timeout,
                          ca=None if ca is None else str(ca))
 
@@ -144,7 +149,8 @@ def test_sharing_works_over_tls_with_the_ca_key_in_autodev_yaml(
     (team / "tls" / "ca.pem").write_bytes(certs.ca.read_bytes())
     prefix = f"k{next(_counter)}"
     (team / "autodev.yaml").write_text(
-        f"share: {{url: '{tls_server.url}', ca: tls/ca.pem, prefix: {prefix}, timeout: 0.5}}\n"
+        f"share: {{url: '{tls_server.url}', ca: tls/ca.pem, prefix: {prefix}, "
+        f"timeout: {TIMEOUT}}}\n"
         "accounts: {claude: work-max}\n", encoding="utf-8")
     loaded = load_team(team)
     assert loaded.share.ca == str(team / "tls" / "ca.pem")  # relative to the team directory
@@ -161,7 +167,7 @@ def test_sharing_works_over_tls_with_the_ca_key_in_autodev_yaml(
         b.close()
 
 
-def lost_line(url: str, *, ca: Path | None = None, timeout: float = 0.5) -> tuple[
+def lost_line(url: str, *, ca: Path | None = None, timeout: float = TIMEOUT) -> tuple[
         list[str], LimitSharing]:
     """One run's attempt to share through `url`: the lines it said, and it (to close)."""
     lines: list[str] = []
@@ -301,7 +307,8 @@ def test_daemons_over_tls_share_a_limit_and_never_show_the_password(
 ) -> None:
     from test_sharing_daemons import Daemon, first, wait_for
 
-    ca_setting = f"share: {{url: 'rediss://placeholder:1/0', ca: '{certs.ca}'}}\n"
+    # The URL comes from --share (share_daemon.py); the CA and a generous timeout from here.
+    ca_setting = f"share: {{url: 'rediss://placeholder:1/0', ca: '{certs.ca}', timeout: 2}}\n"
     a = Daemon(tmp_path, "a", {"ana": "claude"}, ACCOUNTS, {
         "claude": [{"kind": "limit", "notice": "Usage limit reached. Try again in 40 minutes."}],
         "default": {"post": "ok", "sleep": 0.05},
