@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 import attrs
 
@@ -166,12 +166,65 @@ def from_millis(value: float) -> datetime:
 
 
 def redacted(url: str) -> str:
-    """The URL with its user and password shown as `***`: what logs, lanes and status show."""
+    """The URL with its user and password shown as `***` (and any `password` in its query):
+    what logs, lanes and status show."""
     parts = urlsplit(url)
-    if "@" not in parts.netloc:
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = "***@" + netloc.rsplit("@", 1)[1]
+    query = parts.query
+    if "password" in query.lower():
+        query = urlencode(
+            [(k, "***" if "password" in k.lower() else v)
+             for k, v in parse_qsl(query, keep_blank_values=True)],
+            safe="/*",
+        )
+    if (netloc, query) == (parts.netloc, parts.query):
         return url
-    host = parts.netloc.rsplit("@", 1)[1]
-    return urlunsplit((parts.scheme, f"***@{host}", parts.path, parts.query, parts.fragment))
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+#: What a share URL's query may say (issue 26): redis-py hands every query key to its connection
+#: as an argument, so an unknown one would fail at the first command, not at reading the
+#: settings; these are the ones a run can use. The `ssl_` ones are for `rediss://` alone, and
+#: the files they name must be readable (checked when a run starts sharing, `share_settings`).
+URL_OPTIONS: Final = ("db", "client_name")
+TLS_URL_OPTIONS: Final = (
+    "ssl_ca_certs", "ssl_ca_path", "ssl_certfile", "ssl_keyfile", "ssl_cert_reqs",
+    "ssl_check_hostname",
+)
+_TLS_FILES: Final = ("ssl_ca_certs", "ssl_certfile", "ssl_keyfile")
+_CERT_REQS: Final = ("none", "optional", "required")
+_BOOLS: Final = ("0", "1", "true", "false", "yes", "no", "on", "off", "")
+
+
+def _url_query(parts: Any, text: str, source: str) -> dict[str, str]:
+    """The URL's query options, checked (see URL_OPTIONS); a ConfigError names the option."""
+    found: dict[str, str] = {}
+    tls = parts.scheme == "rediss"
+    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+        if key in TLS_URL_OPTIONS and not tls:
+            raise ConfigError(
+                f"share: {key} is for TLS: the URL must start rediss://, not "
+                f"{redacted(text)!r}",
+                source=source,
+            )
+        if key not in URL_OPTIONS + TLS_URL_OPTIONS:
+            raise ConfigError(
+                f"share: unknown URL option {key!r} (known: "
+                f"{', '.join(URL_OPTIONS + (TLS_URL_OPTIONS if tls else ()))})",
+                source=source,
+            )
+        bad = (
+            (key == "db" and not value.isdigit())
+            or (key == "ssl_cert_reqs" and value.lower() not in _CERT_REQS)
+            or (key == "ssl_check_hostname" and value.lower() not in _BOOLS)
+            or (key in (*_TLS_FILES, "ssl_ca_path") and not value)
+        )
+        if bad:
+            raise ConfigError(f"share: bad value for {key} in the URL: {value!r}", source=source)
+        found[key] = value
+    return found
 
 
 def check_url(url: str, *, source: str = "--share") -> str:
@@ -188,6 +241,7 @@ def check_url(url: str, *, source: str = "--share") -> str:
         _ = parts.port
     except ValueError:
         raise ConfigError(f"share: bad port in {redacted(text)!r}", source=source) from None
+    _url_query(parts, text, source)
     return text
 
 
@@ -216,7 +270,7 @@ def check_accounts(value: object, *, source: str) -> dict[str, str]:
     return accounts
 
 
-SHARE_KEYS: Final = ("url", "prefix", "name", "timeout")
+SHARE_KEYS: Final = ("url", "prefix", "name", "timeout", "ca")
 
 
 def _frozen_accounts(value: Mapping[str, str]) -> Mapping[str, str]:
@@ -234,11 +288,15 @@ class ShareOptions:
     name: str | None = None
     timeout: float = DEFAULT_TIMEOUT
     accounts: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_accounts)
+    #: Issue 26: the CA file (PEM) that signed a `rediss://` server's certificate, as an
+    #: absolute path (a relative one in autodev.yaml is read from the team directory).
+    ca: str | None = None
 
 
 def share_options(share: object, accounts: object, *, source: str) -> ShareOptions:
-    """Read `share:` (a URL, or {url, prefix, name, timeout}) and `accounts:`; a ConfigError
-    names the file and the field, never the password."""
+    """Read `share:` (a URL, or {url, prefix, name, timeout, ca}) and `accounts:`; a ConfigError
+    names the file and the field, never the password. Whether the `ca` file can be read is
+    checked when a run starts sharing (`share_settings`), not by every reader of the team."""
     named = check_accounts(accounts, source=source) if accounts is not None else {}
     if share is None:
         return ShareOptions(accounts=named)
@@ -246,7 +304,8 @@ def share_options(share: object, accounts: object, *, source: str) -> ShareOptio
         return ShareOptions(url=check_url(share, source=source), accounts=named)
     if not isinstance(share, Mapping):
         raise ConfigError(
-            "share: a redis:// URL, or a mapping with url, prefix, name, timeout", source=source
+            "share: a redis:// URL, or a mapping with url, prefix, name, timeout, ca",
+            source=source,
         )
     for key in share:
         if key not in SHARE_KEYS:
@@ -272,13 +331,39 @@ def share_options(share: object, accounts: object, *, source: str) -> ShareOptio
         raise ConfigError(
             f"share.timeout: seconds, more than 0 and at most 10, not {timeout!r}", source=source
         )
+    url = check_url(share["url"], source=source)
     return ShareOptions(
-        url=check_url(share["url"], source=source),
+        url=url,
         prefix=prefix,
         name=name.strip() if isinstance(name, str) else None,
         timeout=float(timeout),
         accounts=named,
+        ca=_ca_option(share.get("ca"), url, source=source),
     )
+
+
+def _ca_option(value: object, url: str, *, source: str) -> str | None:
+    """`share.ca`: a path to the CA's PEM file, for a rediss:// URL that does not name one."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(
+            f"share.ca: the path of the CA's certificate file (PEM), not {value!r}",
+            source=source,
+        )
+    parts = urlsplit(url)
+    if parts.scheme != "rediss":
+        raise ConfigError(
+            "share.ca: a CA is for TLS: the URL must start rediss://", source=source
+        )
+    if "ssl_ca_certs" in dict(parse_qsl(parts.query)):
+        raise ConfigError(
+            "share.ca: the URL names a CA already (ssl_ca_certs); give it once", source=source
+        )
+    path = Path(value.strip()).expanduser()
+    if not path.is_absolute():
+        path = Path(source).parent / path
+    return str(path.absolute())
 
 
 @attrs.frozen
@@ -291,6 +376,9 @@ class ShareSettings:
     name: str
     prefix: str = DEFAULT_PREFIX
     timeout: float = DEFAULT_TIMEOUT
+    #: Issue 26: the CA file for a rediss:// server (`share.ca`), or None (the URL's
+    #: `ssl_ca_certs`, else the system's CAs).
+    ca: str | None = None
 
     @property
     def shown_url(self) -> str:
@@ -324,6 +412,23 @@ def share_settings(
     chosen = check_url(url, source="--share") if url else options.url
     if chosen is None:
         return None
+    parts = urlsplit(chosen)
+    query = dict(parse_qsl(parts.query, keep_blank_values=True))
+    if options.ca is not None:
+        if parts.scheme != "rediss":
+            raise ConfigError(
+                f"share.ca: a CA is for TLS, but the URL is {redacted(chosen)!r}: start it "
+                "rediss://", source=source,
+            )
+        if "ssl_ca_certs" in query:
+            raise ConfigError(
+                "share.ca: the URL names a CA already (ssl_ca_certs); give it once",
+                source=source,
+            )
+        _check_pem(options.ca, "share.ca", source=source)
+    for key in _TLS_FILES:
+        if key in query:
+            _check_pem(query[key], f"share: the URL's {key}", source="--share" if url else source)
     if not options.accounts:
         raise ConfigError(
             "share: name the account behind each provider to share, e.g. "
@@ -336,7 +441,62 @@ def share_settings(
         name=options.name or default_name,
         prefix=options.prefix,
         timeout=options.timeout,
+        ca=options.ca,
     )
+
+
+def _check_pem(path: str, field: str, *, source: str) -> None:
+    """A file TLS reads must be there, readable, and PEM; else one line naming it and the field."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(1 << 16)
+    except OSError as error:
+        raise ConfigError(
+            f"{field}: cannot read {path} ({error.strerror or type(error).__name__})",
+            source=source,
+        ) from None
+    if b"-----BEGIN " not in head:
+        raise ConfigError(f"{field}: {path} is not a PEM file (no -----BEGIN line)",
+                          source=source)
+
+
+def connection_options(settings: ShareSettings) -> dict[str, Any]:
+    """Issue 26: what redis-py's `Redis.from_url` takes beside the URL for these settings (the
+    URL's own query, e.g. `?ssl_ca_certs=`, redis-py reads itself)."""
+    if settings.ca is not None and urlsplit(settings.url).scheme == "rediss":
+        return {"ssl_ca_certs": settings.ca}
+    return {}
+
+
+def lost_reason(error: BaseException, url: str) -> str:
+    """The short reason a `limit sharing lost (...)` line gives (issue 26): one line, TLS
+    failures in words (redis-py wraps them in its own text), never the password (the caller
+    scrubs it)."""
+    import ssl
+
+    chain: list[BaseException] = []
+    seen: BaseException | None = error
+    while seen is not None and seen not in chain and len(chain) < 8:
+        chain.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    tls = urlsplit(url).scheme == "rediss"
+    for item in chain:
+        if isinstance(item, ssl.SSLCertVerificationError):
+            detail = str(getattr(item, "verify_message", "") or "").rstrip(".")
+            return "TLS: certificate verify failed" + (f" ({detail})" if detail else "")
+        if isinstance(item, ssl.SSLError):
+            detail = str(getattr(item, "reason", "") or "").replace("_", " ").lower()
+            return "TLS: " + (detail or "handshake failed")
+    for item in chain:
+        text = str(item).lower()
+        if tls and "handshake" in text:
+            return "TLS: no handshake within the timeout (is the port a TLS one?)"
+        if tls and isinstance(item, FileNotFoundError | PermissionError):
+            return f"TLS: cannot read a certificate file ({item.strerror})"
+        if not tls and isinstance(item, ConnectionResetError | BrokenPipeError):
+            return "the server closed the connection (a TLS port? its URL starts rediss://)"
+    text = " ".join(str(error).split())
+    return text or type(error).__name__
 
 
 @attrs.frozen
@@ -476,6 +636,7 @@ class LimitSharing:
             retry_on_timeout=False,
             retry=retry_mod.Retry(backoff.NoBackoff(), 0),
             health_check_interval=0,
+            **connection_options(settings),
         )
         self._script = self._client.register_script(MERGE_SCRIPT)
         self._usage_script = self._client.register_script(USAGE_SCRIPT)
@@ -538,7 +699,7 @@ class LimitSharing:
         if self._up:
             self._up = False
             self.lost_count += 1
-            reason = self._scrub(str(error)) or type(error).__name__
+            reason = self._scrub(lost_reason(error, self.settings.url))
             self.say(
                 f"limit sharing lost ({self.settings.shown_url}: {reason}); "
                 "carrying on with this run's own limits"
@@ -548,7 +709,7 @@ class LimitSharing:
     def _scrub(self, text: str) -> str:
         password = urlsplit(self.settings.url).password
         if password:
-            text = text.replace(password, "***")
+            text = text.replace(password, "***").replace(unquote(password), "***")
         return text.replace(self.settings.url, self.settings.shown_url)
 
     def _may_try(self) -> bool:
@@ -748,6 +909,7 @@ class LimitSharing:
                     socket_timeout=None,
                     socket_connect_timeout=self.settings.timeout,
                     health_check_interval=0,
+                    **connection_options(self.settings),
                 )
                 pubsub = client.pubsub(ignore_subscribe_messages=True)
                 pubsub.subscribe(self.settings.channel, self.settings.usage_channel)
@@ -827,7 +989,9 @@ __all__ = [
     "SharedUsage",
     "check_accounts",
     "check_url",
+    "connection_options",
     "from_millis",
+    "lost_reason",
     "millis",
     "redacted",
     "share_options",

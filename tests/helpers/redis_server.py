@@ -2,14 +2,22 @@
 
 Nothing else on the machine is touched: no config file, no persistence, no service. Tests that
 need it skip with a clear reason only when the binary is absent (CI installs it, .ci/run).
+
+Issue 26: `tls=` serves TLS only (`--port 0 --tls-port`), with a throwaway CA and a server
+certificate for 127.0.0.1 and localhost made by `openssl` in a temp dir (`make_certificates`);
+`user=` with `password=` makes an ACL user (`--user NAME on >PASSWORD ~* &* +@all`) and turns
+the default user off, so only that user gets in. Tests that need TLS skip with one clear line
+when `openssl` is absent, or when this redis-server was built without TLS.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import time
 from pathlib import Path
@@ -22,6 +30,46 @@ REASON = (
     " (macOS); .ci/run installs it"
 )
 needs_redis = pytest.mark.skipif(BINARY is None, reason=REASON)
+OPENSSL = shutil.which("openssl")
+OPENSSL_REASON = (
+    "openssl is missing (it makes the TLS tests' throwaway CA): apt-get install openssl"
+    " (Debian/Ubuntu); .ci/run installs it"
+)
+needs_openssl = pytest.mark.skipif(OPENSSL is None, reason=OPENSSL_REASON)
+TLS_REASON = (
+    "this redis-server was built without TLS (--tls-port): Debian's redis-server serves TLS;"
+    " .ci/run installs it"
+)
+#: What a redis-server without TLS says when asked for a TLS port (6.x: an unknown directive;
+#: 7.x built without it, or with TLS as a module not loaded: no TLS connection type).
+_NO_TLS = re.compile(r"(?i)bad directive|tls.*(not supported|not compiled|module)|"
+                     r"connection (type|listener).*tls|unknown.*tls")
+
+
+class Certificates:
+    """A throwaway CA and a server certificate it signed, for 127.0.0.1 and localhost (PEM)."""
+
+    def __init__(self, directory: Path, *, name: str = "autodev test CA") -> None:
+        if OPENSSL is None:  # pragma: no cover - guarded by needs_openssl
+            pytest.skip(OPENSSL_REASON)
+        directory.mkdir(parents=True, exist_ok=True)
+        self.ca = directory / "ca.pem"
+        self.ca_key = directory / "ca.key"
+        self.cert = directory / "server.pem"
+        self.key = directory / "server.key"
+        request = directory / "server.csr"
+        extensions = directory / "server.ext"
+        extensions.write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n", encoding="utf-8")
+        for argv in (
+            ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", self.ca_key,
+             "-out", self.ca, "-days", "2", "-subj", f"/CN={name}"],
+            ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", self.key, "-out", request,
+             "-subj", "/CN=localhost"],
+            ["x509", "-req", "-in", request, "-CA", self.ca, "-CAkey", self.ca_key,
+             "-CAcreateserial", "-out", self.cert, "-days", "2", "-extfile", extensions],
+        ):
+            subprocess.run([OPENSSL, *map(str, argv)], check=True, capture_output=True,
+                           stdin=subprocess.DEVNULL, timeout=120)
 
 
 def free_port() -> int:
@@ -33,46 +81,84 @@ def free_port() -> int:
 class RedisServer:
     """One redis-server process; `stop`/`kill`/`pause`/`resume`/`start` for fault tests."""
 
-    def __init__(self, directory: Path, *, password: str | None = None) -> None:
+    def __init__(self, directory: Path, *, password: str | None = None,
+                 user: str | None = None, tls: Certificates | None = None) -> None:
         if BINARY is None:  # pragma: no cover - guarded by needs_redis
             pytest.skip(REASON)
+        assert user is None or password, "an ACL user needs a password"
         self.directory = directory
         self.directory.mkdir(parents=True, exist_ok=True)
         self.password = password
+        self.user = user
+        self.tls = tls
         self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
-        auth = f":{self.password}@" if self.password else ""
-        return f"redis://{auth}127.0.0.1:{self.port}/0"
+        """`redis://` (or `rediss://` when serving TLS; no CA in it), with the credentials."""
+        if self.user:
+            auth = f"{self.user}:{self.password}@"
+        else:
+            auth = f":{self.password}@" if self.password else ""
+        scheme = "rediss" if self.tls else "redis"
+        return f"{scheme}://{auth}127.0.0.1:{self.port}/0"
 
     def start(self) -> None:
         assert BINARY is not None
+        log = self.directory / "redis.log"
         argv = [
-            BINARY, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.directory),
+            BINARY, "--bind", "127.0.0.1", "--dir", str(self.directory),
             "--save", "", "--appendonly", "no", "--daemonize", "no", "--protected-mode", "no",
-            "--logfile", str(self.directory / "redis.log"),
+            "--logfile", str(log),
         ]
-        if self.password:
+        if self.tls is not None:
+            argv += ["--port", "0", "--tls-port", str(self.port),
+                     "--tls-cert-file", str(self.tls.cert), "--tls-key-file", str(self.tls.key),
+                     "--tls-ca-cert-file", str(self.tls.ca), "--tls-auth-clients", "no"]
+        else:
+            argv += ["--port", str(self.port)]
+        if self.user:
+            argv += ["--user", "default", "off",
+                     "--user", self.user, "on", f">{self.password}", "~*", "&*", "+@all"]
+        elif self.password:
             argv += ["--requirepass", self.password]
-        self.process = subprocess.Popen(argv, stdin=subprocess.DEVNULL)
+        self.process = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
+                                        stderr=subprocess.PIPE if self.tls else None)
+        if self.user:
+            auth = f"AUTH {self.user} {self.password}\r\n"
+        else:
+            auth = f"AUTH {self.password}\r\n" if self.password else ""
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"redis-server exited with {self.process.returncode}")
+                said = log.read_text(errors="replace") if log.exists() else ""
+                said += (self.process.stderr.read() or b"").decode(errors="replace") \
+                    if self.process.stderr else ""
+                if self.tls is not None and _NO_TLS.search(said):
+                    pytest.skip(TLS_REASON)
+                raise RuntimeError(f"redis-server exited with {self.process.returncode}: "
+                                   f"{said[-500:]}")
             try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as sock:
-                    sock.sendall(
-                        (f"AUTH {self.password}\r\nPING\r\n" if self.password else "PING\r\n")
-                        .encode()
-                    )
+                with self._connect() as sock:
+                    sock.sendall(f"{auth}PING\r\n".encode())
                     if b"PONG" in _read_some(sock):
                         return
             except OSError:
                 pass
             time.sleep(0.05)
         raise RuntimeError("redis-server did not answer PING within 30 s")
+
+    def _connect(self) -> socket.socket:
+        sock = socket.create_connection(("127.0.0.1", self.port), timeout=0.5)
+        if self.tls is None:
+            return sock
+        context = ssl.create_default_context(cafile=str(self.tls.ca))
+        try:
+            return context.wrap_socket(sock, server_hostname="127.0.0.1")
+        except BaseException:
+            sock.close()
+            raise
 
     def pause(self) -> None:
         """SIGSTOP: the port still accepts connections, but nothing answers."""

@@ -71,9 +71,11 @@ def _parse(kind: str, code: str, tmp_path: Path) -> None:
 
         simulate(parse_scenario(code, source="docs"))
     elif kind == "team settings":
+        import tempfile
+
         from autodev_shell.team import load_team
 
-        team = tmp_path / "team"
+        team = Path(tempfile.mkdtemp(dir=tmp_path)) / "team"  # a page may show several
         team.mkdir()
         (team / "autodev.yaml").write_text(code, encoding="utf-8")
         for member in yaml.safe_load(code).get("order", ["ana"]):

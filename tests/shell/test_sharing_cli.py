@@ -122,3 +122,61 @@ def test_status_says_sharing_is_off_for_a_run_that_does_not_share(
         assert "sharing: off" in status_lines(store, datetime.now(UTC))
     finally:
         store.close()
+
+
+# ------------------------------------------------------------------------------------------------
+# Issue 26: TLS settings — `share.ca` and the URL's options, checked before anything starts
+
+
+@pytest.mark.parametrize(
+    ("settings", "share", "expected"),
+    [
+        ("share: {url: 'rediss://:hunter2@h:6380/0', ca: missing.pem}\n", None,
+         "share.ca: cannot read {team}/missing.pem (No such file or directory)"),
+        ("share: {url: 'rediss://:hunter2@h:6380/0', ca: notpem.txt}\n", None,
+         "share.ca: {team}/notpem.txt is not a PEM file (no -----BEGIN line)"),
+        ("share: {url: 'redis://:hunter2@h:6379/0', ca: ca.pem}\n", None,
+         "share.ca: a CA is for TLS: the URL must start rediss://"),
+        ("share: {url: 'rediss://:hunter2@h:6380/0?ssl_ca_certs=/x.pem', ca: ca.pem}\n", None,
+         "share.ca: the URL names a CA already (ssl_ca_certs); give it once"),
+        ("share: {url: 'rediss://:hunter2@h:6380/0', ca: 3}\n", None,
+         "share.ca: the path of the CA's certificate file (PEM), not 3"),
+        ("share: 'rediss://:hunter2@h:6380/0?colour=red'\n", None,
+         "share: unknown URL option 'colour' (known: db, client_name, ssl_ca_certs"),
+        ("share: 'redis://:hunter2@h:6379/0?ssl_ca_certs=/x.pem'\n", None,
+         "share: ssl_ca_certs is for TLS: the URL must start rediss://, not "
+         "'redis://***@h:6379/0?ssl_ca_certs=/x.pem'"),
+        ("share: 'rediss://:hunter2@h:6380/0?ssl_cert_reqs=maybe'\n", None,
+         "share: bad value for ssl_cert_reqs in the URL: 'maybe'"),
+        ("share: 'rediss://:hunter2@h:6380/0?ssl_ca_certs=missing.pem'\n", None,
+         "share: the URL's ssl_ca_certs: cannot read missing.pem (No such file"),
+        ("share: {url: 'rediss://h:6380/0', ca: ca.pem}\n", "redis://:hunter2@h:6379/0",
+         "share.ca: a CA is for TLS, but the URL is 'redis://***@h:6379/0': start it rediss://"),
+        ("", "rediss://:hunter2@h:6380/0?ssl_ca_certs=/nonexistent/ca.pem",
+         "--share: share: the URL's ssl_ca_certs: cannot read /nonexistent/ca.pem"),
+    ],
+)
+def test_bad_tls_settings_are_one_line_naming_the_file_and_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    settings: str, share: str | None, expected: str,
+) -> None:
+    team = team_dir(tmp_path, settings + "accounts: {claude: work-max}\n")
+    (team / "ca.pem").write_text("-----BEGIN CERTIFICATE-----\n", encoding="utf-8")
+    (team / "notpem.txt").write_text("a CA, honestly\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)  # a relative path in the URL is the daemon's own business
+    argv = ["run", str(team), "--run", str(tmp_path / "run")]
+    code, err = run([*argv, "--share", share] if share else argv, capsys)
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert expected.format(team=team) in err, err
+    assert ("--share: " if share and "--share" in expected else "autodev.yaml: ") in err
+    assert "hunter2" not in err
+    assert not (tmp_path / "run").exists()  # nothing started
+
+
+def test_a_password_in_the_url_query_is_redacted_too() -> None:
+    from autodev_shell.sharing import redacted
+
+    assert redacted("rediss://h:6380/0?password=hunter2&db=1") == (
+        "rediss://h:6380/0?password=***&db=1")
+    assert redacted("rediss://u:p@h:6380/0?ssl_ca_certs=/etc/ca.pem") == (
+        "rediss://***@h:6380/0?ssl_ca_certs=/etc/ca.pem")
