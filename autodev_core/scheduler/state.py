@@ -16,8 +16,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import attrs
 
 from ..engine import PROVIDERS, Engine
+from ..names import STATUSES, Status
 from ..participant import Participant
-from .effects import STATUSES, Status
 from .policy import DEFAULT_POLICY, Policy
 
 

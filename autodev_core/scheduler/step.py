@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 from ..detection.classification import UsageReading
 from ..engine import Engine
 from ..errors import AutodevError
+from ..names import STATUSES, WAIT_STATUSES
 from . import logs
 from ._build import (
     new_call,
@@ -949,7 +950,7 @@ def _on_gate_approved(d: _Draft, event: GateApproved) -> None:
     _check_member(d, event.participant)
     d.gates = d.gates - {event.participant}
     d.approved = event.participant
-    if d.status in ("rate_limited", "unreachable", "backing_off"):
+    if d.status in _WAITS:
         d.wait_until = None
         d.fresh = True
         _begin_turn(d, event.now)
@@ -1003,10 +1004,8 @@ def _ignore(_d: _Draft, _event: Any) -> None:
 # The table (h2): (status, event type) -> (handler, the statuses it may lead to)
 
 Handler = Callable[[_Draft, Any], None]
-_ALL: Final[frozenset[Status]] = frozenset(
-    ("running", "rate_limited", "unreachable", "backing_off", "paused", "stopped")
-)
-_WAITS: Final[tuple[Status, ...]] = ("rate_limited", "unreachable", "backing_off")
+_ALL: Final[frozenset[Status]] = frozenset(STATUSES)
+_WAITS: Final[tuple[Status, ...]] = WAIT_STATUSES
 #: Starting a turn runs a call, waits for an engine or provider, or stops at a limit (A43);
 #: only a call's end can lead to a failure wait or a pause.
 _AFTER_DECIDING: Final[frozenset[Status]] = frozenset(
