@@ -1,7 +1,8 @@
 """Each word the core and the fast `status` path share is stated once, in `autodev_core.names`
 (issue 27): the statuses (A42) and wait statuses, the turn kinds (B18), the log kinds, the
 providers (A8) and `PersistenceState`'s JSON fields (B4). The other modules take them from
-there; a scan of the source finds no second list of them."""
+there; a scan of the source finds no second list of them. The shell's control words (C6) map to
+their events in one table."""
 
 from __future__ import annotations
 
@@ -137,3 +138,26 @@ def test_B4_persistence_fields_are_the_class_s_fields() -> None:
         name: kind.__name__ for name, kind in names.PERSISTENCE_FIELDS.items()}
     written = json.loads(to_json(PersistenceState(pending_persist=True, queued_revision=3)))
     assert {key: type(value) for key, value in written.items()} == names.PERSISTENCE_FIELDS
+
+
+def test_C6_control_names_map_to_events_once() -> None:
+    """`autodev stop|pause|resume|say`: the store's words (`CONTROL_COMMANDS`) are the keys of
+    the loop's one table of events, and the name an event is logged under is read back from
+    that same table."""
+    from autodev_core.scheduler import (
+        MessageArrived,
+        PauseRequested,
+        ResumeRequested,
+        StopRequested,
+    )
+    from autodev_shell import runner
+    from autodev_shell.store_controls import CONTROL_COMMANDS
+
+    assert {"stop", "pause", "resume", "say"} == CONTROL_COMMANDS  # C6
+    assert dict(runner._CONTROL_EVENTS) == {"stop": StopRequested, "pause": PauseRequested,
+                                            "resume": ResumeRequested, "say": MessageArrived}
+    assert set(runner._CONTROL_EVENTS) == CONTROL_COMMANDS
+    assert {name: runner._CONTROL_EVENTS[name] for name in runner._CONTROL_NAMES.values()} == (
+        dict(runner._CONTROL_EVENTS))
+    assert all(runner._CONTROL_NAMES[event] == name
+               for name, event in runner._CONTROL_EVENTS.items())
