@@ -81,3 +81,30 @@ def test_D_persistence_defaults_and_tiers() -> None:
     done = reduce_persistence(queued, Accepted("sqlite", 2))
     assert not done.pending_persist and done.last_accepted_revision == 2
     assert reduce_persistence(queued, Accepted("shadow", 5)) == queued
+
+
+def test_27_the_public_names_are_one_table() -> None:
+    """`autodev_core._EXPORTS` (home module -> names) is the one list of the public names:
+    `__all__` and the lazy lookup are read from it, and the imports a type checker reads
+    (`if TYPE_CHECKING:`, each `X as X` so that it is re-exported) say the same, name for name
+    and module for module."""
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse(Path(autodev_core.__file__).read_text(encoding="utf-8"))
+    (block,) = [node for node in tree.body if isinstance(node, ast.If)
+                and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"]
+    imported: dict[str, tuple[str, ...]] = {}
+    for node in block.body:
+        assert isinstance(node, ast.ImportFrom) and node.level == 1 and node.module
+        assert all(alias.asname == alias.name for alias in node.names), node.module
+        imported[node.module] = tuple(alias.name for alias in node.names)
+    assert imported == autodev_core._EXPORTS
+    names = [name for group in autodev_core._EXPORTS.values() for name in group]
+    assert len(names) == len(set(names))
+    assert sorted(autodev_core.__all__) == sorted(names) == sorted(set(dir(autodev_core))
+                                                                 & set(names))
+    for home, group in autodev_core._EXPORTS.items():
+        module = __import__(f"autodev_core.{home}", fromlist=["_"])
+        for name in group:
+            assert getattr(autodev_core, name) is getattr(module, name), name
