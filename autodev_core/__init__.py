@@ -45,7 +45,7 @@ _EXPORTS: Final[dict[str, tuple[str, ...]]] = {
     "simulation.driver": ("simulate",),
     "simulation.scenario": ("CallAnswer", "Scenario", "parse_scenario"),
 }
-_HOMES: Final[dict[str, str]] = {name: home for home, names in _EXPORTS.items() for name in names}
+_HOMES: Final = _lazy.homes(_EXPORTS)
 __all__ = sorted(_HOMES)
 
 if TYPE_CHECKING:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import inspect
 from datetime import UTC, datetime
 
+import pytest
+
 import autodev_core
 from autodev_core import (
     DEFAULT_TIERS,
@@ -83,15 +85,19 @@ def test_D_persistence_defaults_and_tiers() -> None:
     assert reduce_persistence(queued, Accepted("shadow", 5)) == queued
 
 
-def test_27_the_public_names_are_one_table() -> None:
-    """`autodev_core._EXPORTS` (home module -> names) is the one list of the public names:
+@pytest.mark.parametrize("package", ["autodev_core", "autodev_core.detection",
+                                     "autodev_core.simulation"])
+def test_27_the_public_names_are_one_table(package: str) -> None:
+    """A package's `_EXPORTS` (home module -> names) is the one list of its public names:
     `__all__` and the lazy lookup are read from it, and the imports a type checker reads
     (`if TYPE_CHECKING:`, each `X as X` so that it is re-exported) say the same, name for name
     and module for module."""
     import ast
+    import importlib
     from pathlib import Path
 
-    tree = ast.parse(Path(autodev_core.__file__).read_text(encoding="utf-8"))
+    module = importlib.import_module(package)
+    tree = ast.parse(Path(module.__file__ or "").read_text(encoding="utf-8"))
     (block,) = [node for node in tree.body if isinstance(node, ast.If)
                 and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"]
     imported: dict[str, tuple[str, ...]] = {}
@@ -99,12 +105,12 @@ def test_27_the_public_names_are_one_table() -> None:
         assert isinstance(node, ast.ImportFrom) and node.level == 1 and node.module
         assert all(alias.asname == alias.name for alias in node.names), node.module
         imported[node.module] = tuple(alias.name for alias in node.names)
-    assert imported == autodev_core._EXPORTS
-    names = [name for group in autodev_core._EXPORTS.values() for name in group]
+    assert imported == module._EXPORTS
+    names = [name for group in module._EXPORTS.values() for name in group]
     assert len(names) == len(set(names))
-    assert sorted(autodev_core.__all__) == sorted(names) == sorted(set(dir(autodev_core))
-                                                                 & set(names))
-    for home, group in autodev_core._EXPORTS.items():
-        module = __import__(f"autodev_core.{home}", fromlist=["_"])
+    assert sorted(module.__all__) == sorted(names)
+    assert set(dir(module)) >= set(names)
+    for home, group in module._EXPORTS.items():
+        source = importlib.import_module(f"{package}.{home}")
         for name in group:
-            assert getattr(autodev_core, name) is getattr(module, name), name
+            assert getattr(module, name) is getattr(source, name), name
