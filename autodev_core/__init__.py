@@ -10,239 +10,94 @@ effects, which an orchestrator needs to drive `step` from its own loop.
 from __future__ import annotations
 
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from . import _lazy
 
-if TYPE_CHECKING:
-    from .control.identity import RunIdentity, ids_equivalent, resolve_active_identity
-    from .control.persistence import (
-        DEFAULT_TIERS,
-        Accepted,
-        BoundTiers,
-        CommitMarker,
-        PersistenceState,
-        Queued,
-        RecoveryCopy,
-        TierRoles,
-        TurnGate,
-        UnknownTierError,
-        reduce_persistence,
-        tier_role,
-        turn_gate,
-    )
-    from .detection.classification import Classification, LimitNotice, UsageReading
-    from .detection.posts import extract_post
-    from .detection.reader import (
-        classify_output,
-        detect_limit,
-        detect_login_error,
-        detect_network_error,
-    )
-    from .engine import PROVIDERS, Engine
-    from .errors import AutodevError, ConfigError
-    from .participant import ConfigWarning, Participant, parse_participant, read_participant
-    from .scheduler import (
-        LOG_FIELDS,
-        LOG_KINDS,
-        STATUSES,
-        TRANSITIONS,
-        CallCancelled,
-        CallEnded,
-        Effect,
-        EngineLimit,
-        EngineUsage,
-        Event,
-        GateApproved,
-        GateRequested,
-        Headroom,
-        LimitObserved,
-        Log,
-        LogKind,
-        MessageArrived,
-        Outage,
-        PauseRequested,
-        Policy,
-        ResumeRequested,
-        RunStarted,
-        SchedulerConfig,
-        SchedulerProtocolError,
-        SchedulerState,
-        Sleep,
-        StartCall,
-        StatusChanged,
-        StopRequested,
-        UsageObserved,
-        Woke,
-        call_ended,
-        initial_state,
-        log_fields,
-        next_deadline,
-        next_entries,
-        restore_state,
-        start_run,
-        step,
-    )
-    from .simulation.driver import simulate
-    from .simulation.scenario import CallAnswer, Scenario, parse_scenario
-
-# The public names are imported on first use (PEP 562): `import autodev_core`, or a command
-# that needs only a few of them, does not pay for the rest (issue 13).
-_EXPORTS: dict[str, str] = {
-    "Accepted": "control.persistence",
-    "AutodevError": "errors",
-    "BoundTiers": "control.persistence",
-    "CallAnswer": "simulation.scenario",
-    "CallCancelled": "scheduler",
-    "CallEnded": "scheduler",
-    "Policy": "scheduler",
-    "Classification": "detection.classification",
-    "CommitMarker": "control.persistence",
-    "ConfigError": "errors",
-    "ConfigWarning": "participant",
-    "DEFAULT_TIERS": "control.persistence",
-    "Effect": "scheduler",
-    "Engine": "engine",
-    "EngineLimit": "scheduler",
-    "EngineUsage": "scheduler",
-    "Event": "scheduler",
-    "GateApproved": "scheduler",
-    "GateRequested": "scheduler",
-    "Headroom": "scheduler",
-    "LimitNotice": "detection.classification",
-    "LimitObserved": "scheduler",
-    "LOG_FIELDS": "scheduler",
-    "LOG_KINDS": "scheduler",
-    "Log": "scheduler",
-    "LogKind": "scheduler",
-    "log_fields": "scheduler",
-    "MessageArrived": "scheduler",
-    "Outage": "scheduler",
-    "PROVIDERS": "engine",
-    "Participant": "participant",
-    "PauseRequested": "scheduler",
-    "PersistenceState": "control.persistence",
-    "Queued": "control.persistence",
-    "RecoveryCopy": "control.persistence",
-    "ResumeRequested": "scheduler",
-    "RunIdentity": "control.identity",
-    "RunStarted": "scheduler",
-    "STATUSES": "scheduler",
-    "Scenario": "simulation.scenario",
-    "SchedulerConfig": "scheduler",
-    "SchedulerProtocolError": "scheduler",
-    "SchedulerState": "scheduler",
-    "Sleep": "scheduler",
-    "StartCall": "scheduler",
-    "StatusChanged": "scheduler",
-    "StopRequested": "scheduler",
-    "TRANSITIONS": "scheduler",
-    "TierRoles": "control.persistence",
-    "TurnGate": "control.persistence",
-    "UnknownTierError": "control.persistence",
-    "UsageObserved": "scheduler",
-    "UsageReading": "detection.classification",
-    "Woke": "scheduler",
-    "call_ended": "scheduler",
-    "classify_output": "detection.reader",
-    "detect_limit": "detection.reader",
-    "detect_login_error": "detection.reader",
-    "detect_network_error": "detection.reader",
-    "extract_post": "detection.posts",
-    "ids_equivalent": "control.identity",
-    "initial_state": "scheduler",
-    "next_deadline": "scheduler",
-    "next_entries": "scheduler",
-    "parse_participant": "participant",
-    "parse_scenario": "simulation.scenario",
-    "read_participant": "participant",
-    "reduce_persistence": "control.persistence",
-    "resolve_active_identity": "control.identity",
-    "restore_state": "scheduler",
-    "simulate": "simulation.driver",
-    "start_run": "scheduler",
-    "step": "scheduler",
-    "tier_role": "control.persistence",
-    "turn_gate": "control.persistence",
+#: Every public name, by the module it lives in: the one table of them (issue 27). `__all__`
+#: and `__getattr__` are read from it; a name is imported from its module on first use (PEP 562),
+#: so `import autodev_core`, or a command that needs only a few names, does not pay for the rest
+#: (issue 13).
+_EXPORTS: Final[dict[str, tuple[str, ...]]] = {
+    "engine": ("PROVIDERS", "Engine"),
+    "errors": ("AutodevError", "ConfigError"),
+    "participant": ("ConfigWarning", "Participant", "parse_participant", "read_participant"),
+    "control.identity": ("RunIdentity", "ids_equivalent", "resolve_active_identity"),
+    "control.persistence": (
+        "DEFAULT_TIERS", "Accepted", "BoundTiers", "CommitMarker", "PersistenceState", "Queued",
+        "RecoveryCopy", "TierRoles", "TurnGate", "UnknownTierError", "reduce_persistence",
+        "tier_role", "turn_gate",
+    ),
+    "detection.classification": ("Classification", "LimitNotice", "UsageReading"),
+    "detection.posts": ("extract_post",),
+    "detection.reader": (
+        "classify_output", "detect_limit", "detect_login_error", "detect_network_error",
+    ),
+    "scheduler": (
+        "LOG_FIELDS", "LOG_KINDS", "STATUSES", "TRANSITIONS", "CallCancelled", "CallEnded",
+        "Effect", "EngineLimit", "EngineUsage", "Event", "GateApproved", "GateRequested",
+        "Headroom", "LimitObserved", "Log", "LogKind", "MessageArrived", "Outage", "PauseRequested",
+        "Policy", "ResumeRequested", "RunStarted", "SchedulerConfig", "SchedulerProtocolError",
+        "SchedulerState", "Sleep", "StartCall", "StatusChanged", "StopRequested", "UsageObserved",
+        "Woke", "call_ended", "initial_state", "log_fields", "next_deadline", "next_entries",
+        "restore_state", "start_run", "step",
+    ),
+    "simulation.driver": ("simulate",),
+    "simulation.scenario": ("CallAnswer", "Scenario", "parse_scenario"),
 }
+_HOMES: Final = _lazy.homes(_EXPORTS)
+__all__ = sorted(_HOMES)
 
-__all__ = [
-    "DEFAULT_TIERS",
-    "LOG_FIELDS",
-    "LOG_KINDS",
-    "PROVIDERS",
-    "STATUSES",
-    "TRANSITIONS",
-    "Accepted",
-    "AutodevError",
-    "BoundTiers",
-    "CallAnswer",
-    "CallCancelled",
-    "CallEnded",
-    "Classification",
-    "CommitMarker",
-    "ConfigError",
-    "ConfigWarning",
-    "Effect",
-    "Engine",
-    "EngineLimit",
-    "EngineUsage",
-    "Event",
-    "GateApproved",
-    "GateRequested",
-    "Headroom",
-    "LimitNotice",
-    "LimitObserved",
-    "Log",
-    "LogKind",
-    "MessageArrived",
-    "Outage",
-    "Participant",
-    "PauseRequested",
-    "PersistenceState",
-    "Policy",
-    "Queued",
-    "RecoveryCopy",
-    "ResumeRequested",
-    "RunIdentity",
-    "RunStarted",
-    "Scenario",
-    "SchedulerConfig",
-    "SchedulerProtocolError",
-    "SchedulerState",
-    "Sleep",
-    "StartCall",
-    "StatusChanged",
-    "StopRequested",
-    "TierRoles",
-    "TurnGate",
-    "UnknownTierError",
-    "UsageObserved",
-    "UsageReading",
-    "Woke",
-    "call_ended",
-    "classify_output",
-    "detect_limit",
-    "detect_login_error",
-    "detect_network_error",
-    "extract_post",
-    "ids_equivalent",
-    "initial_state",
-    "log_fields",
-    "next_deadline",
-    "next_entries",
-    "parse_participant",
-    "parse_scenario",
-    "read_participant",
-    "reduce_persistence",
-    "resolve_active_identity",
-    "restore_state",
-    "simulate",
-    "start_run",
-    "step",
-    "tier_role",
-    "turn_gate",
-]
+if TYPE_CHECKING:
+    # The same table as imports, which is all a type checker reads (`X as X`: re-exported);
+    # tests/project/test_public_api.py holds the two equal.
+    # isort: off
+    from .engine import PROVIDERS as PROVIDERS, Engine as Engine
+    from .errors import AutodevError as AutodevError, ConfigError as ConfigError
+    from .participant import (
+        ConfigWarning as ConfigWarning, Participant as Participant,
+        parse_participant as parse_participant, read_participant as read_participant,
+    )
+    from .control.identity import (
+        RunIdentity as RunIdentity, ids_equivalent as ids_equivalent,
+        resolve_active_identity as resolve_active_identity,
+    )
+    from .control.persistence import (
+        DEFAULT_TIERS as DEFAULT_TIERS, Accepted as Accepted, BoundTiers as BoundTiers,
+        CommitMarker as CommitMarker, PersistenceState as PersistenceState, Queued as Queued,
+        RecoveryCopy as RecoveryCopy, TierRoles as TierRoles, TurnGate as TurnGate,
+        UnknownTierError as UnknownTierError, reduce_persistence as reduce_persistence,
+        tier_role as tier_role, turn_gate as turn_gate,
+    )
+    from .detection.classification import (
+        Classification as Classification, LimitNotice as LimitNotice, UsageReading as UsageReading,
+    )
+    from .detection.posts import extract_post as extract_post
+    from .detection.reader import (
+        classify_output as classify_output, detect_limit as detect_limit,
+        detect_login_error as detect_login_error, detect_network_error as detect_network_error,
+    )
+    from .scheduler import (
+        LOG_FIELDS as LOG_FIELDS, LOG_KINDS as LOG_KINDS, STATUSES as STATUSES,
+        TRANSITIONS as TRANSITIONS, CallCancelled as CallCancelled, CallEnded as CallEnded,
+        Effect as Effect, EngineLimit as EngineLimit, EngineUsage as EngineUsage, Event as Event,
+        GateApproved as GateApproved, GateRequested as GateRequested, Headroom as Headroom,
+        LimitObserved as LimitObserved, Log as Log, LogKind as LogKind,
+        MessageArrived as MessageArrived, Outage as Outage, PauseRequested as PauseRequested,
+        Policy as Policy, ResumeRequested as ResumeRequested, RunStarted as RunStarted,
+        SchedulerConfig as SchedulerConfig, SchedulerProtocolError as SchedulerProtocolError,
+        SchedulerState as SchedulerState, Sleep as Sleep, StartCall as StartCall,
+        StatusChanged as StatusChanged, StopRequested as StopRequested,
+        UsageObserved as UsageObserved, Woke as Woke, call_ended as call_ended,
+        initial_state as initial_state, log_fields as log_fields, next_deadline as next_deadline,
+        next_entries as next_entries, restore_state as restore_state, start_run as start_run,
+        step as step,
+    )
+    from .simulation.driver import simulate as simulate
+    from .simulation.scenario import (
+        CallAnswer as CallAnswer, Scenario as Scenario, parse_scenario as parse_scenario,
+    )
+    # isort: on
 
 
 def _module(name: str) -> ModuleType:
@@ -296,8 +151,8 @@ def _module(name: str) -> ModuleType:
 
 
 def __getattr__(name: str) -> Any:
-    return _lazy.attribute(__name__, globals(), _EXPORTS, _module, name)
+    return _lazy.attribute(__name__, globals(), _HOMES, _module, name)
 
 
 def __dir__() -> list[str]:
-    return _lazy.names(globals(), _EXPORTS)
+    return _lazy.names(globals(), _HOMES)

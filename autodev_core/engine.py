@@ -7,10 +7,10 @@ from typing import Any
 
 import attrs
 
-#: The provider CLIs autodev knows (SPEC A; Antigravity's binary is `agy`).
-PROVIDERS: tuple[str, ...] = ("claude", "codex", "agy")
+from .names import MODEL_CHARS, MODEL_FIRST
+from .names import PROVIDERS as PROVIDERS  # the provider CLIs autodev knows, stated in `names`
 
-_MODEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-\[\]/@]*$")
+_MODEL_RE = re.compile(f"^[{re.escape(MODEL_FIRST)}][{re.escape(MODEL_CHARS)}]*$")
 
 
 def _check_provider(_instance: object, _attribute: object, value: str) -> None:

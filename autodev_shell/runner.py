@@ -28,6 +28,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from types import MappingProxyType
 from typing import Final, TextIO
 
 import attrs
@@ -91,11 +92,16 @@ PROMPT_POST_BYTES: Final = 16 * 1024
 #: The participant name user messages are posted under.
 USER: Final = "user"
 
-#: The events a control (`autodev stop`, `pause`, `resume`, `say`) becomes, by control name.
-_CONTROL_NAMES: Final[dict[type, str]] = {
-    StopRequested: "stop", PauseRequested: "pause", ResumeRequested: "resume",
-    MessageArrived: "say",
-}
+ControlEvent = StopRequested | PauseRequested | ResumeRequested | MessageArrived
+#: The event each control (`autodev stop`, `pause`, `resume`, `say`, C6) becomes: the one
+#: mapping of control names to events (a `say` also brings its text as posts, `_say`).
+_CONTROL_EVENTS: Final[Mapping[str, type[ControlEvent]]] = MappingProxyType({
+    "stop": StopRequested, "pause": PauseRequested, "resume": ResumeRequested,
+    "say": MessageArrived,
+})
+#: The same, read back: the control an event carries out (`--json`'s `control` line).
+_CONTROL_NAMES: Final[Mapping[type, str]] = MappingProxyType(
+    {event: name for name, event in _CONTROL_EVENTS.items()})
 
 #: Runs one call for the loop: (effect, participant, prompt) -> the adapter's result.
 CallPerformer = Callable[[StartCall, Participant, str], CallResult]
@@ -361,10 +367,7 @@ class Runner:
         if control.command == "say":
             events.append(self._say([control, *self.controls.take_all("say")], now))
             return
-        kinds: dict[str, type[StopRequested | PauseRequested | ResumeRequested]] = {
-            "stop": StopRequested, "pause": PauseRequested, "resume": ResumeRequested,
-        }
-        kind = kinds.get(control.command)
+        kind = _CONTROL_EVENTS.get(control.command)
         if kind is None:
             self.log.note(now, f"unknown control {control.command!r} ignored")
             self.commits.untaken.add(control.id)
@@ -394,7 +397,7 @@ class Runner:
         now = self.clock.now()
         if control is None:  # pragma: no cover - a cut-short call always has its control
             return []
-        kind = StopRequested if control.command == "stop" else PauseRequested
+        kind = _CONTROL_EVENTS[control.command]
         return [_Todo(kind(now=now), taken=(control.id,)), _Todo(CallCancelled(now=now))]
 
     def _during_call(self) -> bool:

@@ -17,8 +17,7 @@ from typing import Final, Literal
 import attrs
 
 from ..errors import AutodevError
-
-TurnKind = Literal["fresh", "no-new-input"]
+from ..names import TurnKind as TurnKind  # B18, stated once in `names`
 
 #: B18: host turn types that bring new input.
 FRESH_TURN_TYPES: Final = frozenset({"normal"})

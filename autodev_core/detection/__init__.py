@@ -16,61 +16,41 @@ alone does not load the others.
 from __future__ import annotations
 
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from .. import _lazy
 
-if TYPE_CHECKING:
-    from .classification import (
-        OUTPUT_KINDS,
-        Classification,
-        LimitNotice,
-        OutputKind,
-        UsageReading,
-    )
-    from .posts import extract_post
-    from .reader import (
-        LIMIT_STATUSES,
-        PreparedClassification,
-        classify_output,
-        detect_limit,
-        detect_login_error,
-        detect_network_error,
-        prepare_classification,
-    )
-
-# Each public name and the module it lives in, imported on first use (PEP 562).
-_HOMES: dict[str, str] = {
-    "LIMIT_STATUSES": "reader",
-    "OUTPUT_KINDS": "classification",
-    "Classification": "classification",
-    "LimitNotice": "classification",
-    "OutputKind": "classification",
-    "PreparedClassification": "reader",
-    "classify_output": "reader",
-    "detect_limit": "reader",
-    "detect_login_error": "reader",
-    "detect_network_error": "reader",
-    "extract_post": "posts",
-    "prepare_classification": "reader",
-    "UsageReading": "classification",
+#: Every public name of the reader, by the module it lives in: the one table of them (issue 27);
+#: `__all__` and `__getattr__` are read from it.
+_EXPORTS: Final[dict[str, tuple[str, ...]]] = {
+    "classification": (
+        "OUTPUT_KINDS", "Classification", "LimitNotice", "OutputKind", "UsageReading",
+    ),
+    "posts": ("extract_post",),
+    "reader": (
+        "LIMIT_STATUSES", "PreparedClassification", "classify_output", "detect_limit",
+        "detect_login_error", "detect_network_error", "prepare_classification",
+    ),
 }
+_HOMES: Final = _lazy.homes(_EXPORTS)
+__all__ = sorted(_HOMES)
 
-__all__ = [
-    "LIMIT_STATUSES",
-    "OUTPUT_KINDS",
-    "Classification",
-    "LimitNotice",
-    "OutputKind",
-    "PreparedClassification",
-    "UsageReading",
-    "classify_output",
-    "detect_limit",
-    "detect_login_error",
-    "detect_network_error",
-    "extract_post",
-    "prepare_classification",
-]
+if TYPE_CHECKING:
+    # The same table as imports, which is all a type checker reads (`X as X`: re-exported);
+    # tests/project/test_public_api.py holds the two equal.
+    # isort: off
+    from .classification import (
+        OUTPUT_KINDS as OUTPUT_KINDS, Classification as Classification, LimitNotice as LimitNotice,
+        OutputKind as OutputKind, UsageReading as UsageReading,
+    )
+    from .posts import extract_post as extract_post
+    from .reader import (
+        LIMIT_STATUSES as LIMIT_STATUSES, PreparedClassification as PreparedClassification,
+        classify_output as classify_output, detect_limit as detect_limit,
+        detect_login_error as detect_login_error, detect_network_error as detect_network_error,
+        prepare_classification as prepare_classification,
+    )
+    # isort: on
 
 
 def _module(name: str) -> ModuleType:

@@ -26,6 +26,7 @@ from ..detection.classification import LimitNotice, UsageReading
 from ..engine import Engine
 from .effects import Log, LogKind, Sleep, StartCall, Status, StatusChanged, TurnKind
 from .events import CallEnded, CallKind, Woke, _CallEndedTwin
+from .limited import index_limits
 from .state import (
     Call,
     EngineLimit,
@@ -33,7 +34,6 @@ from .state import (
     Outage,
     SchedulerConfig,
     SchedulerState,
-    index_limits,
 )
 
 _new = object.__new__

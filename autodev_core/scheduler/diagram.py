@@ -17,7 +17,7 @@ def mermaid() -> str:
         for target in targets:
             if target != source:
                 edges.setdefault((source, target), set()).add(event_type.__name__)
-    order = {status: i for i, status in enumerate(STATUSES)}
+    order: dict[str, int] = {status: i for i, status in enumerate(STATUSES)}
     lines = ["stateDiagram-v2", "    [*] --> stopped"]
     for origin, goal in sorted(edges, key=lambda e: (order[e[0]], order[e[1]])):
         label = ", ".join(sorted(edges[(origin, goal)]))

@@ -7,24 +7,22 @@ decides anything.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
 
 import attrs
 
 from ..engine import Engine
+
+# The statuses, turn kinds and log kinds are stated once, in `names` (issue 27); the scheduler
+# offers them here too, where they were.
+from ..names import LOG_KINDS as LOG_KINDS
+from ..names import STATUSES as STATUSES
+from ..names import TURN_KINDS as TURN_KINDS
+from ..names import WAIT_STATUSES as WAIT_STATUSES
+from ..names import LogKind as LogKind
+from ..names import Status as Status
+from ..names import TurnKind as TurnKind
 from ..serialization import register_union
 from ..times import aware, aware_or_none
-
-#: A42: the only statuses a run has.
-Status = Literal["running", "rate_limited", "unreachable", "backing_off", "paused", "stopped"]
-STATUSES: tuple[str, ...] = (
-    "running", "rate_limited", "unreachable", "backing_off", "paused", "stopped",
-)
-#: B18: a turn is fresh (new input since the participant's last turn) or a no-new-input retry.
-TurnKind = Literal["fresh", "no-new-input"]
-TURN_KINDS: tuple[str, ...] = ("fresh", "no-new-input")
-#: The statuses in which the run sleeps until a deadline.
-WAIT_STATUSES: tuple[str, ...] = ("rate_limited", "unreachable", "backing_off")
 
 
 @attrs.frozen(weakref_slot=False)  # no weak references: see _build.py
@@ -51,27 +49,6 @@ class Sleep:
     until: datetime = attrs.field(validator=aware)
     status: Status = attrs.field(validator=attrs.validators.in_(WAIT_STATUSES))
     wakes_on_message: bool
-
-
-#: What a `Log` line says, for programs (the `message` is for people). One kind per line of
-#: SPEC A; `note` is a line with no structured fields (none of the scheduler's); the three
-#: `*near-limit` kinds are issue 25's (`Policy.headroom`, off by default).
-LogKind = Literal[
-    "limit", "posted", "outage", "reachable",
-    "hop-limited", "hop-unreachable", "handover-limited", "handover-unreachable",
-    "lifted", "wait-limited", "wait-unreachable", "wait-own",
-    "failed", "gave-up", "empty-turns", "not-logged-in",
-    "max-iterations", "max-runtime", "note",
-    "near-limit", "hop-near-limit", "handover-near-limit",
-]
-LOG_KINDS: tuple[str, ...] = (
-    "limit", "posted", "outage", "reachable",
-    "hop-limited", "hop-unreachable", "handover-limited", "handover-unreachable",
-    "lifted", "wait-limited", "wait-unreachable", "wait-own",
-    "failed", "gave-up", "empty-turns", "not-logged-in",
-    "max-iterations", "max-runtime", "note",
-    "near-limit", "hop-near-limit", "handover-near-limit",
-)
 
 
 @attrs.frozen(weakref_slot=False)  # no weak references: see _build.py

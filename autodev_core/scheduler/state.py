@@ -16,8 +16,13 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import attrs
 
 from ..engine import PROVIDERS, Engine
+from ..names import STATUSES, Status
 from ..participant import Participant
-from .effects import STATUSES, Status
+from .limited import LIMITED_CACHE_SIZE as LIMITED_CACHE_SIZE
+from .limited import Limited as Limited
+from .limited import LimitIndex as LimitIndex
+from .limited import index_limits as index_limits
+from .limited import limited_at as limited_at
 from .policy import DEFAULT_POLICY, Policy
 
 
@@ -185,111 +190,6 @@ class Call:
     started_at: datetime
     turn_owner: str
     approved: bool = False
-
-
-class LimitIndex:
-    """The limit registry (`SchedulerState.limits`) read by the team's engine numbers
-    (`SchedulerConfig.engine_numbers`): derived from it, never serialised, never compared.
-
-    `entries` maps the number of each engine of the team's lanes that has a record to its reset
-    (never changed once built); `earliest` is the earliest reset of the whole registry (None: it
-    is empty), so a turn start knows without a scan whether a limit has passed (A23). `step`
-    asks "is engine n limited now" by number, a bit test instead of a scan of the registry
-    (issue 13).
-
-    `valid` is a cache for `step` (not compared): `(since, until, limited)`, the engines
-    limited at any instant from `since` (included) to `until` (excluded) (`Limited`); between
-    two resets of the registry the answer does not change."""
-
-    __slots__ = ("earliest", "entries", "valid")
-
-    def __init__(self, entries: Mapping[int, datetime], earliest: datetime | None) -> None:
-        self.entries = entries
-        self.earliest = earliest
-        self.valid: tuple[datetime, datetime, Limited] | None = None
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, LimitIndex):
-            return NotImplemented
-        return self.entries == other.entries and self.earliest == other.earliest
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"LimitIndex(entries={self.entries!r}, earliest={self.earliest!r})"
-
-
-class Limited:
-    """The team's lanes when the engines of `mask` (a bit per engine number,
-    `SchedulerConfig.engine_numbers`) are limited and no provider is out, for each participant
-    by its place in the team: `first`, its first free lane entry (None: none is free, A23);
-    `limited`, its lane entries that are limited, a bit per position (the entries a seat
-    further down passed, `SchedulerState.passed`); `colleague`, for a turn it owes, the first
-    participant after it in team order with a free entry, and that entry (None: nobody, A15,
-    A33). Worked out once per mask and config (`limited_at`), read by `step`; never changed."""
-
-    __slots__ = ("colleague", "first", "limited", "mask")
-
-    def __init__(self, config: SchedulerConfig, mask: int) -> None:
-        self.mask = mask
-        first: list[int | None] = []
-        limited: list[int] = []
-        for bits in config.lane_bits:
-            free = None
-            out = 0
-            for position, bit in enumerate(bits):
-                if mask & bit:
-                    out |= 1 << position
-                elif free is None:
-                    free = position
-            first.append(free)
-            limited.append(out)
-        n = len(first)
-        colleague: list[tuple[int, int] | None] = []
-        for owner in range(n):
-            found = None
-            for offset in range(1, n + 1):
-                runner = (owner + offset) % n
-                entry = first[runner]
-                if entry is not None:
-                    found = (runner, entry)
-                    break
-            colleague.append(found)
-        self.first = tuple(first)
-        self.limited = tuple(limited)
-        self.colleague = tuple(colleague)
-
-
-#: The most masks a config remembers (`SchedulerConfig.limited_cache`): a run meets few.
-LIMITED_CACHE_SIZE = 1024
-
-
-def limited_at(config: SchedulerConfig, mask: int) -> Limited:
-    """`Limited(config, mask)`, worked out once per config and mask."""
-    cache = config.limited_cache
-    found = cache.get(mask)
-    if found is None:
-        if len(cache) >= LIMITED_CACHE_SIZE:
-            cache.clear()
-        found = cache[mask] = Limited(config, mask)
-    return found
-
-
-def index_limits(config: SchedulerConfig, limits: tuple[EngineLimit, ...]) -> LimitIndex:
-    """`limits` read by `config`'s engine numbers (a record of an engine on no lane of the team
-    counts only for `earliest`)."""
-    numbers = config.engine_numbers
-    entries: dict[int, datetime] = {}
-    earliest: datetime | None = None
-    for record in limits:
-        until = record.until
-        if earliest is None or until < earliest:
-            earliest = until
-        engine = record.engine
-        number = numbers.get((engine.provider, engine.model))
-        if number is not None:
-            entries[number] = until
-    return LimitIndex(entries, earliest)
 
 
 @attrs.frozen(weakref_slot=False)  # no weak references: see _build.py

@@ -15,13 +15,14 @@ frozen new state by setting its class, which keeps the hot path cheap.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
 from ..detection.classification import UsageReading
 from ..engine import Engine
 from ..errors import AutodevError
+from ..names import STATUSES, WAIT_STATUSES
 from . import logs
 from ._build import (
     new_call,
@@ -50,18 +51,12 @@ from .events import (
     UsageObserved,
     Woke,
 )
+from .limited import Limited, LimitIndex, comes_back, index_limits
 from .registry import merge_limit, merge_usage
 from .state import (
-    Call,
     EngineLimit,
     EngineUsage,
-    Limited,
-    LimitIndex,
-    Outage,
-    SchedulerConfig,
     SchedulerState,
-    index_limits,
-    limited_at,
 )
 
 
@@ -74,8 +69,6 @@ class SchedulerProtocolError(AutodevError):
 
 
 _new = object.__new__
-_DAWN: Final = datetime.min.replace(tzinfo=UTC)
-_DUSK: Final = datetime.max.replace(tzinfo=UTC)
 
 
 if TYPE_CHECKING:  # the draft's own fields are typed below (`limit_index` may be None)
@@ -86,38 +79,45 @@ else:
 
 class _Draft(_StateTwin):
     """The state one step makes, mutable while it runs: a twin of SchedulerState (a subclass
-    adding no slot, writable: `_twins.twin_of`) filled from the state before, changed in place
-    by the handlers, then made a SchedulerState by setting its `__class__` (no second copy of
-    the fields). Its fields are restated here, writable, for the type checker. Its instant is
-    `last_event_at`; `limit_index` is None while `limits` changed and was not read again;
-    `_effects` collects what the shell must do, and `_limited` which engines are limited at the
-    step's instant (None: not worked out yet)."""
+    adding no slot, writable: `_twins.twin_of`) filled from the state before (`fill`), changed
+    in place by the handlers, then made a SchedulerState by setting its `__class__` (no second
+    copy of the fields). Its instant is `last_event_at`; `limit_index` is None while `limits`
+    changed and was not read again; `_effects` collects what the shell must do, and `_limited`
+    which engines are limited at the step's instant (None: not worked out yet)."""
 
     __slots__ = ()
     __setattr__ = object.__setattr__
     __delattr__ = object.__delattr__
-    config: SchedulerConfig
-    status: Status
-    due: int
-    approved: str | None
-    gates: frozenset[str]
-    limits: tuple[EngineLimit, ...]
-    outages: tuple[Outage, ...]
-    failures: int
-    empties: tuple[int, ...]
-    seats: tuple[int, ...]
-    passed: tuple[int, ...]
-    call: Call | None
-    wait_until: datetime | None
-    fresh: bool
-    last_runner: str | None
-    iterations: int
-    runtime: timedelta
-    last_event_at: datetime
-    readings: tuple[EngineUsage, ...]
-    limit_index: LimitIndex | None
-    _effects: list[Effect]
-    _limited: Limited | None
+
+    def fill(self, state: SchedulerState, now: datetime) -> None:
+        """Every field of `state`, at the instant `now`: the one list of them the scheduler
+        writes (the type checker reads the draft's writable fields from it, too);
+        tests/core/test_scheduler_builders.py checks it leaves none unset."""
+        self.config = state.config
+        self.status = state.status
+        self.due = state.due
+        self.approved = state.approved
+        self.gates = state.gates
+        self.limits = state.limits
+        self.outages = state.outages
+        self.failures = state.failures
+        self.empties = state.empties
+        self.seats = state.seats
+        self.passed = state.passed
+        self.call = state.call
+        self.wait_until = state.wait_until
+        self.fresh = state.fresh
+        self.last_runner = state.last_runner
+        self.iterations = state.iterations
+        self.runtime = state.runtime
+        self.last_event_at = now
+        self.readings = state.readings
+        index = state.limit_index
+        self.limit_index: LimitIndex | None = index
+        self._effects: list[Effect] = []
+        valid = index.valid  # the engines limited at an earlier step, if no reset passed since
+        self._limited: Limited | None = (
+            valid[2] if valid is not None and valid[0] <= now < valid[1] else None)
 
     # -- small helpers ----------------------------------------------------------------------
 
@@ -139,32 +139,14 @@ class _Draft(_StateTwin):
         index = self.limit_index
         if index is None:
             index = self.limit_index = index_limits(self.config, self.limits)
-        now = self.last_event_at
-        valid = index.valid  # the answer at an earlier step, if no reset passed since
-        if valid is not None and valid[0] <= now < valid[1]:
-            limited = valid[2]
-        else:
-            mask = 0
-            since = _DAWN
-            until_next = _DUSK
-            for number, until in index.entries.items():
-                if until > now:
-                    mask |= 1 << number
-                    if until < until_next:
-                        until_next = until
-                elif until > since:
-                    since = until
-            limited = limited_at(self.config, mask)
-            index.valid = (since, until_next, limited)
-        self._limited = limited
+        limited = self._limited = index.at(self.config, self.last_event_at)
         return limited
 
     def limit_of(self, engine: Engine) -> datetime | None:
         """When `engine`, an engine of the team's lanes, comes back if it is limited now."""
-        number = self.config.engine_numbers[(engine.provider, engine.model)]
-        if (self._limited or self.in_force()).mask >> number & 1:
-            return self.limit_index.entries[number]  # type: ignore[union-attr]  # read by in_force
-        return None
+        limited = self._limited or self.in_force()
+        return self.limit_index.back_at(  # type: ignore[union-attr]  # read by in_force
+            limited, self.config.engine_numbers[(engine.provider, engine.model)])
 
     def outage_of(self, provider: str) -> datetime | None:
         """When `provider` is tried again, if it is known down now (A26, A36; A38)."""
@@ -181,11 +163,10 @@ class _Draft(_StateTwin):
             return 0  # the common case, kept cheap: nothing is out
         limited = self._limited or self.in_force()
         if not outages:
-            return limited.first[runner]
-        mask = limited.mask
+            return limited.free_entry[runner]
         lane = self.config.lanes[runner]
-        for position, bit in enumerate(self.config.lane_bits[runner]):
-            if not mask & bit and self.outage_of(lane[position].provider) is None:
+        for position in limited.free_entries[runner]:
+            if self.outage_of(lane[position].provider) is None:
                 return position
         return None
 
@@ -220,37 +201,13 @@ def _merge_limit(
     merged = merge_limit(record, observed, now)
     if merged is not record:
         d.limits = (*limits[:at], merged, *limits[at + (record is not None):])
-        d._limited = None
         index = d.limit_index
-        if index is not None:  # the registry's reading follows the one record that changed
-            until = merged.until
-            earliest = index.earliest
-            if record is not None and record.until == earliest and until > earliest:
-                d.limit_index = None  # the earliest reset moved later: read the registry again
-            else:
-                number = d.config.engine_numbers.get((engine.provider, engine.model))
-                changed = LimitIndex(
-                    index.entries if number is None else {**index.entries, number: until},
-                    until if earliest is None or until < earliest else earliest)
-                valid = index.valid
-                if valid is not None and valid[0] <= now < valid[1]:
-                    # The engines limited now, but for the one that changed; the span they
-                    # hold for only narrows (a narrower span is read again sooner: still true).
-                    since, until_next, limited = valid
-                    if number is not None:
-                        if until > now:
-                            mask = limited.mask | 1 << number
-                            if until < until_next:
-                                until_next = until
-                        else:
-                            mask = limited.mask & ~(1 << number)
-                            if until > since:
-                                since = until
-                        if mask != limited.mask:
-                            limited = limited_at(d.config, mask)
-                    changed.valid = (since, until_next, limited)
-                    d._limited = limited  # (read now: no need to read the registry again)
-                d.limit_index = changed
+        if index is None:
+            d._limited = None
+        else:  # the registry's reading follows the one record that changed
+            d.limit_index, d._limited = index.with_reset(
+                d.config, d.config.engine_numbers.get((engine.provider, engine.model)),
+                None if record is None else record.until, merged.until, now)
     return record, merged
 
 
@@ -388,19 +345,7 @@ def _lift_passed_limits(d: _Draft, now: datetime) -> None:
                     if earliest is None or until < earliest:
                         earliest = until
             d.limits = tuple(kept)
-            # Every reset left is still to come: all of them limit their engine until the
-            # first of them passes.
-            entries = {}
-            mask = 0
-            until_next = _DUSK
-            for number, until in index.entries.items():
-                if until > now:
-                    entries[number] = until
-                    mask |= 1 << number
-                    if until < until_next:
-                        until_next = until
-            lifted = d.limit_index = LimitIndex(entries, earliest)
-            lifted.valid = (now, until_next, limited_at(d.config, mask))
+            d.limit_index = index.lifted(d.config, now, earliest)
             d._limited = None
 
 
@@ -436,7 +381,7 @@ def _start(
     config = d.config
     seat = d.seats[runner]
     if position or seat:
-        if turn and position < seat and d.passed[runner] >> position & 1:
+        if turn and position < seat and comes_back(d.passed[runner], position):
             member = config.team[runner]
             back = config.lanes[runner][position]
             d._effects.append(new_log(
@@ -448,15 +393,15 @@ def _start(
                 participant=member.id, engine=back))
         if config.bounded and _limits_reached(d, now):
             return
-        mask = 0
-        if position and d.limits:  # the limited entries before `position`
-            mask = (d._limited or d.in_force()).limited[runner] & ((1 << position) - 1)
+        passing = 0  # the entries before `position` it passes because they are limited now
+        if position and d.limits:
+            passing = (d._limited or d.in_force()).limited_before[runner][position]
         if seat != position:
             seats = d.seats
             d.seats = (*seats[:runner], position, *seats[runner + 1 :])
         passed = d.passed
-        if passed[runner] != mask:
-            d.passed = (*passed[:runner], mask, *passed[runner + 1 :])
+        if passed[runner] != passing:
+            d.passed = (*passed[:runner], passing, *passed[runner + 1 :])
     elif config.bounded and _limits_reached(d, now):
         return
     runner_id = config.team[runner].id
@@ -617,7 +562,7 @@ def _begin_turn(d: _Draft, now: datetime) -> None:
     if d.outages:
         position = d.earliest_free(owner)
     else:  # `earliest_free`, inline: nothing unreachable
-        position = (d._limited or d.in_force()).first[owner] if d.limits else 0
+        position = (d._limited or d.in_force()).free_entry[owner] if d.limits else 0
     if d.readings:
         headroom = d.config.policy.headroom
         if headroom is not None and _hand_over_early(
@@ -642,7 +587,7 @@ def _handover_line(d: _Draft, now: datetime, owner: int, runner: int) -> None:
     """A15/A36: the line of a turn start that hands the owner's turn to `runner`."""
     member = d.config.team[owner]
     lane = d.config.lanes[owner]
-    if not (d._limited or d.in_force()).limited[owner]:
+    if not (d._limited or d.in_force()).has_limited[owner]:
         # A36: no entry of the owner's is limited: it is out only because its providers
         # cannot be reached.
         d._effects.append(new_log(
@@ -672,12 +617,10 @@ def _hand_over_early(
         return False  # the earliest free entry is not near its limit: as without the knob
 
     def cool(runner: int) -> int | None:
-        mask = (d._limited or d.in_force()).mask if d.limits else 0
         lane = config.lanes[runner]
-        for at, bit in enumerate(config.lane_bits[runner]):
+        for at in (d._limited or d.in_force()).free_entries[runner]:
             engine = lane[at]
-            if (not mask & bit and engine._name not in near
-                    and (not d.outages or d.outage_of(engine.provider) is None)):
+            if engine._name not in near and (not d.outages or d.outage_of(engine.provider) is None):
                 return at
         return None
 
@@ -949,7 +892,7 @@ def _on_gate_approved(d: _Draft, event: GateApproved) -> None:
     _check_member(d, event.participant)
     d.gates = d.gates - {event.participant}
     d.approved = event.participant
-    if d.status in ("rate_limited", "unreachable", "backing_off"):
+    if d.status in _WAITS:
         d.wait_until = None
         d.fresh = True
         _begin_turn(d, event.now)
@@ -1003,10 +946,8 @@ def _ignore(_d: _Draft, _event: Any) -> None:
 # The table (h2): (status, event type) -> (handler, the statuses it may lead to)
 
 Handler = Callable[[_Draft, Any], None]
-_ALL: Final[frozenset[Status]] = frozenset(
-    ("running", "rate_limited", "unreachable", "backing_off", "paused", "stopped")
-)
-_WAITS: Final[tuple[Status, ...]] = ("rate_limited", "unreachable", "backing_off")
+_ALL: Final[frozenset[Status]] = frozenset(STATUSES)
+_WAITS: Final[tuple[Status, ...]] = WAIT_STATUSES
 #: Starting a turn runs a call, waits for an engine or provider, or stops at a limit (A43);
 #: only a call's end can lead to a failure wait or a pause.
 _AFTER_DECIDING: Final[frozenset[Status]] = frozenset(
@@ -1091,30 +1032,8 @@ def step(state: SchedulerState, event: Event) -> tuple[SchedulerState, tuple[Eff
             "state) at max(now, state.last_event_at) until it catches up (A20)"
         )
     d = _new(_Draft)  # the new state, filled from the one before
-    d.config = state.config
-    d.status = state.status
-    d.due = state.due
-    d.approved = state.approved
-    d.gates = state.gates
-    d.limits = state.limits
-    d.outages = state.outages
-    d.failures = state.failures
-    d.empties = state.empties
-    d.seats = state.seats
-    d.passed = state.passed
-    d.call = state.call
-    d.wait_until = state.wait_until
-    d.fresh = state.fresh
-    d.last_runner = state.last_runner
-    d.iterations = state.iterations
-    d.runtime = state.runtime
-    d.last_event_at = now
-    d.readings = state.readings
-    index = d.limit_index = state.limit_index
-    effects: list[Effect] = []
-    d._effects = effects
-    valid = index.valid  # the engines limited at an earlier step, if no reset passed since
-    d._limited = valid[2] if valid is not None and valid[0] <= now < valid[1] else None
+    d.fill(state, now)
+    effects = d._effects
     handler(d, event)
     if d.status not in targets:  # pragma: no cover - the table and the handlers disagree
         raise AssertionError(

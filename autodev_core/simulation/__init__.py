@@ -14,104 +14,50 @@ does not load the others.
 from __future__ import annotations
 
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from .. import _lazy
 
+#: Every public name of the simulator, by the module it lives in: the one table of them (issue
+#: 27); `__all__` and `__getattr__` are read from it.
+_EXPORTS: Final[dict[str, tuple[str, ...]]] = {
+    "compare": ("HeadroomComparison", "RunCost", "compare_headroom"),
+    "driver": (
+        "DEFAULT_HORIZON", "MAX_EVENTS", "MAX_EVENTS_AT_ONE_INSTANT", "SimulatedLine",
+        "SimulationResult", "horizon_line", "iter_output", "scheduler_config", "simulate",
+    ),
+    "scenario": (
+        "ANSWER_KEYS", "DEFAULT_CALL_DURATION", "DEFAULT_KEY", "DEFAULT_PEER", "MEMBER_KEYS",
+        "OK_ANSWER", "PEER_KEYS", "SCENARIO_KEYS", "USAGE_KEYS", "CallAnswer", "CallTable",
+        "PeerReport", "Scenario", "UsagePeriod", "parse_scenario", "render_scenario",
+    ),
+}
+_HOMES: Final = _lazy.homes(_EXPORTS)
+__all__ = sorted(_HOMES)
+
 if TYPE_CHECKING:
-    from .compare import HeadroomComparison, RunCost, compare_headroom
+    # The same table as imports, which is all a type checker reads (`X as X`: re-exported);
+    # tests/project/test_public_api.py holds the two equal.
+    # isort: off
+    from .compare import (
+        HeadroomComparison as HeadroomComparison, RunCost as RunCost,
+        compare_headroom as compare_headroom,
+    )
     from .driver import (
-        DEFAULT_HORIZON,
-        MAX_EVENTS,
-        MAX_EVENTS_AT_ONE_INSTANT,
-        SimulatedLine,
-        SimulationResult,
-        horizon_line,
-        iter_output,
-        scheduler_config,
-        simulate,
+        DEFAULT_HORIZON as DEFAULT_HORIZON, MAX_EVENTS as MAX_EVENTS,
+        MAX_EVENTS_AT_ONE_INSTANT as MAX_EVENTS_AT_ONE_INSTANT, SimulatedLine as SimulatedLine,
+        SimulationResult as SimulationResult, horizon_line as horizon_line,
+        iter_output as iter_output, scheduler_config as scheduler_config, simulate as simulate,
     )
     from .scenario import (
-        ANSWER_KEYS,
-        DEFAULT_CALL_DURATION,
-        DEFAULT_KEY,
-        DEFAULT_PEER,
-        MEMBER_KEYS,
-        OK_ANSWER,
-        PEER_KEYS,
-        SCENARIO_KEYS,
-        USAGE_KEYS,
-        CallAnswer,
-        CallTable,
-        PeerReport,
-        Scenario,
-        UsagePeriod,
-        parse_scenario,
-        render_scenario,
+        ANSWER_KEYS as ANSWER_KEYS, DEFAULT_CALL_DURATION as DEFAULT_CALL_DURATION,
+        DEFAULT_KEY as DEFAULT_KEY, DEFAULT_PEER as DEFAULT_PEER, MEMBER_KEYS as MEMBER_KEYS,
+        OK_ANSWER as OK_ANSWER, PEER_KEYS as PEER_KEYS, SCENARIO_KEYS as SCENARIO_KEYS,
+        USAGE_KEYS as USAGE_KEYS, CallAnswer as CallAnswer, CallTable as CallTable,
+        PeerReport as PeerReport, Scenario as Scenario, UsagePeriod as UsagePeriod,
+        parse_scenario as parse_scenario, render_scenario as render_scenario,
     )
-
-# Each public name and the module it lives in, imported on first use (PEP 562).
-_HOMES: dict[str, str] = {
-    "ANSWER_KEYS": "scenario",
-    "DEFAULT_CALL_DURATION": "scenario",
-    "DEFAULT_HORIZON": "driver",
-    "DEFAULT_KEY": "scenario",
-    "DEFAULT_PEER": "scenario",
-    "MAX_EVENTS": "driver",
-    "MAX_EVENTS_AT_ONE_INSTANT": "driver",
-    "MEMBER_KEYS": "scenario",
-    "OK_ANSWER": "scenario",
-    "PEER_KEYS": "scenario",
-    "SCENARIO_KEYS": "scenario",
-    "USAGE_KEYS": "scenario",
-    "UsagePeriod": "scenario",
-    "HeadroomComparison": "compare",
-    "RunCost": "compare",
-    "compare_headroom": "compare",
-    "CallAnswer": "scenario",
-    "CallTable": "scenario",
-    "PeerReport": "scenario",
-    "Scenario": "scenario",
-    "SimulatedLine": "driver",
-    "SimulationResult": "driver",
-    "horizon_line": "driver",
-    "iter_output": "driver",
-    "parse_scenario": "scenario",
-    "render_scenario": "scenario",
-    "scheduler_config": "driver",
-    "simulate": "driver",
-}
-
-__all__ = [
-    "ANSWER_KEYS",
-    "DEFAULT_CALL_DURATION",
-    "DEFAULT_HORIZON",
-    "DEFAULT_KEY",
-    "DEFAULT_PEER",
-    "MAX_EVENTS",
-    "MAX_EVENTS_AT_ONE_INSTANT",
-    "MEMBER_KEYS",
-    "OK_ANSWER",
-    "PEER_KEYS",
-    "SCENARIO_KEYS",
-    "USAGE_KEYS",
-    "CallAnswer",
-    "CallTable",
-    "HeadroomComparison",
-    "PeerReport",
-    "RunCost",
-    "Scenario",
-    "SimulatedLine",
-    "SimulationResult",
-    "UsagePeriod",
-    "compare_headroom",
-    "horizon_line",
-    "iter_output",
-    "parse_scenario",
-    "render_scenario",
-    "scheduler_config",
-    "simulate",
-]
+    # isort: on
 
 
 def _module(name: str) -> ModuleType:

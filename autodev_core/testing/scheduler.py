@@ -35,7 +35,15 @@ from ..detection.classification import LimitNotice, UsageReading
 from ..engine import PROVIDERS, Engine
 from ..participant import Participant
 from ..scheduler import logs
-from ..scheduler.effects import STATUSES, Effect, Log, Sleep, StartCall, StatusChanged
+from ..scheduler.effects import (
+    STATUSES,
+    WAIT_STATUSES,
+    Effect,
+    Log,
+    Sleep,
+    StartCall,
+    StatusChanged,
+)
 from ..scheduler.events import (
     CallCancelled,
     CallEnded,
@@ -663,7 +671,7 @@ class SchedulerMachine(RuleBasedStateMachine):
         assert after.status in STATUSES
         if after.status == "running":
             assert after.call is not None
-        if after.status in ("rate_limited", "unreachable", "backing_off"):
+        if after.status in WAIT_STATUSES:
             assert after.call is None and after.wait_until is not None
         else:
             assert after.wait_until is None

@@ -23,6 +23,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Final, TextIO
 
+from autodev_core.names import PROVIDERS
 from autodev_core.scheduler import SchedulerState
 from autodev_core.serialization import from_json
 from autodev_core.times import clock as clock_text
@@ -227,7 +228,7 @@ def run_demo(
         run_dir,
         run_id="demo",
         clock=clock,
-        installed=frozenset({"claude", "codex", "agy"}),
+        installed=frozenset(PROVIDERS),
         stream=stream,
         env=env,
         slice_seconds=30.0,

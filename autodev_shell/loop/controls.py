@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import deque
 
 from ..clock import Clock
+from ..store.controls import ControlCommand
 from ..store.run_store import Control, RunStore, StoreError
 
 
@@ -31,11 +32,11 @@ class Controls:
             self._seen = max(self._seen, control.id)
             self.queue.append(control)
 
-    def has(self, *commands: str) -> bool:
+    def has(self, *commands: ControlCommand) -> bool:
         self.poll()
         return any(control.command in commands for control in self.queue)
 
-    def take_all(self, command: str) -> list[Control]:
+    def take_all(self, command: ControlCommand) -> list[Control]:
         """Remove and return every queued `command`, leaving the others in order."""
         self.poll()
         taken = [item for item in self.queue if item.command == command]
@@ -43,7 +44,7 @@ class Controls:
             self.queue = deque(item for item in self.queue if item.command != command)
         return taken
 
-    def take_first(self, *commands: str) -> Control | None:
+    def take_first(self, *commands: ControlCommand) -> Control | None:
         """Remove and return the oldest queued control among `commands`, if any."""
         self.poll()
         for item in self.queue:

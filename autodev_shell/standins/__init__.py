@@ -17,7 +17,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-STANDIN_NAMES: tuple[str, ...] = ("claude", "codex", "agy")
+from autodev_core.names import PROVIDERS
+
+#: One stand-in for each provider CLI (A8: Antigravity's binary is `agy`).
+STANDIN_NAMES: tuple[str, ...] = PROVIDERS
 SCRIPT_ENV = "AUTODEV_STANDIN_SCRIPT"
 STATE_ENV = "AUTODEV_STANDIN_STATE"
 LOG_ENV = "AUTODEV_STANDIN_LOG"

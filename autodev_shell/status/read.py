@@ -25,6 +25,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Final, NamedTuple
 
+from autodev_core.names import PERSISTENCE_FIELDS
+
 from ..durability.paths import SHADOW_SUFFIX
 from ..store.layout import LAYOUT
 from ..store.sql import _TABLES, BUSY_TIMEOUT_MS
@@ -33,12 +35,9 @@ from .stored import StoredStatus, read_stored_status
 #: The store's own tier (`store.CANONICAL_TIER`), which the default tier table holds canonical
 #: (B5); restated for the same reason and held equal by the tests.
 STORE_TIER: Final = "sqlite"
-#: `PersistenceState`'s fields as the serializer writes them, each with its JSON type.
-_PERSISTENCE_FIELDS: Final = {
-    "pending_persist": bool, "writes_blocked": bool, "last_accepted_revision": int,
-    "accepted_tier": str, "accepted_run_id": str, "last_recoverable_tier": str,
-    "queued_revision": int, "queued_run_id": str, "queued_reason": str, "queued_immediate": bool,
-}
+#: `PersistenceState`'s fields as the serializer writes them, each with its JSON type (the
+#: core's dependency-free `names`).
+_PERSISTENCE_FIELDS: Final = PERSISTENCE_FIELDS
 
 
 class StatusReading(NamedTuple):

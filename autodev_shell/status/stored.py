@@ -15,19 +15,15 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
+from autodev_core.names import MODEL_CHARS, MODEL_FIRST, PROVIDERS, STATUSES
+
 if TYPE_CHECKING:
     from autodev_core.scheduler.state import SchedulerState
 
-#: The statuses a state can hold (A42), as `autodev_core.scheduler.effects.STATUSES` states
-#: them: restated here so that status does not load the scheduler to check one word;
-#: tests/shell/test_stored_status.py holds the two equal.
-STATUSES: Final = ("running", "rate_limited", "unreachable", "backing_off", "paused", "stopped")
-#: The providers (A8), as `autodev_core.engine.PROVIDERS` states them, and the characters of a
-#: model name (A9): restated so that status does not load attrs for `Engine`; the tests hold
-#: them to `Engine.parse`.
-PROVIDERS: Final = ("claude", "codex", "agy")
-_MODEL_FIRST: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
-_MODEL_CHARS: Final = _MODEL_FIRST | frozenset("._-[]/@")
+#: The statuses (A42), providers (A8) and model characters (A9) as the core states them, in its
+#: dependency-free `names` module: checking a word loads neither the scheduler nor attrs.
+_MODEL_FIRST: Final = frozenset(MODEL_FIRST)
+_MODEL_CHARS: Final = frozenset(MODEL_CHARS)
 
 
 class StoredLimit(NamedTuple):

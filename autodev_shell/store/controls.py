@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import os
 from datetime import datetime
-from typing import Final
+from typing import Final, Literal, get_args
 
 import attrs
 
 from .sql import StoreConnection, StoreError, _text, _time, _utcnow, clean_text
 
-#: Commands another process may queue for the daemon (C6: `autodev stop|pause|resume|say`).
-CONTROL_COMMANDS: Final = frozenset({"stop", "pause", "resume", "say"})
+#: Commands another process may queue for the daemon (C6: `autodev stop|pause|resume|say`),
+#: stated once: the loop's one table turns each into its event (`runner._CONTROL_EVENTS`).
+ControlCommand = Literal["stop", "pause", "resume", "say"]
+CONTROL_COMMANDS: Final[frozenset[ControlCommand]] = frozenset(get_args(ControlCommand))
 
 
 @attrs.frozen

@@ -136,6 +136,37 @@ def test_an_unchecked_state_is_the_checked_state(
     assert checked.limit_index.earliest == until  # the one record's reset
 
 
+@given(config=scheduler_configs(max_team=3), until=instants, now=instants)
+def test_27_the_draft_of_a_step_holds_every_field_of_the_state_before(
+    config: Any, until: datetime, now: datetime
+) -> None:
+    """`step`'s draft is filled from the state before by `_Draft.fill`, the one list of the
+    fields the scheduler writes (issue 27 item 4): it sets every field, leaves each value as
+    it was (but the instant, the step's), and starts the step's scratch empty."""
+    import sys
+
+    step_module = sys.modules["autodev_core.scheduler.step"]
+    n = len(config.team)
+    before = attrs.evolve(
+        initial_state(config), status="rate_limited", due=n - 1, failures=3,
+        limits=(EngineLimit(engine=config.team[0].primary, until=until),),
+        outages=(Outage(provider=config.team[0].provider, retry_at=until),),
+        wait_until=until, fresh=False, last_runner=config.team[0].id, iterations=7,
+        runtime=timedelta(minutes=5), last_event_at=min(now, until))
+    draft = object.__new__(step_module._Draft)
+    draft.fill(before, now)
+    for field in attrs.fields(SchedulerState):
+        value = getattr(draft, field.name)  # an unset slot raises AttributeError
+        if field.name == "last_event_at":
+            assert value == now
+        elif field.name == "_effects":
+            assert value == []
+        elif field.name == "_limited":
+            assert value is None or value is before.limit_index.known_at(now)
+        else:
+            assert value is getattr(before, field.name), field.name
+
+
 # -- CallEnded: a hand-written `__init__` (issue 13) against attrs' own, stated here on its own
 
 

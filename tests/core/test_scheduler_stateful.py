@@ -102,7 +102,7 @@ def check_carried_answer(state: SchedulerState) -> None:
     if now is not None and since <= now < until:
         instants.append(now)
     for at in instants:
-        assert (limited.mask, limited.first, limited.limited, limited.colleague) == lanes_at(
+        assert (limited.mask, limited.free_entry, limited.limited, limited.colleague) == lanes_at(
             state, at), at
 
 
@@ -147,11 +147,20 @@ def test_what_a_set_of_limited_engines_means_is_worked_out_once_and_forgotten_in
 
     def answer(mask: int) -> tuple[Any, ...]:
         limited = limited_at(config, mask)
-        return limited.mask, limited.first, limited.limited, limited.colleague
+        return limited.mask, limited.free_entry, limited.limited, limited.colleague
 
     for mask in range(1 << len(engines)):
         assert answer(mask) == lanes_at(holding(mask), now)
         assert answer(mask) == lanes_at(holding(mask), now)  # remembered: the same answer
+        # Issue 27: the named answers `step` reads, each what `limited` (held above) says.
+        limited = limited_at(config, mask)
+        for runner, lane in enumerate(config.lanes):
+            out = limited.limited[runner]
+            assert limited.free_entries[runner] == tuple(
+                p for p in range(len(lane)) if not out >> p & 1)
+            assert limited.has_limited[runner] == (out != 0)
+            assert limited.limited_before[runner] == tuple(
+                sum(1 << q for q in range(p) if out >> q & 1) for p in range(len(lane)))
     for mask in range(3_000):  # more sets than it remembers
         limited_at(config, mask)
         assert len(config.limited_cache) <= 1_024

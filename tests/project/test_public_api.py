@@ -5,6 +5,8 @@ from __future__ import annotations
 import inspect
 from datetime import UTC, datetime
 
+import pytest
+
 import autodev_core
 from autodev_core import (
     DEFAULT_TIERS,
@@ -81,3 +83,34 @@ def test_D_persistence_defaults_and_tiers() -> None:
     done = reduce_persistence(queued, Accepted("sqlite", 2))
     assert not done.pending_persist and done.last_accepted_revision == 2
     assert reduce_persistence(queued, Accepted("shadow", 5)) == queued
+
+
+@pytest.mark.parametrize("package", ["autodev_core", "autodev_core.detection",
+                                     "autodev_core.simulation"])
+def test_27_the_public_names_are_one_table(package: str) -> None:
+    """A package's `_EXPORTS` (home module -> names) is the one list of its public names:
+    `__all__` and the lazy lookup are read from it, and the imports a type checker reads
+    (`if TYPE_CHECKING:`, each `X as X` so that it is re-exported) say the same, name for name
+    and module for module."""
+    import ast
+    import importlib
+    from pathlib import Path
+
+    module = importlib.import_module(package)
+    tree = ast.parse(Path(module.__file__ or "").read_text(encoding="utf-8"))
+    (block,) = [node for node in tree.body if isinstance(node, ast.If)
+                and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"]
+    imported: dict[str, tuple[str, ...]] = {}
+    for node in block.body:
+        assert isinstance(node, ast.ImportFrom) and node.level == 1 and node.module
+        assert all(alias.asname == alias.name for alias in node.names), node.module
+        imported[node.module] = tuple(alias.name for alias in node.names)
+    assert imported == module._EXPORTS
+    names = [name for group in module._EXPORTS.values() for name in group]
+    assert len(names) == len(set(names))
+    assert sorted(module.__all__) == sorted(names)
+    assert set(dir(module)) >= set(names)
+    for home, group in module._EXPORTS.items():
+        source = importlib.import_module(f"{package}.{home}")
+        for name in group:
+            assert getattr(module, name) is getattr(source, name), name
