@@ -1,0 +1,121 @@
+"""Issue 26: a local mirror of the shared limits and usage readings (docs/sharing.md).
+
+The pub/sub subscriber hears every change the merge scripts make; kept in memory, those changes
+let a turn start read memory instead of making a round trip to Redis. The mirror is only a cache
+of what Redis holds (no policy: the core decides), and it is trusted only when nothing it cannot
+rule out may have been missed:
+
+- the subscription it was built under is the current one, and is live: a PONG on the pub/sub
+  connection confirmed it within `LIVE_SECONDS` (a PING sent at `t` and answered proves that
+  every message published before `t` has been received, in order);
+- it was rebuilt (one read of the engines' limit keys and usage hashes) after that subscription
+  was confirmed, so a change published before the subscription is in the snapshot and every
+  change after it comes as a message;
+- it holds a snapshot of every engine asked for.
+
+A record whose reset has passed (`reset <= now`, in epoch ms: the comparison the round trip,
+the scripts and the core use) is never read out: expiry is applied here, without waiting for
+Redis to expire the key. This module does no I/O; `LimitSharing` drives it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Final
+
+from autodev_core.engine import Engine
+
+if TYPE_CHECKING:
+    from .sharing import Shared, SharedUsage
+
+#: Seconds a PONG on the pub/sub connection vouches for the subscription (counted from when
+#: its PING was sent). Past it, a turn start makes the round trip instead.
+LIVE_SECONDS: Final = 2.0
+#: Seconds between the subscriber's PINGs (well inside LIVE_SECONDS, so a live subscription
+#: stays trusted).
+PING_SECONDS: Final = 0.5
+
+#: An engine of an account: where one limit record and one hash of readings live.
+Where = tuple[str, Engine]
+
+
+class Mirror:
+    """What Redis holds for the engines it was rebuilt for, kept up to date by messages."""
+
+    def __init__(self) -> None:
+        self._limits: dict[Where, Shared] = {}
+        self._usage: dict[Where, dict[str, SharedUsage]] = {}
+        self._covered: frozenset[Where] = frozenset()
+        self._built: int | None = None  # the subscription generation of the last rebuild
+
+    @property
+    def built(self) -> int | None:
+        return self._built
+
+    def invalidate(self) -> None:
+        """Forget everything: a lost connection, a failed read, a gap that cannot be ruled out."""
+        self._limits.clear()
+        self._usage.clear()
+        self._covered = frozenset()
+        self._built = None
+
+    def rebuild(
+        self,
+        generation: int | None,
+        limits: Mapping[Where, Shared | None],
+        usage: Mapping[Where, Iterable[SharedUsage]],
+    ) -> None:
+        """A snapshot read (one `MGET` of the limits, the usage hashes) that started while
+        subscription `generation` was live (None: no live subscription, so it is not trusted)
+        replaces everything held."""
+        self.invalidate()
+        for where, record in limits.items():
+            if record is not None:
+                self._limits[where] = record
+        for where, readings in usage.items():
+            self._usage[where] = {r.window: r for r in readings}
+        self._covered = frozenset(limits) & frozenset(usage)
+        self._built = generation
+
+    def apply_limit(self, record: Shared) -> None:
+        """A message: the record the merge script just wrote (published in write order)."""
+        self._limits[(record.account, record.engine)] = record
+
+    def apply_usage(self, record: SharedUsage) -> None:
+        """A message: the reading the usage script just wrote in its window."""
+        self._usage.setdefault((record.account, record.engine), {})[record.window] = record
+
+    def trusted(
+        self,
+        wanted: Iterable[Where],
+        *,
+        generation: int | None,
+        confirmed: float | None,
+        clock: float,
+    ) -> bool:
+        """Whether a turn start may read the mirror for `wanted` instead of Redis: the live
+        subscription `generation` (None: none) is the one it was rebuilt under, a PING sent at
+        `confirmed` (monotonic seconds) was answered within LIVE_SECONDS of `clock`, and every
+        engine wanted is in the snapshot."""
+        if generation is None or confirmed is None or self._built != generation:
+            return False
+        if clock - confirmed > LIVE_SECONDS:
+            return False
+        return self._covered.issuperset(wanted)
+
+    def read(
+        self, wanted: Iterable[Where], now_ms: int
+    ) -> tuple[list[Shared], list[SharedUsage]]:
+        """What a round trip would return for `wanted` at `now_ms`, in the same order: each
+        engine's limit, then each engine's readings by window; nothing whose reset has passed."""
+        engines = list(dict.fromkeys(wanted))
+        limits = [r for w in engines if (r := self._limits.get(w)) is not None
+                  and r.reset > now_ms]
+        readings: list[SharedUsage] = []
+        for where in engines:
+            held = self._usage.get(where, {})
+            readings += [held[window] for window in sorted(held) if held[window].reset > now_ms]
+        return limits, readings
+
+
+__all__ = ["LIVE_SECONDS", "PING_SECONDS", "Mirror", "Where"]
