@@ -50,7 +50,7 @@ import attrs
 from autodev_core.engine import PROVIDERS, Engine
 from autodev_core.errors import ConfigError
 
-from .sharing_mirror import PING_SECONDS, Mirror, Where
+from .sharing_mirror import PING_SECONDS, Liveness, Mirror, Where
 from .sharing_status import sharing_facts, sharing_line, status_lines
 
 if TYPE_CHECKING:  # the scheduler is loaded only by a run that shares (cold start, issue 13)
@@ -503,9 +503,7 @@ class LimitSharing:
         # of the last PING it saw answered (or of its SUBSCRIBE).
         self._mirror = Mirror()
         self._live_lock = threading.Lock()
-        self._generation: int | None = None
-        self._confirmed: float | None = None
-        self._subscriptions = 0  # subscriptions confirmed so far (the subscriber's own count)
+        self._liveness = Liveness()  # written by the subscriber, read by sync, under the lock
         self.lost_count = 0
         self.round_trips = 0
         self.mirror_reads = 0
@@ -521,6 +519,13 @@ class LimitSharing:
     @property
     def up(self) -> bool:
         return self._up
+
+    @property
+    def subscription(self) -> int | None:
+        """Issue 26: the live subscription's generation (None: the subscriber is not
+        subscribed now)."""
+        with self._live_lock:
+            return self._liveness.generation
 
     def describe(self) -> str:
         state = "on" if self._up else "lost (carrying on with this run's own limits)"
@@ -691,7 +696,7 @@ class LimitSharing:
         round trip (which also rebuilds the mirror)."""
         self._news.clear()
         with self._live_lock:  # before the inbox: older messages are all in it by now
-            generation, confirmed = self._generation, self._confirmed
+            generation, confirmed = self._liveness.generation, self._liveness.confirmed
         found: list[Shared | SharedUsage] = []
         while True:
             try:
@@ -818,16 +823,14 @@ class LimitSharing:
                     if kind == "subscribe":
                         pending.discard(_text(message.get("channel")))
                         if not pending:
-                            self._subscriptions += 1
                             with self._live_lock:
-                                self._generation = self._subscriptions
-                                self._confirmed = subscribed_at
+                                self._liveness.subscribed(subscribed_at)
                         continue
                     if kind == "pong":
                         sent = pings.pop(_text(message.get("data")), None)
                         if sent is not None:
                             with self._live_lock:
-                                self._confirmed = sent
+                                self._liveness.answered(sent)
                         continue
                     if kind != "message":
                         continue
@@ -849,8 +852,7 @@ class LimitSharing:
     def _end_generation(self) -> None:
         """The subscription is gone: the mirror is not trusted until rebuilt under another."""
         with self._live_lock:
-            self._generation = None
-            self._confirmed = None
+            self._liveness.ended()
 
     def _receive(self, raw: Any) -> None:
         try:

@@ -39,6 +39,34 @@ PING_SECONDS: Final = 0.5
 Where = tuple[str, Engine]
 
 
+class Liveness:
+    """What the subscriber can vouch for: the live subscription's generation (None: none) and
+    the monotonic time of the last PING seen answered on it (or of its SUBSCRIBE)."""
+
+    def __init__(self) -> None:
+        self._count = 0
+        self.generation: int | None = None
+        self.confirmed: float | None = None
+
+    def subscribed(self, sent: float) -> None:
+        """Every channel confirmed a SUBSCRIBE sent at `sent`: a new generation, so the mirror
+        must be rebuilt under it (messages of the gap before it were not heard)."""
+        self._count += 1
+        self.generation = self._count
+        self.confirmed = sent
+
+    def answered(self, sent: float) -> None:
+        """The PONG of a PING sent at `sent` came back: every message published before it has
+        been received."""
+        if self.generation is not None and (self.confirmed is None or sent > self.confirmed):
+            self.confirmed = sent
+
+    def ended(self) -> None:
+        """The connection failed or closed: nothing is vouched for until the next subscription."""
+        self.generation = None
+        self.confirmed = None
+
+
 class Mirror:
     """What Redis holds for the engines it was rebuilt for, kept up to date by messages."""
 
@@ -118,4 +146,4 @@ class Mirror:
         return limits, readings
 
 
-__all__ = ["LIVE_SECONDS", "PING_SECONDS", "Mirror", "Where"]
+__all__ = ["LIVE_SECONDS", "PING_SECONDS", "Liveness", "Mirror", "Where"]
