@@ -504,6 +504,9 @@ class LimitSharing:
         self._mirror = Mirror()
         self._live_lock = threading.Lock()
         self._liveness = Liveness()  # written by the subscriber, read by sync, under the lock
+        # The engines and mirror version of the last read from the mirror, when everything it
+        # read has been told (the next turn start with nothing new returns at once).
+        self._quiet: tuple[Iterable[Engine], int, datetime] | None = None
         self.lost_count = 0
         self.round_trips = 0
         self.mirror_reads = 0
@@ -697,6 +700,22 @@ class LimitSharing:
         self._news.clear()
         with self._live_lock:  # before the inbox: older messages are all in it by now
             generation, confirmed = self._liveness.generation, self._liveness.confirmed
+        quiet = self._quiet
+        if (
+            quiet is not None
+            and quiet[0] is engines
+            and quiet[1] == self._mirror.version
+            and now >= quiet[2]
+            and self._up
+            and self._inbox.empty()
+            and self._mirror.live(generation=generation, confirmed=confirmed,
+                                  clock=time.monotonic())
+        ):
+            # Nothing heard since the last read from the mirror for these engines: it reads
+            # what it read then, less what has reset since, all of it told already.
+            self.mirror_reads += 1
+            return []
+        self._quiet = None
         found: list[Shared | SharedUsage] = []
         while True:
             try:
@@ -718,6 +737,7 @@ class LimitSharing:
             found += held
             found += heard
             self.mirror_reads += 1
+            self._quiet = (engines, self._mirror.version, now)  # all told below
         elif keyed and self._may_try():
             try:
                 pipe = self._client.pipeline(transaction=False)
@@ -769,6 +789,13 @@ class LimitSharing:
             self._delivered[where] = item
             limits.append(item.observed(now))
         return limits + readings
+
+    def forget_told(self) -> None:
+        """Forget which records the core was told of (the next turn start tells them all again,
+        as a first one does): for benchmarks and tests."""
+        self._delivered.clear()
+        self._heard.clear()
+        self._quiet = None
 
     def _heard_usage(self, shared: SharedUsage, now: datetime) -> UsageObserved | None:
         """A reading of another run not delivered yet, whose window has not reset (else None)."""

@@ -75,6 +75,10 @@ class Mirror:
         self._usage: dict[Where, dict[str, SharedUsage]] = {}
         self._covered: frozenset[Where] = frozenset()
         self._built: int | None = None  # the subscription generation of the last rebuild
+        self.version = 0  # moves at every change: an unchanged mirror reads no new record
+
+    def _changed(self) -> None:
+        self.version += 1
 
     @property
     def built(self) -> int | None:
@@ -86,6 +90,7 @@ class Mirror:
         self._usage.clear()
         self._covered = frozenset()
         self._built = None
+        self._changed()
 
     def rebuild(
         self,
@@ -97,6 +102,7 @@ class Mirror:
         subscription `generation` was live (None: no live subscription, so it is not trusted)
         replaces everything held."""
         self.invalidate()
+        self._changed()
         for where, record in limits.items():
             if record is not None:
                 self._limits[where] = record
@@ -108,10 +114,12 @@ class Mirror:
     def apply_limit(self, record: Shared) -> None:
         """A message: the record the merge script just wrote (published in write order)."""
         self._limits[(record.account, record.engine)] = record
+        self._changed()
 
     def apply_usage(self, record: SharedUsage) -> None:
         """A message: the reading the usage script just wrote in its window."""
         self._usage.setdefault((record.account, record.engine), {})[record.window] = record
+        self._changed()
 
     def trusted(
         self,
@@ -125,11 +133,15 @@ class Mirror:
         subscription `generation` (None: none) is the one it was rebuilt under, a PING sent at
         `confirmed` (monotonic seconds) was answered within LIVE_SECONDS of `clock`, and every
         engine wanted is in the snapshot."""
+        return self.live(generation=generation, confirmed=confirmed, clock=clock) and (
+            self._covered.issuperset(wanted))
+
+    def live(self, *, generation: int | None, confirmed: float | None, clock: float) -> bool:
+        """`trusted` but for the engines: the subscription is the one it was rebuilt under and a
+        PONG vouched for it within LIVE_SECONDS."""
         if generation is None or confirmed is None or self._built != generation:
             return False
-        if clock - confirmed > LIVE_SECONDS:
-            return False
-        return self._covered.issuperset(wanted)
+        return clock - confirmed <= LIVE_SECONDS
 
     def read(
         self, wanted: Iterable[Where], now_ms: int

@@ -122,8 +122,7 @@ def test_the_mirror_applies_a_reset_locally(server: RedisServer) -> None:
     assert len(b.sync(TEAM, now)) == 2  # the rebuild, which holds both
     reads = b.mirror_reads
     for at, expected in ((reset - timedelta(milliseconds=1), 2), (reset, 0)):
-        b._delivered.clear()  # as if told nothing yet
-        b._heard.clear()
+        b.forget_told()  # as if told nothing yet
         assert len(b.sync(TEAM, at)) == expected
     assert b.mirror_reads == reads + 2 and b.round_trips == 1
     a.close()
