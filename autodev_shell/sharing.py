@@ -848,6 +848,13 @@ class LimitSharing:
                         continue
                     kind = message.get("type")
                     if kind == "subscribe":
+                        if not pending:
+                            # redis-py reconnected and subscribed again by itself: what was
+                            # published meanwhile was not heard. A new generation once every
+                            # channel is confirmed, vouched for only by a PING sent after it.
+                            self._end_generation()
+                            pending, pings = set(channels), {}
+                            subscribed_at = float("-inf")
                         pending.discard(_text(message.get("channel")))
                         if not pending:
                             with self._live_lock:

@@ -257,3 +257,30 @@ def test_a_limit_seen_while_redis_is_down_is_published_to_an_empty_server(
     a.close()
     b.close()
     srv.stop()
+
+
+def test_a_dropped_subscriber_connection_is_a_gap_the_mirror_is_rebuilt_after(
+    server: RedisServer,
+) -> None:
+    """The server drops the subscriber's connection (CLIENT KILL): a message published before
+    it subscribes again is never heard, so the next turn start makes the round trip (a new
+    generation: redis-py may subscribe again by itself, or the subscriber reconnects)."""
+    prefix = f"m{next(_counter)}"
+    a = LimitSharing(settings_for(server, "laptop", prefix), subscribe=False)
+    b = LimitSharing(settings_for(server, "ci", prefix))
+    now = datetime.now(UTC)
+    wait_for(lambda: b.subscription is not None)
+    b.sync(TEAM, now)
+    b.sync(TEAM, now)
+    assert (b.round_trips, b.mirror_reads) == (1, 1)
+    old = b.subscription
+    admin = redis.Redis.from_url(server.url)
+    assert admin.client_kill_filter(_type="pubsub") >= 1
+    a.publish([limit(now + timedelta(hours=1), now)], now)  # likely unheard by b
+    wait_for(lambda: b.subscription not in (None, old))
+    got = b.sync(TEAM, now)
+    assert b.round_trips == 2  # the rebuild, not the mirror built under the old subscription
+    assert [(str(o.engine), o.source) for o in got] == [("claude", "laptop")]
+    admin.close()
+    a.close()
+    b.close()
