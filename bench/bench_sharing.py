@@ -1,17 +1,23 @@
-"""Shared limits (issue 14): the turn-start round trip to Redis beside the decision cost.
+"""Shared limits (issues 14, 26): the turn-start read beside the decision cost.
 
-At each turn start a run sharing its limits reads the team's engines from Redis in one round
-trip (`LimitSharing.sync`: an `MGET` of the limits pipelined with the usage readings' `HGETALL`s,
+At each turn start a run sharing its limits reads the team's engines: from the subscriber's
+mirror while it can be trusted (issue 26), else from Redis in one round trip
+(`LimitSharing.sync`: an `MGET` of the limits pipelined with the usage readings' `HGETALL`s,
 issue 25). This starts a redis-server of its own on a free loopback port in a temp
 dir, fills the registry with the 8-participant team's engines (half of them limited by another
 run), and measures, interleaved round by round in the same run:
 
-- the turn-start read: one `sync` of the team's engines (one round trip on loopback);
+- the turn-start read from the mirror: one `sync` of the team's engines by a subscribed run
+  whose mirror is live and rebuilt (no round trip; the bench counts any it had to make);
+- the turn-start round trip: one `sync` by a run without a subscriber (one round trip on
+  loopback), what every turn start paid before issue 26 and still pays when the mirror is
+  not trusted;
 - one publish: the server-side merge script for one record (one round trip);
 - the decision cost: one scheduler `step` of bench_decision's mixed-limits trace.
 
-The figures are medians over rounds; the ratio read / step says how many decisions one round
-trip costs. Needs redis-server on PATH and the `redis` extra (`pip install -e '.[redis]'`).
+The figures are medians over rounds; the ratios read / step say how many decisions one read
+costs (target for the mirror: at most 1, docs/performance.md row 7). Needs redis-server on
+PATH and the `redis` extra (`pip install -e '.[redis]'`).
 
     python bench/bench_sharing.py [--rounds N]
 """
@@ -82,6 +88,7 @@ def measure(rounds: int) -> dict[str, Any]:
                                 subscribe=False)
             me = LimitSharing(ShareSettings(url=url, accounts=accounts, name="me"),
                               subscribe=False)
+            mirrored = LimitSharing(ShareSettings(url=url, accounts=accounts, name="mirrored"))
             now = datetime.now(UTC)
             peer.publish(
                 [EngineLimit(engine=e, until=now + timedelta(hours=2), read=True, seen=now)
@@ -96,6 +103,25 @@ def measure(rounds: int) -> dict[str, Any]:
                     me.sync(engines, now)
                 return (time.perf_counter() - began) / READS_PER_ROUND
 
+            deadline = time.monotonic() + 30
+            while mirrored.subscription is None and time.monotonic() < deadline:
+                time.sleep(0.01)
+            delivered = len(mirrored.sync(engines, now))  # the rebuild under the subscription
+            trips_before = mirrored.round_trips
+
+            def read_quiet() -> float:
+                began = time.perf_counter()
+                for _ in range(READS_PER_ROUND):
+                    mirrored.sync(engines, now)  # nothing new: the usual turn start
+                return (time.perf_counter() - began) / READS_PER_ROUND
+
+            def read_mirror() -> float:
+                began = time.perf_counter()
+                for _ in range(READS_PER_ROUND):
+                    mirrored.forget_told()  # every read delivers, as above
+                    mirrored.sync(engines, now)
+                return (time.perf_counter() - began) / READS_PER_ROUND
+
             counter = iter(range(10**9))
 
             def publish() -> float:
@@ -107,15 +133,28 @@ def measure(rounds: int) -> dict[str, Any]:
                 return (time.perf_counter() - began) / READS_PER_ROUND
 
             trace = record_trace(STEPS_TRACE)
-            subjects: list[Callable[[], float]] = [read, publish, step_cost(trace)]
-            reads, publishes, steps = timed_rounds(subjects, rounds)
+            subjects: list[Callable[[], float]] = [
+                read_quiet, read_mirror, read, publish, step_cost(trace)]
+            quiet_reads, mirror_reads, reads, publishes, steps = timed_rounds(subjects, rounds)
+            fallbacks = mirrored.round_trips - trips_before
+            from_mirror = mirrored.mirror_reads
             peer.close()
             me.close()
+            mirrored.close()
         finally:
             process.terminate()
             process.wait(timeout=30)
     return {
         "engines": len(engines),
+        "quiet_us": statistics.median(quiet_reads) * 1e6,
+        "quiet_per_step": statistics.median(
+            r / s for r, s in zip(quiet_reads, steps, strict=True)),
+        "mirror_us": statistics.median(mirror_reads) * 1e6,
+        "mirror_per_step": statistics.median(
+            r / s for r, s in zip(mirror_reads, steps, strict=True)),
+        "from_mirror": from_mirror,
+        "delivered": delivered,
+        "fallbacks": fallbacks,
         "read_us": statistics.median(reads) * 1e6,
         "publish_us": statistics.median(publishes) * 1e6,
         "step_us": statistics.median(steps) * 1e6,
@@ -130,7 +169,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     result = measure(args.rounds)
     print(
-        f"turn-start read ({result['engines']} engines, 1 round trip): "
+        f"turn-start read from the mirror ({result['engines']} engines), nothing new: "
+        f"{result['quiet_us']:.2f} µs; read / step = {result['quiet_per_step']:.2f}"
+    )
+    print(
+        f"turn-start read from the mirror, telling the core all {result['delivered']} records "
+        f"again (as a first turn start): {result['mirror_us']:.1f} µs; "
+        f"read / step = {result['mirror_per_step']:.2f} ({result['from_mirror']} reads from "
+        f"memory, {result['fallbacks']} fell back to the round trip)"
+    )
+    print(
+        f"turn-start round trip ({result['engines']} engines, 1 round trip): "
         f"{result['read_us']:.0f} µs; publish (merge script): {result['publish_us']:.0f} µs; "
         f"one step: {result['step_us']:.1f} µs; read / step = {result['read_per_step']:.1f} "
         f"(median of {result['rounds']} rounds)"

@@ -12,6 +12,9 @@ records between a run's registry and Redis:
 - one round trip for the team's engines at each turn start (`sync`: an `MGET` of the limits,
   pipelined with the readings' `HGETALL`s), plus the pub/sub
   messages received meanwhile by a background subscriber (which also wakes a sleeping daemon);
+- issue 26: that round trip is skipped while the subscriber's mirror of those keys can be
+  trusted (`sharing_mirror.Mirror`: a live subscription confirmed by PING/PONG within
+  `LIVE_SECONDS`, and a rebuild since it was confirmed); the turn start then reads memory;
 - every Redis operation has a short timeout; when Redis is down, slow or partitioned the run
   carries on with its own registry, says once that sharing is lost and once that it is back, and
   re-publishes what it learned meanwhile. Outages (A26) are never shared: only limits.
@@ -48,6 +51,7 @@ from autodev_core.engine import PROVIDERS, Engine
 from autodev_core.errors import ConfigError
 
 from ..status.sharing import sharing_facts, sharing_line, status_lines
+from .mirror import PING_SECONDS, Liveness, Mirror, Where
 
 if TYPE_CHECKING:  # the scheduler is loaded only by a run that shares (cold start, issue 13)
     from autodev_core.scheduler import EngineLimit, EngineUsage, LimitObserved, UsageObserved
@@ -605,6 +609,10 @@ def _parse(account: str, engine: Engine, raw: Any) -> Shared | None:
         return None  # a record this version cannot read is not this run's business
 
 
+def _text(value: Any) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
 #: Called with one line when sharing is lost or back (the runner's note sink).
 Say = Callable[[str], None]
 
@@ -651,8 +659,18 @@ class LimitSharing:
         self._mine_usage: dict[tuple[str, str], SharedUsage] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        # Issue 26: the mirror (touched by the daemon's loop only) and what the subscriber
+        # vouches for: the live subscription's generation (None: none) and the monotonic time
+        # of the last PING it saw answered (or of its SUBSCRIBE).
+        self._mirror = Mirror()
+        self._live_lock = threading.Lock()
+        self._liveness = Liveness()  # written by the subscriber, read by sync, under the lock
+        # The engines and mirror version of the last read from the mirror, when everything it
+        # read has been told (the next turn start with nothing new returns at once).
+        self._quiet: tuple[Iterable[Engine], int, datetime] | None = None
         self.lost_count = 0
         self.round_trips = 0
+        self.mirror_reads = 0
         self._write_status()
         if subscribe:
             self._thread = threading.Thread(
@@ -665,6 +683,13 @@ class LimitSharing:
     @property
     def up(self) -> bool:
         return self._up
+
+    @property
+    def subscription(self) -> int | None:
+        """Issue 26: the live subscription's generation (None: the subscriber is not
+        subscribed now)."""
+        with self._live_lock:
+            return self._liveness.generation
 
     def describe(self) -> str:
         state = "on" if self._up else "lost (carrying on with this run's own limits)"
@@ -696,6 +721,7 @@ class LimitSharing:
 
     def _lost(self, error: BaseException) -> None:
         self._next_try = time.monotonic() + self.retry_seconds
+        self._mirror.invalidate()  # issue 26: rebuilt by the next round trip that works
         if self._up:
             self._up = False
             self.lost_count += 1
@@ -826,20 +852,54 @@ class LimitSharing:
     def sync(
         self, engines: Iterable[Engine], now: datetime
     ) -> list[LimitObserved | UsageObserved]:
-        """At a turn start: one round trip for the team's engines (their limits and, issue 25,
-        their usage readings, pipelined), plus the messages received meanwhile; the records other
-        runs wrote that this run has not been told of yet — limits first, then readings whose
-        window has not reset at `now`."""
+        """At a turn start: the team's engines' limits and (issue 25) usage readings, plus the
+        messages received meanwhile; the records other runs wrote that this run has not been
+        told of yet — limits first, then readings whose window has not reset at `now`.
+
+        Issue 26: read from the mirror when it can be trusted (`Mirror.trusted`), else in one
+        round trip (which also rebuilds the mirror)."""
         self._news.clear()
+        with self._live_lock:  # before the inbox: older messages are all in it by now
+            generation, confirmed = self._liveness.generation, self._liveness.confirmed
+        quiet = self._quiet
+        if (
+            quiet is not None
+            and quiet[0] is engines
+            and quiet[1] == self._mirror.version
+            and now >= quiet[2]
+            and self._up
+            and self._inbox.empty()
+            and self._mirror.live(generation=generation, confirmed=confirmed,
+                                  clock=time.monotonic())
+        ):
+            # Nothing heard since the last read from the mirror for these engines: it reads
+            # what it read then, less what has reset since, all of it told already.
+            self.mirror_reads += 1
+            return []
+        self._quiet = None
         found: list[Shared | SharedUsage] = []
         while True:
             try:
-                found.append(self._inbox.get_nowait())
+                item = self._inbox.get_nowait()
             except queue.Empty:
                 break
+            found.append(item)
+            if isinstance(item, SharedUsage):
+                self._mirror.apply_usage(item)
+            else:
+                self._mirror.apply_limit(item)
         wanted = [(e, self.settings.key(e)) for e in dict.fromkeys(engines)]
         keyed = [(e, k) for e, k in wanted if k is not None]
-        if keyed and self._may_try():
+        places: list[Where] = [(self.settings.accounts[e.provider], e) for e, _k in keyed]
+        if keyed and self._up and self._mirror.trusted(
+            places, generation=generation, confirmed=confirmed, clock=time.monotonic()
+        ):
+            held, heard = self._mirror.read(places, millis(now))
+            found += held
+            found += heard
+            self.mirror_reads += 1
+            self._quiet = (engines, self._mirror.version, now)  # all told below
+        elif keyed and self._may_try():
             try:
                 pipe = self._client.pipeline(transaction=False)
                 pipe.mget([k for _e, k in keyed])
@@ -853,23 +913,27 @@ class LimitSharing:
             else:
                 self.round_trips += 1
                 self._back(now)
-                for (engine, _key), raw in zip(keyed, values, strict=True):
-                    if raw is None:
-                        continue
-                    account = self.settings.accounts[engine.provider]
-                    shared = _parse(account, engine, raw)
+                snapshot: dict[Where, Shared | None] = {}
+                windows: dict[Where, list[SharedUsage]] = {}
+                for place, raw in zip(places, values, strict=True):
+                    shared = None if raw is None else _parse(place[0], place[1], raw)
+                    snapshot[place] = shared
                     if shared is not None:
                         found.append(shared)
-                for (engine, _key), fields in zip(keyed, hashes, strict=True):
+                for place, fields in zip(places, hashes, strict=True):
                     if not isinstance(fields, dict):
-                        continue  # a key this version cannot read
-                    account = self.settings.accounts[engine.provider]
+                        continue  # a key this version cannot read (the mirror is not trusted)
+                    kept = windows.setdefault(place, [])
                     for window in sorted(fields):
                         name = window.decode("utf-8", "replace") if isinstance(
                             window, bytes) else str(window)
-                        reading = _parse_usage(account, engine, name, fields[window])
+                        reading = _parse_usage(place[0], place[1], name, fields[window])
                         if reading is not None:
                             found.append(reading)
+                            kept.append(reading)
+                # Issue 26: a read that began while subscription `generation` was live is a
+                # rebuild of the mirror (None: no live subscription, so it is not trusted).
+                self._mirror.rebuild(generation, snapshot, windows)
         limits: list[LimitObserved | UsageObserved] = []
         readings: list[LimitObserved | UsageObserved] = []
         for item in found:
@@ -887,6 +951,13 @@ class LimitSharing:
             limits.append(item.observed(now))
         return limits + readings
 
+    def forget_told(self) -> None:
+        """Forget which records the core was told of (the next turn start tells them all again,
+        as a first one does): for benchmarks and tests."""
+        self._delivered.clear()
+        self._heard.clear()
+        self._quiet = None
+
     def _heard_usage(self, shared: SharedUsage, now: datetime) -> UsageObserved | None:
         """A reading of another run not delivered yet, whose window has not reset (else None)."""
         where = self.settings.usage_key(shared.engine)
@@ -900,7 +971,12 @@ class LimitSharing:
         return shared.observed(now)
 
     def _listen(self) -> None:
-        """The subscriber: its own connection, reconnecting quietly (the loop says lost/back)."""
+        """The subscriber: its own connection, reconnecting quietly (the loop says lost/back).
+
+        Issue 26: it also says how far it can be trusted. Once both channels are confirmed it
+        starts a new generation (the mirror must be rebuilt under it); it sends a PING every
+        PING_SECONDS and, when the PONG comes back (after every message published before the
+        PING), records when that PING was sent. An error ends the generation."""
         while not self._stop.is_set():
             pubsub = None
             try:
@@ -911,25 +987,68 @@ class LimitSharing:
                     health_check_interval=0,
                     **connection_options(self.settings),
                 )
-                pubsub = client.pubsub(ignore_subscribe_messages=True)
-                pubsub.subscribe(self.settings.channel, self.settings.usage_channel)
+                pubsub = client.pubsub()
+                channels = {self.settings.channel, self.settings.usage_channel}
+                subscribed_at = time.monotonic()
+                pubsub.subscribe(*channels)
                 usage = self.settings.usage_channel.encode("utf-8")
+                pending: set[str] = set(channels)
+                pings: dict[str, float] = {}
+                count = 0
+                next_ping = subscribed_at + PING_SECONDS
                 while not self._stop.is_set():
-                    message = pubsub.get_message(timeout=0.5)
-                    if message is None or message.get("type") != "message":
+                    clock = time.monotonic()
+                    if not pending and clock >= next_ping:
+                        count += 1
+                        pings[f"autodev-{count}"] = clock
+                        pubsub.ping(f"autodev-{count}")
+                        next_ping = clock + PING_SECONDS
+                    message = pubsub.get_message(
+                        timeout=max(0.01, min(PING_SECONDS, next_ping - time.monotonic()))
+                    )
+                    if message is None:
+                        continue
+                    kind = message.get("type")
+                    if kind == "subscribe":
+                        if not pending:
+                            # redis-py reconnected and subscribed again by itself: what was
+                            # published meanwhile was not heard. A new generation once every
+                            # channel is confirmed, vouched for only by a PING sent after it.
+                            self._end_generation()
+                            pending, pings = set(channels), {}
+                            subscribed_at = float("-inf")
+                        pending.discard(_text(message.get("channel")))
+                        if not pending:
+                            with self._live_lock:
+                                self._liveness.subscribed(subscribed_at)
+                        continue
+                    if kind == "pong":
+                        sent = pings.pop(_text(message.get("data")), None)
+                        if sent is not None:
+                            with self._live_lock:
+                                self._liveness.answered(sent)
+                        continue
+                    if kind != "message":
                         continue
                     if message.get("channel") in (usage, self.settings.usage_channel):
                         self._receive_usage(message.get("data"))
                     else:
                         self._receive(message.get("data"))
             except self._errors():
+                self._end_generation()
                 self._stop.wait(min(self.retry_seconds, 1.0))
             finally:
+                self._end_generation()
                 if pubsub is not None:
                     try:
                         pubsub.close()
                     except self._errors():
                         pass
+
+    def _end_generation(self) -> None:
+        """The subscription is gone: the mirror is not trusted until rebuilt under another."""
+        with self._live_lock:
+            self._liveness.ended()
 
     def _receive(self, raw: Any) -> None:
         try:
@@ -941,10 +1060,11 @@ class LimitSharing:
         if self.settings.accounts.get(engine.provider) != account:
             return  # another account: never mixed
         shared = _parse(account, engine, raw)
-        if shared is None or shared.who == self.settings.name:
+        if shared is None:
             return
-        self._inbox.put(shared)
-        self._news.set()
+        self._inbox.put(shared)  # this run's own too: the mirror holds what Redis holds
+        if shared.who != self.settings.name:
+            self._news.set()
 
     def _receive_usage(self, raw: Any) -> None:
         """Issue 25: a reading published on the usage channel, for an account of this run."""
@@ -959,10 +1079,11 @@ class LimitSharing:
         if self.settings.accounts.get(engine.provider) != account:
             return  # another account: never mixed
         shared = _parse_usage(account, engine, window, record)
-        if shared is None or shared.who == self.settings.name:
+        if shared is None:
             return
-        self._inbox.put(shared)
-        self._news.set()
+        self._inbox.put(shared)  # this run's own too: the mirror holds what Redis holds
+        if shared.who != self.settings.name:
+            self._news.set()
 
     def close(self) -> None:
         self._stop.set()
