@@ -1,0 +1,139 @@
+"""A shared record as Redis holds it (issue 14, 25): a limit (`Shared`) or a usage reading
+(`SharedUsage`), times in epoch milliseconds, read back leniently (a record this version cannot
+read is not this run's business) and handed to the core as the event it stands for.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, Final
+
+import attrs
+
+from autodev_core.engine import Engine
+
+if TYPE_CHECKING:  # the scheduler is loaded only by a run that shares (cold start, issue 13)
+    from autodev_core.scheduler import LimitObserved, UsageObserved
+
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+_MS: Final = timedelta(milliseconds=1)
+
+
+def millis(at: datetime) -> int:
+    """Epoch milliseconds, floored (Redis keys and TTLs are in ms)."""
+    return (at - _EPOCH) // _MS
+
+
+def from_millis(value: float) -> datetime:
+    return _EPOCH + timedelta(milliseconds=int(value))
+
+
+@attrs.frozen
+class Shared:
+    """One record as Redis holds it."""
+
+    account: str
+    engine: Engine
+    reset: int
+    read: bool
+    seen: int
+    who: str
+
+    def observed(self, now: datetime) -> LimitObserved:
+        from autodev_core.scheduler import LimitObserved
+
+        return LimitObserved(
+            now=now,
+            engine=self.engine,
+            until=from_millis(self.reset),
+            read=self.read,
+            seen=from_millis(self.seen),
+            source=self.who,
+        )
+
+
+@attrs.frozen
+class SharedUsage:
+    """Issue 25: one usage reading as Redis holds it (a field of the engine's hash)."""
+
+    account: str
+    engine: Engine
+    window: str
+    utilization: float
+    reset: int
+    read: bool
+    seen: int
+    who: str
+    threshold: float | None = None
+
+    def payload(self) -> str:
+        return json.dumps(
+            {"util": self.utilization, "reset": self.reset, "read": self.read,
+             "seen": self.seen, "who": self.who, "threshold": self.threshold},
+            separators=(",", ":"),
+        )
+
+    def observed(self, now: datetime) -> UsageObserved:
+        """The reading as the core takes it from another run: a reset the provider did not say
+        stays unsaid (the receiver counts it as its own policy's A6 default after `seen`)."""
+        from autodev_core.detection.classification import UsageReading
+        from autodev_core.scheduler import UsageObserved
+
+        return UsageObserved(
+            now=now,
+            engine=self.engine,
+            reading=UsageReading(
+                provider=self.engine.provider,
+                utilization=self.utilization,
+                window=self.window,
+                resets_at=from_millis(self.reset) if self.read else None,
+                threshold=self.threshold,
+            ),
+            seen=from_millis(self.seen),
+            source=self.who,
+        )
+
+
+def _parse_usage(account: str, engine: Engine, window: str, raw: Any) -> SharedUsage | None:
+    try:
+        data = json.loads(raw) if isinstance(raw, (str, bytes, bytearray)) else raw
+        util = data["util"]
+        threshold = data.get("threshold")
+        for value in (util, threshold):
+            if value is not None and (isinstance(value, bool)
+                                      or not isinstance(value, (int, float))
+                                      or not 0 <= value <= 10):
+                return None  # not a reading the core would take
+        return SharedUsage(
+            account=account,
+            engine=engine,
+            window=window,
+            utilization=float(util),
+            reset=int(data["reset"]),
+            read=bool(data["read"]),
+            seen=int(data["seen"]),
+            who=str(data["who"]),
+            threshold=None if threshold is None else float(threshold),
+        )
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None  # a record this version cannot read is not this run's business
+
+
+def _parse(account: str, engine: Engine, raw: Any) -> Shared | None:
+    try:
+        data = json.loads(raw)
+        return Shared(
+            account=account,
+            engine=engine,
+            reset=int(data["reset"]),
+            read=bool(data["read"]),
+            seen=int(data["seen"]),
+            who=str(data["who"]),
+        )
+    except (ValueError, KeyError, TypeError):
+        return None  # a record this version cannot read is not this run's business
+
+
+def _text(value: Any) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
