@@ -386,20 +386,30 @@ def sharing(quick: bool, summary: list[str], details: list[str]) -> None:
         print(message, file=sys.stderr)
         summary.append(f"| 7. shared limits: turn-start read | {message} | — | — | — | — |")
         return
+    verdict = "met" if result["quiet_per_step"] <= 1 else "NOT met"
     summary.append(
-        f"| 7. shared limits: turn-start read of {result['engines']} engines, one round trip "
-        f"on loopback | {result['read_us']:.0f} µs | one `step`: {result['step_us']:.1f} µs "
-        f"| **{result['read_per_step']:.1f}** steps | reported | — |")
+        f"| 7. shared limits: turn-start read of {result['engines']} engines from the "
+        f"subscriber's mirror (issue 26), nothing new since the last turn | "
+        f"{result['quiet_us']:.2f} µs | one `step`: {result['step_us']:.1f} µs "
+        f"| **{result['quiet_per_step']:.2f}** steps | ≤ 1 | {verdict} |")
+    summary.append(
+        f"| 7′. the same read as one round trip on loopback (the mirror not trusted: after a "
+        f"reconnect, a gap) | {result['read_us']:.0f} µs | one `step`: "
+        f"{result['step_us']:.1f} µs | **{result['read_per_step']:.1f}** steps | reported | — |")
     details.append(
-        "### 7. Shared limits (issue 14)\n\n"
+        "### 7. Shared limits (issue 14, 26)\n\n"
         "`bench/bench_sharing.py` (docs/sharing.md): a redis-server of its own on loopback; "
         f"the median of {result['rounds']} rounds, interleaved with bench_decision's steps. "
-        f"Turn-start read (`LimitSharing.sync`, one round trip: an `MGET` of the limits "
-        f"pipelined with the readings' `HGETALL`s): {result['read_us']:.0f} µs; one "
-        f"publish (the merge script): {result['publish_us']:.0f} µs; one `step`: "
-        f"{result['step_us']:.1f} µs. A turn start that shares pays about "
-        f"{result['read_per_step']:.0f} decisions' worth of time for the round trip, once per "
-        "turn, against CLI calls that take seconds to minutes.\n")
+        "A turn start reads the subscriber's mirror while it is trusted (a live subscription, "
+        "a PONG within 2 s, a rebuild under it): with nothing new since the last turn start "
+        f"that is {result['quiet_us']:.2f} µs ({result['quiet_per_step']:.2f} `step`s); "
+        f"telling the core all {result['delivered']} records again (as a first turn start "
+        f"does) {result['mirror_us']:.1f} µs ({result['mirror_per_step']:.1f} `step`s, "
+        "mostly building the events the round trip builds too). "
+        f"{result['from_mirror']} of the reads came from memory, {result['fallbacks']} fell "
+        "back to the round trip. The round trip itself (an `MGET` of the limits pipelined "
+        f"with the readings' `HGETALL`s): {result['read_us']:.0f} µs; one publish (the merge "
+        f"script): {result['publish_us']:.0f} µs; one `step`: {result['step_us']:.1f} µs.\n")
 
 
 def panel(quick: bool, summary: list[str], details: list[str]) -> None:
