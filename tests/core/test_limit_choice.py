@@ -13,10 +13,9 @@ import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from helpers.clock import T0 as NOW
 
 from autodev_core.detection import classify_output, prepare_classification
-
-NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 
 
 def _event(status: str, resets_at: int | None = None, kind: str = "five_hour") -> str:

@@ -5,12 +5,13 @@ loop that loses its last write at a stop."""
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from helpers.clock import T0 as NOW
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -19,7 +20,6 @@ from autodev_core.testing import OUTPUT_KINDS, cli_outputs, notice_outputs
 from autodev_core.testing.notices import NOTICE_CASES
 
 ROOT = Path(__file__).resolve().parents[2]
-NOW = datetime(2026, 12, 1, 9, tzinfo=UTC)
 
 
 def _corpus() -> list[dict[str, Any]]:

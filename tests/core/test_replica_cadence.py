@@ -11,9 +11,10 @@ only on repair, as before; without a cadence every replica behind is synced.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 import pytest
+from helpers.clock import T0
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -24,8 +25,6 @@ from autodev_core.control.replicas import (
     plan_replica_sync,
     replica_sync_due,
 )
-
-T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 
 
 def model_due(primary: int, replica: int | None, *, every: int, seconds: float, now: datetime,

@@ -20,6 +20,7 @@ from typing import Any
 import attrs
 import pytest
 from helpers.builders import same
+from helpers.clock import T0
 from hypothesis import example, given
 from hypothesis import strategies as st
 
@@ -230,7 +231,6 @@ class ReferenceCallEnded:
             raise ValueError("a reading with a healthy call only")
 
 
-T0 = datetime(2026, 12, 1, 9, tzinfo=UTC)
 
 
 def _fields(value: Any) -> dict[str, Any]:

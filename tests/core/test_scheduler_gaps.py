@@ -10,6 +10,8 @@ import json
 from datetime import UTC, datetime, timedelta
 
 import attrs
+from helpers.clock import T0
+from helpers.scheduler_runs import member
 
 from autodev_core import detect_limit
 from autodev_core.detection.classification import LimitNotice
@@ -31,17 +33,9 @@ from autodev_core.scheduler import (
 )
 from autodev_core.scheduler.state import EngineLimit, Outage
 
-T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
-
 
 def at(hour: int, minute: int = 0, second: int = 0) -> datetime:
     return datetime(2026, 12, 1, hour, minute, second, tzinfo=UTC)
-
-
-def member(id: str, provider: str, *chain: str, gate: bool = False) -> Participant:
-    return Participant(
-        id=id, provider=provider, failover=tuple(Engine.parse(e) for e in chain), gate=gate
-    )
 
 
 class Run:

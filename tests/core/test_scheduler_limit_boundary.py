@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 
 import attrs
 import pytest
+from helpers.scheduler_runs import member
 
 from autodev_core.detection.classification import LimitNotice
 from autodev_core.engine import Engine
@@ -36,10 +37,6 @@ RESET = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 TICK = timedelta(microseconds=1)
 #: (offset from the reset, whether the engine is still limited then): A38.
 AROUND = [(-TICK, True), (timedelta(0), False), (TICK, False)]
-
-
-def member(id: str, provider: str, *chain: str) -> Participant:
-    return Participant(id=id, provider=provider, failover=tuple(Engine.parse(e) for e in chain))
 
 
 def started(*team: Participant, limits: tuple[EngineLimit, ...] = (),

@@ -4,10 +4,11 @@ going backwards each raise at once, naming what was expected."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
+from helpers.clock import T0
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -28,8 +29,6 @@ from autodev_core import (
     initial_state,
     step,
 )
-
-T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 
 
 def _running() -> Any:

@@ -3,10 +3,11 @@ diagram is exactly the one generated from the table."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from helpers.clock import T0 as NOW
 
 from autodev_core.detection.classification import UsageReading
 from autodev_core.engine import Engine
@@ -39,7 +40,6 @@ from autodev_core.scheduler.diagram import mermaid
 from autodev_core.serialization import from_json, from_yaml, to_json, to_yaml
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "scheduler.md"
-NOW = datetime(2026, 12, 1, 9, tzinfo=UTC)
 
 
 def test_docs_embed_exactly_the_generated_diagram() -> None:

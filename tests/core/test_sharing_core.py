@@ -11,6 +11,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import attrs
+from helpers.clock import T0
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -32,7 +33,6 @@ from autodev_core.scheduler import (
 )
 from autodev_core.serialization import from_json, from_yaml, to_json, to_yaml
 
-T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 CLAUDE = Engine("claude")
 #: A6, stated here: a claude notice without a readable reset keeps it out for one hour.
 CLAUDE_DEFAULT = timedelta(hours=1)

@@ -4,8 +4,9 @@ fields a program needs, agreeing with the SPEC's words in `message`, which stay 
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
+from helpers.clock import T0
 from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
@@ -24,8 +25,6 @@ from autodev_core import (
 from autodev_core.scheduler import Effect, Event, SchedulerState
 from autodev_core.serialization import from_json, to_json
 from autodev_core.testing import SchedulerMachine
-
-T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 
 #: The fields each kind must carry (the rest may be None), stated from the SPEC's lines.
 REQUIRED: dict[str, tuple[str, ...]] = {

@@ -8,9 +8,10 @@ tests/e2e/test_sharing_redis.py."""
 from __future__ import annotations
 
 import itertools
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from functools import reduce
 
+from helpers.clock import T0
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -28,7 +29,6 @@ from autodev_core import (
 from autodev_core.scheduler import EngineUsage
 from autodev_core.scheduler.registry import merge_usage
 
-T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 M = timedelta(minutes=1)
 CLAUDE = Engine("claude")
 

@@ -6,10 +6,11 @@ message and posting it."""
 from __future__ import annotations
 
 import io
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, timedelta
 from pathlib import Path
 
 import pytest
+from helpers.clock import T0 as NOW
 from helpers.daemons import Daemon, wait_for
 
 from autodev_core.control.identity import resolve_active_identity
@@ -21,8 +22,6 @@ from autodev_shell.clock import FakeClock
 from autodev_shell.durability.writes import Durability
 from autodev_shell.runner import Runner, StreamLog
 from autodev_shell.store.run_store import RunStore
-
-NOW = datetime(2026, 12, 1, 9, tzinfo=UTC)
 
 
 def _said(d: Daemon, text: str) -> int:

@@ -14,16 +14,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from helpers.clock import T0 as NOW
 from helpers.daemons import Daemon, wait_for
 
 from autodev_shell.standins import write_script
 from autodev_shell.store.run_store import RunStore
-
-NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 
 #: A process that commits `count` revisions of the old run, then dies as a kill -9 leaves a
 #: store: nothing closed, the WAL and its index on disk.

@@ -23,20 +23,13 @@ import socket
 import subprocess
 import sys
 import time
-from datetime import UTC, datetime
 from pathlib import Path
+
+from helpers.daemons import empty_run
 
 from autodev_shell.store.run_store import RunStore
 
 WAIT = 120.0  # generous: the machine is loaded
-
-
-def _store(tmp_path: Path) -> Path:
-    run_dir = tmp_path / "run"
-    run_dir.mkdir()
-    RunStore.open(run_dir / "run.db", create=True, run_id="t",
-                  now=datetime(2026, 12, 1, tzinfo=UTC)).close()
-    return run_dir
 
 
 def _queued(run_dir: Path) -> list[str]:
@@ -109,7 +102,7 @@ def _say_through_nonblocking_pipe(run_dir: Path, first: bytes, rest: bytes) -> t
 def test_C6_say_dash_on_a_nonblocking_input_with_nothing_yet_waits_for_the_message(
     tmp_path: Path,
 ) -> None:
-    run_dir = _store(tmp_path)
+    run_dir = empty_run(tmp_path)
     code, err = _say_through_nonblocking_pipe(run_dir, b"", b"the whole message\n")
     assert code == 0, err.decode(errors="replace")
     assert _queued(run_dir) == ["the whole message\n"]
@@ -118,7 +111,7 @@ def test_C6_say_dash_on_a_nonblocking_input_with_nothing_yet_waits_for_the_messa
 def test_C6_say_dash_on_a_nonblocking_input_queues_the_whole_message_not_its_start(
     tmp_path: Path,
 ) -> None:
-    run_dir = _store(tmp_path)
+    run_dir = empty_run(tmp_path)
     first = b"".join(b"log line %05d\n" % i for i in range(2_000))
     rest = b"".join(b"log line %05d\n" % i for i in range(2_000, 4_000)) + b"END"
     code, err = _say_through_nonblocking_pipe(run_dir, first, rest)
@@ -127,7 +120,7 @@ def test_C6_say_dash_on_a_nonblocking_input_queues_the_whole_message_not_its_sta
 
 
 def test_C6_say_dash_on_an_input_open_for_writing_only_is_one_sentence(tmp_path: Path) -> None:
-    run_dir = _store(tmp_path)
+    run_dir = empty_run(tmp_path)
     target = tmp_path / "notes.txt"
     target.write_text("the operator meant < notes.txt\n")
     with target.open("ab") as write_only:  # `autodev say - 0>>notes.txt`
@@ -142,7 +135,7 @@ def test_C6_say_dash_on_an_input_open_for_writing_only_is_one_sentence(tmp_path:
 
 
 def test_C6_say_dash_reads_a_socket_as_a_pipe(tmp_path: Path) -> None:
-    run_dir = _store(tmp_path)
+    run_dir = empty_run(tmp_path)
     ours, theirs = socket.socketpair()
     with ours, theirs:
         ours.sendall("from an orchestrator é\n".encode())
@@ -154,7 +147,7 @@ def test_C6_say_dash_reads_a_socket_as_a_pipe(tmp_path: Path) -> None:
 
 
 def test_C6_say_dash_from_a_directory_queues_nothing_and_names_it(tmp_path: Path) -> None:
-    run_dir = _store(tmp_path)
+    run_dir = empty_run(tmp_path)
     folder = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
     try:
         done = subprocess.run(_argv(run_dir), stdin=folder, capture_output=True, timeout=WAIT)

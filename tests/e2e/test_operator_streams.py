@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from helpers.daemons import Daemon, alive, wait_for
+from helpers.daemons import Daemon, alive, empty_run, wait_for
 
 from autodev_shell.store.run_store import RunStore
 
@@ -33,14 +32,6 @@ def _cli(run_dir: Path, closed: str, *args: str, env: dict[str, str] | None = No
                           timeout=120, env=env)
 
 
-def _store(tmp_path: Path) -> Path:
-    run_dir = tmp_path / "run"
-    run_dir.mkdir()
-    RunStore.open(run_dir / "run.db", create=True, run_id="t",
-                  now=datetime(2026, 12, 1, tzinfo=UTC)).close()
-    return run_dir
-
-
 def _queued(run_dir: Path) -> list[tuple[str, str]]:
     with RunStore.open(run_dir / "run.db", check=False) as store:
         return [(c.command, c.arg) for c in store.pending_controls()]
@@ -48,7 +39,7 @@ def _queued(run_dir: Path) -> list[tuple[str, str]]:
 
 def test_C6_say_dash_with_stdin_closed_is_one_sentence_and_queues_nothing(
         tmp_path: Path) -> None:
-    run_dir = _store(tmp_path)
+    run_dir = empty_run(tmp_path)
     done = _cli(run_dir, "stdin", "say", "-")
     assert b"Traceback" not in done.stderr, done.stderr.decode(errors="replace")
     assert done.returncode == 2
@@ -60,7 +51,7 @@ def test_C6_say_dash_with_stdin_closed_is_one_sentence_and_queues_nothing(
 @pytest.mark.parametrize("command", [("pause",), ("stop",), ("say", "hello")])
 def test_C6_a_control_with_an_output_closed_is_queued_and_exits_0(
         tmp_path: Path, closed: str, command: tuple[str, ...]) -> None:
-    run_dir = _store(tmp_path)
+    run_dir = empty_run(tmp_path)
     done = _cli(run_dir, closed, *command)
     assert b"Traceback" not in done.stderr + done.stdout
     assert done.returncode == 0, done.stderr.decode(errors="replace")
@@ -70,7 +61,7 @@ def test_C6_a_control_with_an_output_closed_is_queued_and_exits_0(
 
 @pytest.mark.parametrize("closed", ["stdin", "stdout", "stderr"])
 def test_C6_status_with_a_stream_closed_exits_0(tmp_path: Path, closed: str) -> None:
-    run_dir = _store(tmp_path)
+    run_dir = empty_run(tmp_path)
     done = _cli(run_dir, closed, "status")
     assert b"Traceback" not in done.stderr + done.stdout
     assert done.returncode == 0, done.stderr.decode(errors="replace")

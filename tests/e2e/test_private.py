@@ -9,17 +9,15 @@ import stat
 import subprocess
 import sys
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from helpers.clock import T0
 
 from autodev_shell.calls.lanes import Lanes
 from autodev_shell.durability.files import atomic_write_text
 from autodev_shell.standins import install_standins, standin_env, write_script
 from autodev_shell.store.run_store import RunStore
-
-T0 = datetime(2026, 12, 1, 9, tzinfo=UTC)
 
 
 def _mode(path: Path) -> int:

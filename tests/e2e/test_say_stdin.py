@@ -6,22 +6,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from helpers.daemons import empty_run
 
 from autodev_shell.store.run_store import RunStore
 
 ARG_MAX_ONE = 128 * 1024  # MAX_ARG_STRLEN on Linux: one argument's bytes
-
-
-def _store(tmp_path: Path) -> Path:
-    run_dir = tmp_path / "run"
-    run_dir.mkdir()
-    RunStore.open(run_dir / "run.db", create=True, run_id="t",
-                  now=datetime(2026, 12, 1, tzinfo=UTC)).close()
-    return run_dir
 
 
 def _say(run_dir: Path, *args: str, stdin: bytes) -> subprocess.CompletedProcess[bytes]:
@@ -50,7 +42,7 @@ def _queued(run_dir: Path) -> list[str]:
 )
 def test_C6_say_dash_queues_standard_input_whole(tmp_path: Path, stdin: bytes,
                                                  expected: str) -> None:
-    run_dir = _store(tmp_path)
+    run_dir = empty_run(tmp_path)
     done = _say(run_dir, "-", stdin=stdin)
     assert done.returncode == 0, done.stderr
     assert _queued(run_dir) == [expected]
@@ -58,7 +50,7 @@ def test_C6_say_dash_queues_standard_input_whole(tmp_path: Path, stdin: bytes,
 
 def test_C6_a_message_over_one_argument_s_limit_needs_say_dash(tmp_path: Path) -> None:
     # The reason `say -` exists: the kernel refuses such an argument before autodev runs.
-    run_dir = _store(tmp_path)
+    run_dir = empty_run(tmp_path)
     with pytest.raises(OSError):
         _say(run_dir, "y" * (ARG_MAX_ONE + 1), stdin=b"")
     assert _say(run_dir, "-", stdin=b"y" * (ARG_MAX_ONE + 1)).returncode == 0
@@ -69,7 +61,7 @@ def test_C6_a_message_over_one_argument_s_limit_needs_say_dash(tmp_path: Path) -
 def test_C6_an_empty_standard_input_is_one_sentence_and_queues_nothing(
     tmp_path: Path, stdin: bytes
 ) -> None:
-    run_dir = _store(tmp_path)
+    run_dir = empty_run(tmp_path)
     done = _say(run_dir, "-", stdin=stdin)
     assert done.returncode == 2
     assert b"Traceback" not in done.stderr and b"needs a message" in done.stderr
@@ -77,6 +69,6 @@ def test_C6_an_empty_standard_input_is_one_sentence_and_queues_nothing(
 
 
 def test_C6_a_dash_among_words_is_a_word(tmp_path: Path) -> None:
-    run_dir = _store(tmp_path)
+    run_dir = empty_run(tmp_path)
     assert _say(run_dir, "a", "-", "b", stdin=b"ignored").returncode == 0
     assert _queued(run_dir) == ["a - b"]

@@ -156,3 +156,15 @@ def alive(pid: int) -> bool:
     except OSError:
         return False
     return fields[0] != "Z"
+
+
+def empty_run(tmp_path: Path) -> Path:
+    """A run folder whose store holds no revision yet (run id `t`): what `autodev say` and the
+    other short commands find before a daemon's first turn."""
+    from datetime import UTC, datetime
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    RunStore.open(run_dir / "run.db", create=True, run_id="t",
+                  now=datetime(2026, 12, 1, tzinfo=UTC)).close()
+    return run_dir

@@ -1,10 +1,13 @@
 """Driving one run of the scheduler by hand, for the rule tests (SPEC A8-A43): `member(...)` makes
 a participant, `Run(...)` starts, ends calls, wakes and feeds events, `at(h, m)` is an instant of
-the first test day. T0 is that day's 09:00 UTC, the instant every rule test starts from."""
+the first test day. T0 (helpers.clock) is that day's 09:00 UTC, the instant every rule test
+starts from."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+
+from helpers.clock import T0
 
 from autodev_core.detection.classification import LimitNotice
 from autodev_core.engine import Engine
@@ -24,7 +27,6 @@ from autodev_core.scheduler import (
     step,
 )
 
-T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 MINUTE = timedelta(minutes=1)
 
 

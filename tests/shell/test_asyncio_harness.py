@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from helpers.clock import T0
 from hypothesis import HealthCheck, Phase, seed, settings
 from hypothesis.stateful import run_state_machine_as_test
 
@@ -197,7 +198,6 @@ def test_an_async_loop_without_a_bug_passes_crashes_and_all(draw: int | None) ->
 
 # --- the virtual clock ---------------------------------------------------------------------
 
-T0 = datetime(2026, 12, 1, 9, tzinfo=UTC)
 
 
 def test_a_virtual_loop_passes_waits_at_once_and_in_order() -> None:

@@ -10,9 +10,10 @@ would make a limit or a network outage of a long call unseen.
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC
 
 import pytest
+from helpers.clock import T0 as NOW
 
 import autodev_shell.adapters as old_name
 import autodev_shell.calls as calls
@@ -20,7 +21,6 @@ from autodev_core.detection import events
 from autodev_core.detection.reader import classify_output
 from autodev_shell.calls.capture import STDOUT_TAIL_BYTES, _Capture
 
-NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 NOISE = json.dumps({"type": "item.started", "item": {"type": "command_execution",
                                                      "aggregated_output": "x" * 1000}})
 

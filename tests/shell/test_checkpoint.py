@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from helpers.clock import T0 as NOW
 from helpers.faults import DiskSwitch, faulty_connection
 
 from autodev_core.control.replicas import PRIMARY_CHECKPOINT_SOURCE_EMPTY
@@ -27,8 +28,6 @@ from autodev_shell.durability.shadow_file import (
 )
 from autodev_shell.store.run_store import NewPost, RunStore, StoreError
 from autodev_shell.store.runlock import RunLock, RunLockedError
-
-NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 
 
 def post(revision: int) -> NewPost:

@@ -17,10 +17,11 @@ import errno
 import os
 import shutil
 import zlib
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from helpers.clock import T0 as NOW
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
@@ -40,9 +41,6 @@ from autodev_shell.durability.files import ReplicaFileError
 from autodev_shell.durability.paths import checkpoint_path
 from autodev_shell.status.replicas import read_checkpoint_head
 from autodev_shell.store.run_store import NewPost, RunStore
-
-NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
-
 
 # --- the growth rule (the core's policy) --------------------------------------------------------
 

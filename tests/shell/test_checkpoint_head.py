@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 import shutil
 import zlib
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from helpers.clock import T0 as NOW
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -28,7 +29,6 @@ from autodev_shell.durability.paths import checkpoint_path
 from autodev_shell.status.replicas import read_checkpoint_head, replica_facts
 from autodev_shell.store.run_store import NewPost, RunStore
 
-NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "checkpoint_v1" / "run.db.checkpoint.json"
 
 

@@ -24,6 +24,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 import yaml
+from helpers.clock import T0 as NOW
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -32,7 +33,6 @@ from autodev_shell.calls import CallResult, build_argv, run_call
 from autodev_shell.calls.capture import _Capture
 from autodev_shell.standins import install_standins, standin_env, write_script
 
-NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 KIB = 1024
 #: The shell keeps the last 64 KiB of a call's stderr (docs/shell.md, C1).
 STDERR_KEPT = 64 * KIB

@@ -15,15 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.clock import T0
 from hypothesis import given
 from hypothesis import strategies as st
 
 from autodev_shell.calls import build_argv, run_call
 from autodev_shell.clock import VirtualClock
 from autodev_shell.standins import install_standins, standin_env, write_script
-
-T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
-
 
 # --- the clock ------------------------------------------------------------------------------
 

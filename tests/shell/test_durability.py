@@ -8,10 +8,11 @@ which `rename` cannot replace even for root.
 from __future__ import annotations
 
 import tempfile
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from helpers.clock import T0 as NOW
 from helpers.faults import DiskSwitch, faulty_connection
 from hypothesis import given
 from hypothesis import strategies as st
@@ -27,7 +28,6 @@ from autodev_shell.durability.shadow_file import read_shadow
 from autodev_shell.durability.writes import Durability, PersistResult, SearchRebuild
 from autodev_shell.store.run_store import NewPost, RunStore, Snapshot
 
-NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 RUN = resolve_active_identity(run_id="run-1")
 
 

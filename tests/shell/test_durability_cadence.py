@@ -14,9 +14,10 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
+from helpers.clock import T0
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
@@ -27,7 +28,6 @@ from autodev_shell.durability.checkpoint import read_checkpoint
 from autodev_shell.durability.writes import Durability
 from autodev_shell.store.run_store import NewPost, RunStore, Snapshot
 
-T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 RUN = resolve_active_identity(run_id="run-1")
 EVERY, SECONDS = 4, 30.0
 

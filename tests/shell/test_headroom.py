@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from helpers.clock import T0
 
 from autodev_core import (
     CallEnded,
@@ -35,7 +36,6 @@ from autodev_core.scheduler import SchedulerState
 from autodev_core.scheduler.policy import parse_policy, policy_data
 from autodev_core.serialization import from_json, to_json
 
-T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 M = timedelta(minutes=1)
 H = timedelta(hours=1)
 REALCLI = Path(__file__).parents[1] / "fixtures" / "realcli"

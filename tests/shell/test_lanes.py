@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from helpers.clock import T0
 from hypothesis import given
 from hypothesis import strategies as st
 
 from autodev_shell.calls import build_argv, run_call
 from autodev_shell.calls.lanes import LANE_FILES, LANE_MAX_BYTES, Lanes, NoLaneError, read_lane
 from autodev_shell.standins import install_standins, standin_env, write_script
-
-T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 
 
 def test_C8_lane_appends_and_reads_back(tmp_path: Path) -> None:

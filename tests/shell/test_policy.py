@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import pytest
+from helpers.clock import T0
 
 from autodev_core import (
     CallEnded,
@@ -27,7 +28,6 @@ from autodev_core import (
 )
 from autodev_core.serialization import from_json, to_json
 
-T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 S = timedelta(seconds=1)
 M = timedelta(minutes=1)
 H = timedelta(hours=1)

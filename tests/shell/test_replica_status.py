@@ -4,10 +4,10 @@ read with json alone for the cases a daemon leaves."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from helpers.clock import T0 as NOW
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -24,8 +24,6 @@ from autodev_shell.status.replicas import (
     replica_facts,
 )
 from autodev_shell.store.run_store import RunStore
-
-NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 
 
 def test_the_restated_names_are_the_write_paths() -> None:

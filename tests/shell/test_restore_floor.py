@@ -5,10 +5,11 @@ a clock behind the saved state goes on from that instant with one clear line, ne
 from __future__ import annotations
 
 import io
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from helpers.clock import T0
 from helpers.scripted import EXAMPLES, ScriptedCLIs
 
 from autodev_core import (
@@ -31,7 +32,6 @@ from autodev_shell.durability.writes import Durability
 from autodev_shell.runner import Runner, StreamLog
 from autodev_shell.store.run_store import RunStore
 
-T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 TEAM = (Participant(id="ana", provider="claude"), Participant(id="rui", provider="codex"))
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 import shutil
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from helpers.clock import T0 as NOW
 
 from autodev_core.control.identity import resolve_active_identity
 from autodev_core.control.replicas import plan_checkpoint_restore
@@ -16,8 +16,6 @@ from autodev_shell.durability import paths
 from autodev_shell.durability.checkpoint import write_checkpoint
 from autodev_shell.durability.paths import checkpoint_path
 from autodev_shell.store.run_store import NewPost, RunStore
-
-NOW = datetime(2026, 12, 1, 9, tzinfo=UTC)
 
 
 def make_run(directory: Path, run_id: str, revisions: int, *, checkpoint: bool = True) -> Path:

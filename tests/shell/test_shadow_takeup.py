@@ -8,9 +8,10 @@ Revisions of other runs stay in the file; the file stays bounded and says what i
 from __future__ import annotations
 
 import io
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
+from helpers.clock import T0 as NOW
 from helpers.faults import DiskSwitch, faulty_connection
 from helpers.scripted import EXAMPLES, ScriptedCLIs
 
@@ -24,7 +25,6 @@ from autodev_shell.durability.writes import Durability
 from autodev_shell.runner import Runner, StreamLog
 from autodev_shell.store.run_store import NewPost, RunStore
 
-NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 RUN = resolve_active_identity(run_id="test-run")
 
 

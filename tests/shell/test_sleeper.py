@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
+from helpers.clock import T0
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -17,8 +18,6 @@ from autodev_shell.loop.sleeper import (
     format_left,
     sleep_until,
 )
-
-T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 
 
 def test_C2_sleeps_in_slices_to_the_target_with_a_heartbeat_per_slice() -> None:
@@ -220,7 +219,7 @@ def test_A3_local_zone_is_named_from_TZ(monkeypatch: pytest.MonkeyPatch) -> None
 
 def test_news_from_another_run_wakes_a_sleep_with_its_own_reason() -> None:
     """Issue 14: a limit reported by another run wakes the sleeper so the core hears of it."""
-    from datetime import UTC, datetime, timedelta
+    from datetime import datetime, timedelta
 
     from autodev_shell.clock import FakeClock
     from autodev_shell.loop.sleeper import sleep_until

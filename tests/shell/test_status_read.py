@@ -15,11 +15,12 @@ import json
 import sqlite3
 import tempfile
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.clock import T0 as NOW
 from hypothesis import given
 from hypothesis import strategies as st
 from test_stored_status import scheduler_states
@@ -38,8 +39,6 @@ from autodev_shell.status import report
 from autodev_shell.status.read import read_status
 from autodev_shell.store import folder
 from autodev_shell.store.run_store import CANONICAL_TIER, NewPost, RunStore
-
-NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 
 
 def test_B5_the_restated_names_are_the_store_s_own() -> None:

@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from helpers.clock import T0 as NOW
 from helpers.faults import DiskSwitch, faulty_connection
 from hypothesis import given
 from hypothesis import strategies as st
@@ -25,7 +26,6 @@ from autodev_shell.store.run_store import (
     StoreError,
 )
 
-NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 REPO = Path(__file__).resolve().parents[2]
 
 

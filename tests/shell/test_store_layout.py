@@ -13,13 +13,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from helpers.clock import T0 as NOW
 from helpers.faults import DiskSwitch, faulty_connection
 
 from autodev_shell.store.run_store import NewPost, RunStore, StoreError
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "store_v1" / "run.db"
 WRITTEN = datetime(2026, 11, 30, 8, 0, tzinfo=UTC)
-NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 V1_KEYS = [f"turn-{r}/{i}" for r in (1, 2, 3) for i in range(2)]
 
 

@@ -15,12 +15,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
 
-from autodev_shell.store.run_store import NewPost, RunStore
+from helpers.clock import T0 as NOW
 
-NOW = datetime(2026, 12, 1, 9, tzinfo=UTC)
+from autodev_shell.store.run_store import NewPost, RunStore
 
 
 def _locks_held(db: Path) -> list[str]:

@@ -26,15 +26,15 @@ import signal
 import sqlite3
 import subprocess
 import sys
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.clock import T0 as NOW
 
 from autodev_shell.store.run_store import NewPost, RunStore
 
-NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "store_v1" / "run.db"
 PERSISTENCE = json.dumps({"pending_persist": True, "queued_revision": 0})
 

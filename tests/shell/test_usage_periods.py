@@ -11,10 +11,11 @@ checked against the events `step` was fed."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
+from helpers.clock import T0
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -33,7 +34,6 @@ from autodev_core.simulation.scenario import (
     render_scenario,
 )
 
-T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 M = timedelta(minutes=1)
 ROOT = Path(__file__).resolve().parents[2]
 
