@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from helpers.daemons import RunCommands, operator_signals_default
+
 from autodev_shell.standins import install_standins, standin_env, write_script
 
 #: Generous: the machine is shared and loaded; tests poll, never assert on timings.
@@ -67,13 +69,6 @@ def panel_missing() -> str | None:
     return None
 
 
-def operator_signals_default() -> None:
-    """A `preexec_fn`: SIGHUP/SIGINT/SIGTERM at their defaults in the child (a suite started
-    under nohup hands them down ignored; see tests/helpers/daemons.py)."""
-    for signum in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, signal.SIG_DFL)
-
-
 def launch_chromium(playwright: Any) -> Any:
     """Debian's Chromium, headless, driven by Playwright (never `playwright install`)."""
     return playwright.chromium.launch(
@@ -102,7 +97,7 @@ def participant_file(provider: str, body: str = "Work.", **front: Any) -> str:
     return "---\n" + "\n".join(lines) + "\n---\n" + body + "\n"
 
 
-class RunDaemon:
+class RunDaemon(RunCommands):
     """A team folder (participant files and `autodev.yaml`), the stand-in CLIs answering
     `script`, and the real daemon (`autodev run TEAM --run DIR --fast FACTOR`) on them."""
 
@@ -140,16 +135,6 @@ class RunDaemon:
         if self.proc.poll() is not None:
             raise AssertionError(f"the daemon exited: {self.log.read_text(errors='replace')}")
         return self
-
-    def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "autodev_shell.cli", *args, "--run", str(self.run_dir)],
-            capture_output=True, text=True, timeout=120, env=self.env,
-        )
-
-    def control(self, *args: str) -> None:
-        done = self.cli(*args)
-        assert done.returncode == 0, done.stderr
 
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None

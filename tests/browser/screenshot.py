@@ -19,7 +19,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 sys.path.insert(0, str(HERE))
-sys.path.insert(1, str(ROOT))
+sys.path.insert(1, str(HERE.parent))  # tests/: the shared helpers
+sys.path.insert(2, str(ROOT))
 
 from browser_helpers import (  # noqa: E402
     CHROMIUM,

@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from helpers.daemons import wait_for as shared_wait_for
 from helpers.redis_server import RedisServer, needs_redis
 
 from autodev_shell.standins import install_standins, standin_env, write_script
@@ -109,12 +110,8 @@ class Daemon:
 
 
 def wait_for(predicate: Callable[[], bool], what: str, seconds: float = WAIT) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+    """`helpers.daemons.wait_for`, with this file's longer wait (two daemons and a server)."""
+    shared_wait_for(predicate, what, seconds)
 
 
 def clock_time(text: str, day: datetime) -> datetime:

@@ -45,7 +45,26 @@ def operator_signals_default() -> None:
         signal.signal(signum, signal.SIG_DFL)
 
 
-class Daemon:
+class RunCommands:
+    """The short commands (`autodev status`, `stop`, `say`, …) on a run folder, as an operator
+    types them: `cli` runs one and returns what it did, `control` one that must succeed. The class
+    using it has `run_dir` and the stand-ins' `env`."""
+
+    run_dir: Path
+    env: dict[str, str]
+
+    def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "autodev_shell.cli", *args, "--run", str(self.run_dir)],
+            capture_output=True, text=True, timeout=120, env=self.env,
+        )
+
+    def control(self, *args: str) -> None:
+        done = self.cli(*args)
+        assert done.returncode == 0, done.stderr
+
+
+class Daemon(RunCommands):
     """One run folder, its stand-ins and the `autodev run` processes started on it."""
 
     def __init__(self, root: Path, members: dict[str, str], script: dict[str, Any]) -> None:
@@ -69,16 +88,6 @@ class Daemon:
             preexec_fn=operator_signals_default,
         )
         return self.proc
-
-    def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "autodev_shell.cli", *args, "--run", str(self.run_dir)],
-            capture_output=True, text=True, timeout=120, env=self.env,
-        )
-
-    def control(self, *args: str) -> None:
-        done = self.cli(*args)
-        assert done.returncode == 0, done.stderr
 
     def kill9(self) -> None:
         """kill -9 of the daemon alone (its CLI, in its own session, is not signalled)."""
