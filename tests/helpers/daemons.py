@@ -3,6 +3,7 @@ issue 9: controls, messages, kills. Nothing here decides what a test expects."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
@@ -17,6 +18,7 @@ from autodev_core.scheduler import SchedulerState
 from autodev_core.serialization import from_json
 from autodev_shell.standins import install_standins, standin_env, write_script
 from autodev_shell.store.run_store import RunStore
+from autodev_shell.store.runlock import lock_path, path_lock
 
 #: Generous: the machine is shared and loaded; tests poll, never assert on timings.
 WAIT = 60.0
@@ -90,10 +92,32 @@ class Daemon(RunCommands):
         return self.proc
 
     def kill9(self) -> None:
-        """kill -9 of the daemon alone (its CLI, in its own session, is not signalled)."""
+        """kill -9 of the daemon alone (its CLI, in its own session, is not signalled), and the
+        run free again: the kernel drops the run's locks when their last descriptor closes, and
+        a CLI the daemon was forking at that instant holds a copy until it exits a moment later
+        (`die_with_parent`), so a daemon started at once could be refused (C4, a fresh clone's
+        run saw it once on a loaded machine)."""
         assert self.proc is not None
         os.kill(self.proc.pid, signal.SIGKILL)
         self.proc.wait(timeout=WAIT)
+        wait_for(self._run_free, "the run's locks free after kill -9")
+
+    def _run_free(self) -> bool:
+        """Neither of the run's locks is held, asked as `daemon_holding` asks (a shared,
+        non-blocking `flock` let go at once), so the lock files keep the dead daemon's pid."""
+        db = self.run_dir / "run.db"
+        for path in (lock_path(db), path_lock(db)):
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            except FileNotFoundError:
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return False
+            finally:
+                os.close(fd)
+        return True
 
     def wait_exit(self) -> int:
         assert self.proc is not None
