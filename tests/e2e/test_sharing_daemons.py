@@ -333,7 +333,10 @@ def test_A_reads_claude_near_its_limit_and_B_hands_over_before_calling_it(
     accounts = {"claude": "work-max"}
     virtual, real = _start_clock()
     factor = 60.0
-    resets = int((virtual + timedelta(hours=4)).timestamp())
+    # Four hours after the later of the daemons' virtual 09:00 and this machine's clock: the
+    # daemons read it on their clock, `autodev status` on the machine's, and both must see
+    # the window still open (a fixed 13:00 UTC failed every run started after it).
+    resets = int(max(virtual.timestamp(), time.time()) + 4 * 3600)
     warning = json.dumps({"type": "rate_limit_event", "rate_limit_info": {
         "status": "allowed_warning", "utilization": 0.97, "rateLimitType": "five_hour",
         "surpassedThreshold": 0.9, "resetsAt": resets}})
@@ -381,7 +384,10 @@ def test_a_reading_heard_during_a_limit_wait_is_learned_and_the_wait_goes_on(
     accounts = {"claude": "work-max"}
     virtual, real = _start_clock()
     factor = 120.0
-    resets = int((virtual + timedelta(hours=4)).timestamp())
+    # Four hours after the later of the daemons' virtual 09:00 and this machine's clock: the
+    # daemons read it on their clock, `autodev status` on the machine's, and both must see
+    # the window still open (a fixed 13:00 UTC failed every run started after it).
+    resets = int(max(virtual.timestamp(), time.time()) + 4 * 3600)
     warning = json.dumps({"type": "rate_limit_event", "rate_limit_info": {
         "status": "allowed_warning", "utilization": 0.97, "rateLimitType": "five_hour",
         "resetsAt": resets}})
