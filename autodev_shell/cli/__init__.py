@@ -20,6 +20,9 @@ if TYPE_CHECKING:
     from types import SimpleNamespace
 
 EXIT_USAGE = 2
+#: The run store's lock was held by another process past the busy timeout (a stopped daemon):
+#: a temporary failure, try again (EX_TEMPFAIL of sysexits.h).
+EXIT_BUSY = 75
 #: A reader that closed our output early (`| head`): as if ended by SIGPIPE (128 + 13).
 EXIT_BROKEN_PIPE = 141
 
@@ -180,6 +183,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"autodev: {exc}", file=sys.stderr)
         from ..store.run_store import StoreError
 
+        if isinstance(exc, StoreError) and exc.kind == "busy":
+            return EXIT_BUSY
         hint = restore_hint(exc) if isinstance(exc, StoreError) else ""
         if hint:
             print(f"autodev: {hint}", file=sys.stderr)

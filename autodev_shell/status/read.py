@@ -13,7 +13,9 @@ persistence state either settled or left "queued" by the last commit and covered
 commit's own marker (see `_persistence_line`). Anything else (an error, a damaged or older
 field, a shadow copy, a write of another run or not covered) returns None and the command
 takes the full path (`report._status` over a `RunStore`, the core's planner), which decides
-what to show or which error to print. tests/shell/test_status_read.py holds the two paths to
+what to show or which error to print. One error it says itself: a store another process held
+locked past the busy timeout (`StoreError` kind "busy"), which the full path would wait for as
+long again. tests/shell/test_status_read.py holds the two paths to
 the same output and exit code on stored states the real code writes, the odd ones included.
 """
 
@@ -29,7 +31,7 @@ from autodev_core.names import PERSISTENCE_FIELDS
 
 from ..durability.paths import SHADOW_SUFFIX
 from ..store.layout import LAYOUT
-from ..store.sql import _TABLES, BUSY_TIMEOUT_MS
+from ..store.sql import _TABLES, BUSY_TIMEOUT_MS, busy_error, is_busy
 from .stored import StoredStatus, read_stored_status
 
 #: The store's own tier (`store.CANONICAL_TIER`), which the default tier table holds canonical
@@ -65,6 +67,10 @@ def read_status(db: Path, *, read_only: bool = False) -> StatusReading | None:
     `read_only`: through a `mode=ro` connection (the panel, issue 23)."""
     try:
         return _read(db, read_only)
+    except sqlite3.Error as exc:
+        if is_busy(exc):  # the full path would wait as long again for the same lock
+            raise busy_error(db, exc) from None
+        return None  # the full path meets it too and decides
     except Exception:  # whatever it is, the full path meets it too and decides
         return None
 

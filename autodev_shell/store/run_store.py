@@ -40,7 +40,9 @@ from .sql import (
     _rollback,
     _text,
     _utcnow,
+    busy_error,
     clean_text,
+    is_busy,
 )
 from .thread import NewPost, Post, StoreThread
 
@@ -223,6 +225,8 @@ def _configure(conn: sqlite3.Connection, path: Path) -> None:
         conn.execute("PRAGMA foreign_keys = ON")
     except sqlite3.DatabaseError as exc:
         code = getattr(exc, "sqlite_errorcode", None)
+        if is_busy(exc):
+            raise busy_error(path, exc) from exc
         if code == sqlite3.SQLITE_NOTADB:
             raise StoreError(
                 f"The run store {path} is not an SQLite database (corrupt or overwritten).",
@@ -265,6 +269,10 @@ def _not_opened(path: Path, exc: sqlite3.Error) -> StoreError:
 
 
 def _corrupt(path: Path, exc: sqlite3.Error) -> StoreError:
+    """A failed read of the file's own pages, called corrupt unless SQLite only waited for
+    another process's lock (`busy_error`): only a damaged file earns `autodev restore`'s hint."""
+    if is_busy(exc):
+        return busy_error(path, exc)
     return StoreError(
         f"The run store {path} is corrupt or truncated ({_describe(exc)}).",
         path=path, kind="corrupt", detail=_describe(exc),

@@ -34,7 +34,8 @@ _TABLES: Final = (
     "turn_inputs",
 )
 
-StoreErrorKind = Literal["missing", "not-a-store", "corrupt", "write-failed", "read-failed"]
+StoreErrorKind = Literal["missing", "not-a-store", "corrupt", "busy", "write-failed",
+                         "read-failed"]
 
 
 class StoreError(AutodevError):
@@ -42,6 +43,8 @@ class StoreError(AutodevError):
 
     `kind` says which: "missing" (no file), "not-a-store" (a file, but not an autodev store),
     "corrupt" (not a database, malformed, truncated, or integrity check failed),
+    "busy" (another process held the store's lock for longer than the busy timeout: nothing was
+    read or written, and nothing says the store is damaged),
     "write-failed" (a commit did not happen; nothing of it was written), "read-failed".
     """
 
@@ -203,6 +206,8 @@ class StoreConnection:
             raise
 
     def _error(self, what: str, exc: sqlite3.Error, *, write: bool) -> StoreError:
+        if is_busy(exc):
+            return busy_error(self.path, exc, doing=what)
         corrupt = isinstance(exc, sqlite3.DatabaseError) and _looks_corrupt(exc)
         kind: StoreErrorKind = "corrupt" if corrupt else ("write-failed" if write else
                                                            "read-failed")
@@ -229,6 +234,29 @@ def _rollback(conn: sqlite3.Connection) -> None:
     # SQLite may have rolled back already, leaving nothing to roll back.
     with suppress(sqlite3.Error):
         conn.execute("ROLLBACK")
+
+
+def is_busy(exc: BaseException) -> bool:
+    """SQLite gave up waiting for a lock another connection holds (SQLITE_BUSY, SQLITE_LOCKED
+    and their extended codes, e.g. BUSY_RECOVERY while another process rebuilds the WAL index
+    after a crash): a fact about the other process, never about the file."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return isinstance(code, int) and code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
+def busy_error(path: str | os.PathLike[str], exc: sqlite3.Error, *,
+               doing: str = "") -> StoreError:
+    """A store whose lock another process held past the busy timeout: said as what it is, so
+    no one restores a sound store (a daemon stopped with SIGSTOP or Ctrl-Z while it held the
+    lock, or one recovering the store after a kill -9)."""
+    could_not = f"could not {doing}: " if doing else ""
+    return StoreError(
+        f"The run store {path} is busy ({_describe(exc)}): {could_not}another process has held "
+        f"its lock for over {BUSY_TIMEOUT_MS // 1000} s (a daemon stopped with SIGSTOP or "
+        "Ctrl-Z, or one recovering the store after a crash); nothing was read or written and "
+        "nothing says the store is damaged. Try again.",
+        path=path, kind="busy", detail=_describe(exc),
+    )
 
 
 def _looks_corrupt(exc: sqlite3.Error) -> bool:

@@ -8,7 +8,8 @@ overlap under kill -9 with plain texts; this one holds what the operator sees:
 
 - every acknowledged message (its command exited 0) is in the thread exactly once, as said
   (the text without the white space around it; a byte that is not UTF-8 as U+FFFD);
-- `autodev status` and `status --json` never end in a traceback and always exit 0;
+- `autodev status` and `status --json` never end in a traceback and always exit 0, except while
+  the daemon is stopped holding the store's lock: then "busy" with exit 75, never "corrupt";
 - the daemon never ends on its own while it is paused and resumed;
 - a daemon ended cleanly (stop, SIGTERM, SIGINT, SIGHUP) leaves the checkpoint level with the
   store (B14) and exits with its documented code (0, 143, 130, 129); a kill -9 leaves it at most
@@ -113,6 +114,21 @@ class Operator:
         facts: dict[str, Any] = json.loads(as_json.stdout)
         return facts
 
+    def status_while_stopped(self) -> None:
+        """Status of a stopped daemon: its facts, or, when it was stopped holding the store's
+        lock (the WAL's recovery after a kill -9), "busy" with exit 75 once the busy
+        timeout ran out; never "corrupt", never a restore (a fresh clone's soak once got
+        both, tests/shell/test_store_busy.py)."""
+        for extra in ((), ("--json",)):
+            said = self.cli("status", *extra)
+            assert b"Traceback" not in said.stderr, said.stderr
+            if said.returncode == 75:
+                assert said.stderr.startswith(b"autodev: The run store ") and (
+                    b" is busy (" in said.stderr), said.stderr
+                assert b"restore" not in said.stderr and said.stderr.count(b"\n") == 1
+            else:
+                assert said.returncode == 0, said.stderr
+
     def control(self, name: str) -> None:
         done = self.cli(name)
         assert done.returncode == 0, done.stderr.decode(errors="replace")
@@ -126,7 +142,7 @@ class Operator:
             if self.chance.random() < 0.5:
                 self.say()
             else:
-                self.status()
+                self.status_while_stopped()
         finally:
             os.kill(self.d.proc.pid, signal.SIGCONT)
 

@@ -25,13 +25,17 @@ class DiskSwitch:
         self.prefixes: tuple[str, ...] = ()
         self.after = 0
         self.error = DISK_IO_ERROR
+        self.code = sqlite3.SQLITE_IOERR
         self.raised = 0
 
     def fail(self, prefixes: Iterable[str] = WRITES, *, after: int = 0,
-             error: str = DISK_IO_ERROR) -> None:
+             error: str = DISK_IO_ERROR, code: int = sqlite3.SQLITE_IOERR) -> None:
+        """`error` and `code` are the message and (extended) result code SQLite would give,
+        e.g. "database is locked" and `SQLITE_BUSY`."""
         self.prefixes = tuple(p.upper() for p in prefixes)
         self.after = after
         self.error = error
+        self.code = code
 
     def heal(self) -> None:
         self.prefixes = ()
@@ -43,7 +47,9 @@ class DiskSwitch:
                 self.after -= 1
                 return
             self.raised += 1
-            raise sqlite3.OperationalError(self.error)
+            failure = sqlite3.OperationalError(self.error)
+            failure.sqlite_errorcode = self.code  # as SQLite's own errors carry it
+            raise failure
 
 
 def faulty_connection(switch: DiskSwitch) -> type[sqlite3.Connection]:

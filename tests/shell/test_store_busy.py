@@ -1,0 +1,151 @@
+"""A store another process holds locked is busy, never corrupt (SPEC C3, C6, B14).
+
+A fresh clone's soak (tests/e2e/test_operator_soak.py) once froze the daemon (SIGSTOP) while it
+held the run store's lock, and `autodev status` then called the sound store "corrupt or
+truncated" and advised `autodev restore`: `RunStore.open` took every SQLite error it met while
+opening for a damaged file, "database is locked" after the 5 s busy timeout included. A store is
+called corrupt only when SQLite says its pages are (`corrupt`, `not a database`, `malformed`,
+an integrity check that is not `ok`); a lock held past the busy timeout is `StoreError` kind
+"busy", and `autodev status` says so in one line with exit 75 (EX_TEMPFAIL: try again).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from helpers.clock import T0 as NOW
+from helpers.faults import DiskSwitch, faulty_connection
+
+from autodev_shell.store.run_store import NewPost, RunStore, StoreError
+
+#: The statements `RunStore.open` runs on an existing store, in order (configure, check,
+#: schema): any of them may meet another process's lock.
+OPEN_STATEMENTS = (
+    "PRAGMA journal_mode", "PRAGMA synchronous", "PRAGMA busy_timeout", "PRAGMA foreign_keys",
+    "PRAGMA integrity_check", "SELECT name FROM sqlite_master", "SELECT schema_version",
+    "SELECT revision",
+)
+#: The result codes SQLite gives when it waited for a lock in vain: BUSY, LOCKED and their
+#: extended codes (BUSY_RECOVERY: another process rebuilds the WAL index after a crash).
+BUSY = {"SQLITE_BUSY": 5, "SQLITE_LOCKED": 6, "SQLITE_BUSY_RECOVERY": 261,
+        "SQLITE_BUSY_SNAPSHOT": 517, "SQLITE_LOCKED_SHAREDCACHE": 262}
+#: And the ones that do say the file is damaged.
+DAMAGED = {"SQLITE_CORRUPT": (11, "database disk image is malformed"),
+           "SQLITE_NOTADB": (26, "file is not a database")}
+
+
+def _store(path: Path) -> Path:
+    with RunStore.open(path, create=True, run_id="run-1", now=NOW) as store:
+        post = NewPost(participant="ana", engine="claude:sonnet", text="a sound post", at=NOW,
+                       key="k1")
+        store.commit(1, (post,), '{"turn": 1}',
+                     persistence_state_json="{}", now=NOW)
+    return path
+
+
+@pytest.mark.parametrize("statement", OPEN_STATEMENTS)
+@pytest.mark.parametrize("code", BUSY.values(), ids=list(BUSY))
+def test_C3_a_lock_met_while_opening_is_busy_not_corrupt(tmp_path: Path, statement: str,
+                                                        code: int) -> None:
+    path = _store(tmp_path / "run.db")
+    switch = DiskSwitch()
+    switch.fail((statement,), error="database is locked", code=code)
+    with pytest.raises(StoreError) as info:
+        RunStore.open(path, factory=faulty_connection(switch))
+    assert switch.raised == 1, f"{statement} was never run by RunStore.open"
+    assert info.value.kind == "busy"
+    message = str(info.value)
+    assert str(path) in message and "is busy" in message and "Try again." in message
+    assert "corrupt" not in message.replace("nothing says the store is damaged", "")
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize("statement", OPEN_STATEMENTS)
+@pytest.mark.parametrize("name", DAMAGED)
+def test_C3_damage_met_while_opening_is_still_corrupt(tmp_path: Path, statement: str,
+                                                      name: str) -> None:
+    code, text = DAMAGED[name]
+    path = _store(tmp_path / "run.db")
+    switch = DiskSwitch()
+    switch.fail((statement,), error=text, code=code)
+    with pytest.raises(StoreError) as info:
+        RunStore.open(path, factory=faulty_connection(switch))
+    assert info.value.kind == "corrupt", info.value
+
+
+def test_C3_a_lock_met_reading_an_open_store_is_busy(tmp_path: Path) -> None:
+    path = _store(tmp_path / "run.db")
+    switch = DiskSwitch()
+    with RunStore.open(path, factory=faulty_connection(switch)) as store:
+        switch.fail(("SELECT",), error="database is locked", code=sqlite3.SQLITE_BUSY)
+        with pytest.raises(StoreError) as info:
+            store.thread()
+        assert info.value.kind == "busy" and "is busy" in str(info.value)
+
+
+# --- a real lock, held by a stopped process ---------------------------------------------------
+
+#: Holds the store's lock as a daemon stopped with SIGSTOP mid-write would: exclusive locking
+#: mode keeps the lock its first write took until the connection closes, so every reader waits
+#: for it and gives up after its busy timeout.
+HOLDER = textwrap.dedent("""
+    import sqlite3, sys, time
+    conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+    conn.execute("PRAGMA locking_mode = EXCLUSIVE")
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute("UPDATE run_state SET revision = revision")
+    conn.execute("COMMIT")
+    print("held", flush=True)
+    time.sleep(600)
+""")
+
+
+@contextmanager
+def _held_by_a_stopped_process(db: Path) -> Iterator[None]:
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(db)], stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        os.kill(holder.pid, signal.SIGSTOP)
+        yield
+    finally:
+        os.kill(holder.pid, signal.SIGCONT)
+        holder.kill()
+        holder.wait()
+
+
+def _status(run_dir: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "autodev_shell.cli", "status", *extra,
+                           "--run", str(run_dir)], capture_output=True, text=True, timeout=120)
+
+
+def test_C6_status_of_a_store_a_stopped_process_holds_says_busy_and_changes_nothing(
+        tmp_path: Path) -> None:
+    db = _store(tmp_path / "run.db")
+    before = db.read_bytes()
+    with _held_by_a_stopped_process(db):
+        with pytest.raises(StoreError) as info:
+            RunStore.open(db)
+        assert info.value.kind == "busy"
+        for extra in ((), ("--json",)):
+            said = _status(tmp_path, *extra)
+            assert said.returncode == 75, said
+            assert said.stdout == ""
+            lines = said.stderr.splitlines()
+            assert len(lines) == 1 and lines[0].startswith(f"autodev: The run store {db} is busy")
+            assert "restore" not in said.stderr and "Traceback" not in said.stderr
+            assert "corrupt" not in said.stderr
+    assert db.read_bytes() == before
+    said = _status(tmp_path, "--json")  # the lock gone, the same store reads as it was
+    assert said.returncode == 0, said.stderr
+    assert json.loads(said.stdout)["persistence"]["revision"] == 1
