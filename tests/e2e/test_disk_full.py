@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import os
 import random
+import sqlite3
 import subprocess
 import sys
 import time
@@ -171,10 +172,13 @@ def test_B19_a_turn_input_the_store_cannot_take_is_committed_with_the_next_revis
     tmp_path: Path,
 ) -> None:
     # The direct write fails; the revision's commit after it carries the record.
-    runner, summary, _ = _runner_on_failing_disk(tmp_path, (), turn_inputs_fail=True)
+    _runner, summary, _ = _runner_on_failing_disk(tmp_path, (), turn_inputs_fail=True)
     assert summary.status == "stopped" and summary.calls > 0  # type: ignore[attr-defined]
-    store = runner.store  # type: ignore[attr-defined]
-    saved = store._conn.execute("SELECT count(*) FROM turn_inputs").fetchone()[0]
+    reader = sqlite3.connect(f"file:{tmp_path / 'run.db'}?mode=ro", uri=True)
+    try:  # another connection reads what the store committed
+        saved = reader.execute("SELECT count(*) FROM turn_inputs").fetchone()[0]
+    finally:
+        reader.close()
     assert saved >= 1
 
 

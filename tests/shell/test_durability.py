@@ -22,8 +22,9 @@ from autodev_core.control.persistence import PersistenceState
 from autodev_core.control.replicas import PRIMARY_CHECKPOINT_SOURCE_EMPTY
 from autodev_core.control.turn_input import bind_input_context
 from autodev_core.serialization import from_json
-from autodev_shell.durability.checkpoint import CheckpointWrite, read_checkpoint
+from autodev_shell.durability.checkpoint import read_checkpoint
 from autodev_shell.durability.files import ReplicaFileError
+from autodev_shell.durability.paths import checkpoint_path
 from autodev_shell.durability.shadow_file import read_shadow
 from autodev_shell.durability.writes import Durability, PersistResult, SearchRebuild
 from autodev_shell.store.run_store import NewPost, RunStore, Snapshot
@@ -240,17 +241,13 @@ def test_B16_a_failing_search_rebuild_does_not_stop_the_checkpoint(tmp_path: Pat
     assert rig.durability.audit() == ("pending-sync", ("search",))  # B14: not drift.
 
 
-def test_B16_a_failing_checkpoint_does_not_stop_the_search_rebuild(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_B16_a_failing_checkpoint_does_not_stop_the_search_rebuild(tmp_path: Path) -> None:
     seen: list[int] = []
     rig = Rig(tmp_path, search=lambda snap: seen.append(snap.revision))
-
-    def failing(*_a: object, **_k: object) -> CheckpointWrite:
-        return CheckpointWrite(False, "x", failure="write-failed", error="no space")
-
-    monkeypatch.setattr("autodev_shell.durability.writes.write_checkpoint", failing)
+    # A checkpoint the disk refuses: a folder (not empty) where its file goes.
+    (checkpoint_path(rig.db) / "in the way").mkdir(parents=True)
     result = rig.persist(1)
+    assert result.checkpoint is not None and not result.checkpoint.ok
     assert result.sync is not None and result.sync.failed_replicas == ("checkpoint",)
     assert seen == [1]
     assert result.gate.reason == "confirmed"

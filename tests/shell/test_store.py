@@ -45,8 +45,9 @@ def commit(store: RunStore, revision: int, *posts: NewPost, state: str = "{}") -
 
 
 def test_C3_store_runs_in_wal_mode_with_full_sync(tmp_path: Path) -> None:
-    with open_new(tmp_path / "run.db") as store:
-        conn = store._conn
+    switch = DiskSwitch()  # synchronous is the connection's own: ask the store's
+    with open_new(tmp_path / "run.db", factory=faulty_connection(switch)):
+        conn = switch.connection
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
 
@@ -341,25 +342,19 @@ def test_B19_saving_again_replaces_the_record(tmp_path: Path) -> None:
         assert store.load_turn_input("m") == bind_input_context("m", "b", "two")
 
 
-def test_C3_a_new_store_appears_only_with_its_schema(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_C3_a_new_store_appears_only_with_its_schema(tmp_path: Path) -> None:
     """Another process (`autodev say` racing the daemon's first start) never finds a database
     at the store's path without its tables: the store is made aside and linked into place."""
-    import autodev_shell.store.run_store as store_module
-
     path = tmp_path / "run.db"
-    seen: list[bool] = []
-    original = store_module._create
-
-    def watching(*args: object, **kwargs: object) -> None:
-        seen.append(path.exists())
-        original(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(store_module, "_create", watching)
-    store = RunStore.open(path, create=True, run_id="r", now=datetime(2026, 12, 1, tzinfo=UTC))
+    switch = DiskSwitch()
+    seen: list[tuple[str, str, bool]] = []
+    switch.listeners.append(lambda database, sql: seen.append((database, sql, path.exists())))
+    store = RunStore.open(path, create=True, run_id="r", now=datetime(2026, 12, 1, tzinfo=UTC),
+                          factory=faulty_connection(switch))
     store.close()
-    assert seen == [False]
+    making = [(sql, there) for database, sql, there in seen if database != str(path)]
+    assert any(sql.lstrip().startswith("CREATE TABLE") for sql, _ in making), seen
+    assert [sql for sql, there in making if there] == []  # the path was empty all along
     reopened = RunStore.open(path)
     try:
         assert reopened.run_id == "r"

@@ -32,6 +32,7 @@ from typing import Any
 
 import pytest
 from helpers.clock import T0 as NOW
+from helpers.faults import DiskSwitch, faulty_connection
 
 from autodev_shell.store.run_store import NewPost, RunStore
 
@@ -43,9 +44,17 @@ def wal(path: Path) -> Path:
     return Path(f"{path}-wal")
 
 
-def working_size(store: RunStore) -> int:
-    """The WAL's size once its automatic checkpoint is due, from the WAL format."""
-    conn = store._conn
+def watched(path: Path, **kwargs: Any) -> tuple[RunStore, sqlite3.Connection]:
+    """The store at `path` and its own connection, whose settings (`wal_autocheckpoint`) are
+    the connection's own (the `helpers.faults` seam)."""
+    switch = DiskSwitch()
+    store = RunStore.open(path, factory=faulty_connection(switch), **kwargs)
+    return store, switch.connection
+
+
+def working_size(conn: sqlite3.Connection) -> int:
+    """The WAL's size once its automatic checkpoint is due, from the WAL format, as the store's
+    connection `conn` has it set."""
     frames = int(conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0])
     page = int(conn.execute("PRAGMA page_size").fetchone()[0])
     return 32 + frames * (24 + page)
@@ -94,10 +103,11 @@ def keys_up_to(revision: int) -> list[str]:
 def test_C3_the_first_commit_sizes_the_wal_and_later_commits_never_grow_it(
         tmp_path: Path) -> None:
     path = tmp_path / "run.db"
-    with RunStore.open(path, create=True, run_id="run-1", now=NOW) as store:
+    store, conn = watched(path, create=True, run_id="run-1", now=NOW)
+    with store:
         commit(store, 1)
         sized = wal(path).stat().st_size
-        assert sized >= working_size(store)
+        assert sized >= working_size(conn)
         sizes = set()
         revision = 1
         while restarts(path) < 2:  # past two automatic checkpoints and restarts of the WAL
@@ -112,10 +122,11 @@ def test_C3_the_first_commit_sizes_the_wal_and_later_commits_never_grow_it(
 def test_C3_a_layout_1_store_is_sized_by_the_commit_that_migrates_it(tmp_path: Path) -> None:
     path = tmp_path / "run.db"
     shutil.copyfile(FIXTURE, path)
-    with RunStore.open(path) as store:
+    store, conn = watched(path)
+    with store:
         commit(store, 4)  # migrates it to layout 2 and sizes its WAL
         sized = wal(path).stat().st_size
-        assert sized >= working_size(store)
+        assert sized >= working_size(conn)
         for revision in range(5, 40):
             commit(store, revision)
         assert wal(path).stat().st_size == sized
@@ -154,10 +165,11 @@ def test_C3_C6_controls_queued_by_another_process_survive_around_the_sizing(
     when that commit sizes it: the zeros go after them. Controls queued later land in the sized
     WAL like any commit's frames."""
     path = tmp_path / "run.db"
-    with RunStore.open(path, create=True, run_id="run-1", now=NOW) as store:
-        store._conn.execute("PRAGMA wal_autocheckpoint = 0")  # keep the first frames
+    store, conn = watched(path, create=True, run_id="run-1", now=NOW)
+    with store:
+        conn.execute("PRAGMA wal_autocheckpoint = 0")  # keep the first frames
         _queue(path, "before")
-        store._conn.execute("PRAGMA wal_autocheckpoint = 1000")
+        conn.execute("PRAGMA wal_autocheckpoint = 1000")
         before = wal(path).stat().st_size
         assert before > 0
         commit(store, 1)
@@ -235,10 +247,11 @@ def test_C3_a_wal_the_disk_cannot_size_is_left_as_it_was_and_the_commit_lands(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str, room: int) -> None:
     monkeypatch.setattr(os, "pwrite", _disk_with_room(os.pwrite, room=room, how=how))
     path = tmp_path / "run.db"
-    with RunStore.open(path, create=True, run_id="run-1", now=NOW) as store:
+    store, conn = watched(path, create=True, run_id="run-1", now=NOW)
+    with store:
         commit(store, 1)
         first = wal(path).stat().st_size
-        page = int(store._conn.execute("PRAGMA page_size").fetchone()[0])
+        page = int(conn.execute("PRAGMA page_size").fetchone()[0])
         assert 0 < first < 32 + 20 * (24 + page)  # one commit's few frames, no filling
         for revision in range(2, 6):
             commit(store, revision)
@@ -263,9 +276,10 @@ def test_C3_the_sizing_writes_a_memory_page_at_a_time(
 
     monkeypatch.setattr(os, "pwrite", pwrite)
     path = tmp_path / "run.db"
-    with RunStore.open(path, create=True, run_id="run-1", now=NOW) as store:
+    store, conn = watched(path, create=True, run_id="run-1", now=NOW)
+    with store:
         commit(store, 1)
-        wanted = working_size(store)
+        wanted = working_size(conn)
         assert wal(path).stat().st_size >= wanted
     assert sum(length for _offset, length in writes) >= wanted - 32 - 10 * 1048
     assert all(offset // 4096 == (offset + length - 1) // 4096 for offset, length in writes)

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from helpers.faults import DiskSwitch, faulty_connection
 
 from autodev_shell.store.run_store import NewPost, RunStore
 
@@ -74,8 +75,10 @@ def test_C3_a_short_revision_rewrites_the_posts_key_and_state_pages_only(tmp_pat
     WAL: the post's, its key's, and the run state's (the marker lives in that row). Nothing
     else, bar the file header and a parent page when the thread's tree grows a leaf."""
     path = tmp_path / "run.db"
-    with RunStore.open(path, create=True, run_id="run-1", now=BASE) as store:
-        store._conn.execute("PRAGMA wal_autocheckpoint = 0")  # keep every frame to read them
+    switch = DiskSwitch()  # the store's own connection, through the `helpers.faults` seam
+    with RunStore.open(path, create=True, run_id="run-1", now=BASE,
+                       factory=faulty_connection(switch)) as store:
+        switch.connection.execute("PRAGMA wal_autocheckpoint = 0")  # keep every frame
         for revision in range(1, 41):
             post = NewPost("ana", "claude", "p" * 200, BASE, key=f"turn-{revision}/0")
             store.commit(revision, (post,),

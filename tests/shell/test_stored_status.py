@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -179,33 +180,31 @@ def test_B4_any_record_reads_as_the_converter_reads_it_or_fails_as_it_fails(
     assert got == expected
 
 
-def test_C6_status_counts_the_posts_without_reading_them(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_C6_status_counts_the_posts_without_reading_them(tmp_path: Path) -> None:
     """A long run's thread is most of its store: status and the persistence line it shares
     with the daemon's start (`read_on_disk`) read the run state, never a post's text."""
+    from helpers.faults import DiskSwitch, faulty_connection
+
     from autodev_shell.status.report import status_facts, status_lines
-    from autodev_shell.store import revisions as store_revisions
-    from autodev_shell.store import thread as store_thread
     from autodev_shell.store.run_store import NewPost, RunStore
 
     at = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
     state = initial_state(SchedulerConfig(team=(Participant(id="ana", provider="claude"),)))
-    store = RunStore.open(tmp_path / "run.db", create=True, run_id="long", now=at)
+    switch = DiskSwitch()  # the store's statements, through the `helpers.faults` seam
+    store = RunStore.open(tmp_path / "run.db", create=True, run_id="long", now=at,
+                          factory=faulty_connection(switch))
     try:
         for revision in (1, 2):
             posts = tuple(NewPost("ana", "claude", f"post {revision}.{i}", at,
                                   key=f"t{revision}/{i}") for i in range(3))
             store.commit(revision, posts, to_json(state),
                          persistence_state_json=to_json(PersistenceState()), now=at)
-
-        def no_thread(*_args: object) -> object:
-            raise AssertionError("status read the thread")
-
-        monkeypatch.setattr(store_thread, "_posts", no_thread)
-        monkeypatch.setattr(store_revisions, "_posts", no_thread)
+        read: list[str] = []
+        switch.listeners.append(lambda _database, sql: read.append(" ".join(sql.split())))
         facts = status_facts(store, at)
         assert facts["posts"] == 6 and facts["persistence"]["revision"] == 2
         assert "posts: 6" in status_lines(store, at)
+        assert any("FROM posts" in sql for sql in read), read  # it did count them
+        assert [sql for sql in read if re.search(r"\btext\b[^()]* FROM posts", sql)] == []
     finally:
         store.close()
