@@ -118,19 +118,15 @@ def _runner_on_failing_disk(tmp_path: Path, prefixes: tuple[str, ...],
                             log_file: bool = False, turn_inputs_fail: bool = False,
                             ) -> tuple[object, object, io.StringIO]:
     from helpers.faults import DiskSwitch, faulty_connection
-    from helpers.scripted import EXAMPLES, ScriptedCLIs
+    from helpers.scripted import EXAMPLES, scripted_runner
 
-    from autodev_core.control.identity import resolve_active_identity
-    from autodev_core.simulation import scheduler_config
     from autodev_core.simulation.scenario import parse_scenario
     from autodev_shell.clock import FakeClock
-    from autodev_shell.durability.writes import Durability
-    from autodev_shell.runner import Runner, StreamLog
+    from autodev_shell.runner import StreamLog
     from autodev_shell.store.runlock import RunLock
 
     scenario = parse_scenario((EXAMPLES / "02-colleague-round-robin.yaml").read_text())
     clock = FakeClock(scenario.start)
-    identity = resolve_active_identity(run_id="test-run")
     switch = DiskSwitch()
     db = tmp_path / "run.db"
     RunLock.acquire(db, run="test-run")
@@ -148,9 +144,7 @@ def _runner_on_failing_disk(tmp_path: Path, prefixes: tuple[str, ...],
     stream = io.StringIO()
     log = StreamLog(scenario.zone, stream=stream,
                     file=tmp_path / "autodev.log" if log_file else None)
-    runner = Runner(config=scheduler_config(scenario), store=store,
-                    durability=Durability.open(store, identity), identity=identity, clock=clock,
-                    log=log, perform_call=ScriptedCLIs(scenario, clock), slice_seconds=60)
+    runner = scripted_runner(scenario, store, clock, log=log)
     summary = runner.run(stop_at=scenario.until)
     return runner, summary, stream
 

@@ -9,23 +9,15 @@ connection to the store, as the `autodev say` process does."""
 
 from __future__ import annotations
 
-import io
 import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from helpers.scripted import ScriptedCLIs, scripted_runner
 
-from autodev_core.control.identity import resolve_active_identity
-from autodev_core.detection import classify_output
-from autodev_core.participant import Participant
-from autodev_core.scheduler import StartCall
-from autodev_core.simulation import scheduler_config
 from autodev_core.simulation.scenario import parse_scenario
-from autodev_shell.calls import CallResult
 from autodev_shell.clock import FakeClock
-from autodev_shell.durability.writes import Durability
-from autodev_shell.runner import Runner, StreamLog
 from autodev_shell.store.run_store import RunStore
 
 NOW = datetime(2026, 12, 2, 9, 0, tzinfo=UTC)
@@ -49,47 +41,30 @@ def test_C6_a_message_said_as_a_call_ends_is_posted_before_the_next_call(
     db = tmp_path / "run.db"
     store = RunStore.open(db, create=True, run_id="t", now=scenario.start)
     other = RunStore.open(db, check=False)  # `autodev say`'s own connection
-    prompts: list[str] = []
     said: list[str] = []
 
-    def call(effect: StartCall, member: Participant, prompt: str) -> CallResult:
-        prompts.append(prompt)
-        answer = scenario.answer(effect.engine, len(prompts) - 1)
-        started = clock.now()
-        clock.advance(answer.duration.total_seconds() / 2)
-        if len(prompts) == 2:  # one said while the call runs: posted at once, in the call,
+    def midway(call: int) -> None:
+        if call == 2:  # one said while the call runs: posted at once, in the call,
             said.append("said during call 2")  # as the real call's look at the queue does
             other.enqueue_control("say", said[-1], now=clock.now())
             runner._during_call()
-        clock.advance(answer.duration.total_seconds() / 2)
-        ended = clock.now()
-        if len(prompts) in (1, 2):  # said after the call's last look at the queue
-            said.append(f"said as call {len(prompts)} ended")
-            other.enqueue_control("say", said[-1], now=ended)
-        if len(prompts) == 4:
-            other.enqueue_control("stop", now=ended)
-        return CallResult(
-            provider=effect.engine.provider, argv=(effect.engine.provider,),
-            started_at=started, ended_at=ended, exit_code=answer.exit, stdout=answer.stdout,
-            stderr=answer.stderr, stdout_bytes=len(answer.stdout),
-            stderr_bytes=len(answer.stderr), timed_out=False, stopped_early=False,
-            cancelled=False, post=answer.post or None, pid=None,
-            classification=classify_output(
-                effect.engine.provider, stdout=answer.stdout, stderr=answer.stderr,
-                exit_code=answer.exit, now=ended, local_tz=scenario.zone))
 
-    identity = resolve_active_identity(run_id="t")
-    runner: Runner = Runner(
-        config=scheduler_config(scenario), store=store,
-        durability=Durability.open(store, identity), identity=identity, clock=clock,
-        log=StreamLog(scenario.zone, stream=io.StringIO()), perform_call=call,
-        slice_seconds=3600)
+    def ended(call: int, at: datetime) -> None:
+        if call in (1, 2):  # said after the call's last look at the queue
+            said.append(f"said as call {call} ended")
+            other.enqueue_control("say", said[-1], now=at)
+        if call == 4:
+            other.enqueue_control("stop", now=at)
+
+    clis = ScriptedCLIs(scenario, clock, midway=midway, ended=ended)
+    runner = scripted_runner(scenario, store, clock, clis, run_id="t", slice_seconds=3600)
     try:
         summary = runner.run(stop_at=scenario.start + timedelta(hours=1))
         thread = [(p.participant, p.text) for p in store.thread()]
     finally:
         other.close()
         store.close()
+    prompts = [prompt for *_, prompt in clis.prompts]
     assert summary.status == "stopped"
     # Each message right after the call it was said at the end of, before the next call's post.
     # said = [as call 1 ended, during call 2, as call 2 ended]: each in the thread in the
@@ -122,46 +97,28 @@ def test_A19_a_message_said_as_a_call_ends_in_a_limit_is_posted_as_the_wait_star
     db = tmp_path / "run.db"
     store = RunStore.open(db, create=True, run_id="t", now=scenario.start)
     other = RunStore.open(db, check=False)
-    calls: list[str] = []
     seen_in_waits: list[tuple[float, bool]] = []
 
-    def call(effect: StartCall, member: Participant, prompt: str) -> CallResult:
-        calls.append(prompt)
-        answer = scenario.answer(effect.engine, len(calls) - 1)
-        started = clock.now()
-        clock.advance(answer.duration.total_seconds())
-        ended = clock.now()
-        if len(calls) == 1:
-            other.enqueue_control("say", "said as the limit came", now=ended)
+    def ended(call: int, at: datetime) -> None:
+        if call == 1:
+            other.enqueue_control("say", "said as the limit came", now=at)
         else:
-            other.enqueue_control("stop", now=ended)
-        return CallResult(
-            provider=effect.engine.provider, argv=(effect.engine.provider,),
-            started_at=started, ended_at=ended, exit_code=answer.exit, stdout=answer.stdout,
-            stderr=answer.stderr, stdout_bytes=len(answer.stdout),
-            stderr_bytes=len(answer.stderr), timed_out=False, stopped_early=False,
-            cancelled=False, post=answer.post or None, pid=None,
-            classification=classify_output(
-                effect.engine.provider, stdout=answer.stdout, stderr=answer.stderr,
-                exit_code=answer.exit, now=ended, local_tz=scenario.zone))
+            other.enqueue_control("stop", now=at)
 
     def look(_clock: FakeClock, seconds: float) -> None:
         posted = any(p.participant == "user" for p in other.thread())
         seen_in_waits.append((seconds, posted))
 
     clock.on_every_wait(look)
-    identity = resolve_active_identity(run_id="t")
-    runner = Runner(
-        config=scheduler_config(scenario), store=store,
-        durability=Durability.open(store, identity), identity=identity, clock=clock,
-        log=StreamLog(scenario.zone, stream=io.StringIO()), perform_call=call,
-        slice_seconds=60)
+    clis = ScriptedCLIs(scenario, clock, ended=ended)
+    runner = scripted_runner(scenario, store, clock, clis, run_id="t")
     try:
         runner.run(stop_at=scenario.start + timedelta(hours=3))
         thread = [(p.participant, p.text) for p in store.thread()]
     finally:
         other.close()
         store.close()
+    calls = [prompt for *_, prompt in clis.prompts]
     assert thread == [("user", "said as the limit came"), ("ana", "ok")], thread
     assert len(calls) == 2 and "said as the limit came" in calls[1]
     assert seen_in_waits and seen_in_waits[0][1], seen_in_waits[:3]
@@ -222,40 +179,21 @@ def test_A30_a_message_said_as_a_call_fails_ends_the_failure_wait_at_once(
     db = tmp_path / "run.db"
     store = RunStore.open(db, create=True, run_id="t", now=scenario.start)
     other = RunStore.open(db, check=False)
-    calls: list[tuple[datetime, str]] = []
-    ended_at: list[datetime] = []
 
-    def call(effect: StartCall, member: Participant, prompt: str) -> CallResult:
-        calls.append((clock.now(), prompt))
-        answer = scenario.answer(effect.engine, len(calls) - 1)
-        started = clock.now()
-        clock.advance(answer.duration.total_seconds())
-        ended = clock.now()
-        ended_at.append(ended)
-        other.enqueue_control("say" if len(calls) == 1 else "stop",
-                              "said as the call failed" if len(calls) == 1 else "", now=ended)
-        return CallResult(
-            provider=effect.engine.provider, argv=(effect.engine.provider,),
-            started_at=started, ended_at=ended, exit_code=answer.exit, stdout=answer.stdout,
-            stderr=answer.stderr, stdout_bytes=len(answer.stdout),
-            stderr_bytes=len(answer.stderr), timed_out=False, stopped_early=False,
-            cancelled=False, post=answer.post or None, pid=None,
-            classification=classify_output(
-                effect.engine.provider, stdout=answer.stdout, stderr=answer.stderr,
-                exit_code=answer.exit, now=ended, local_tz=scenario.zone))
+    def ended(call: int, at: datetime) -> None:
+        other.enqueue_control("say" if call == 1 else "stop",
+                              "said as the call failed" if call == 1 else "", now=at)
 
-    identity = resolve_active_identity(run_id="t")
-    runner = Runner(
-        config=scheduler_config(scenario), store=store,
-        durability=Durability.open(store, identity), identity=identity, clock=clock,
-        log=StreamLog(scenario.zone, stream=io.StringIO()), perform_call=call,
-        slice_seconds=60)
+    clis = ScriptedCLIs(scenario, clock, ended=ended)
+    runner = scripted_runner(scenario, store, clock, clis, run_id="t")
     try:
         runner.run(stop_at=scenario.start + timedelta(hours=3))
         thread = [(p.participant, p.text) for p in store.thread()]
     finally:
         other.close()
         store.close()
+    calls = list(zip(clis.starts, [prompt for *_, prompt in clis.prompts], strict=True))
+    ended_at = clis.ends
     assert thread == [("user", "said as the call failed"), ("ana", "ok")], thread
     assert len(calls) == 2
     assert calls[1][0] == ended_at[0], (calls[1][0], ended_at[0])  # no failure wait

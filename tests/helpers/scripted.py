@@ -3,26 +3,44 @@
 
 from __future__ import annotations
 
+import io
+from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 
+from autodev_core.control.identity import resolve_active_identity
 from autodev_core.detection import classify_output
 from autodev_core.participant import Participant
 from autodev_core.scheduler import StartCall
+from autodev_core.simulation import scheduler_config
 from autodev_core.simulation.scenario import Scenario
 from autodev_shell.calls import CallResult
 from autodev_shell.clock import FakeClock
+from autodev_shell.durability.writes import Durability
+from autodev_shell.runner import CallPerformer, Runner, StreamLog
+from autodev_shell.store.run_store import RunStore
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
 
 
 class ScriptedCLIs:
-    """Answers calls from a scenario's scripts, moving the fake clock by each call's duration."""
+    """Answers calls from a scenario's scripts, moving the fake clock by each call's duration.
 
-    def __init__(self, scenario: Scenario, clock: FakeClock) -> None:
+    `midway(n)` runs halfway through the n-th call (1-based), `ended(n, at)` as it ends, before
+    its result is returned: where a test does what an operator does meanwhile (`autodev say`
+    from another connection). `starts` and `ends` keep each call's instants."""
+
+    def __init__(self, scenario: Scenario, clock: FakeClock, *,
+                 midway: Callable[[int], None] | None = None,
+                 ended: Callable[[int, datetime], None] | None = None) -> None:
         self.scenario = scenario
         self.clock = clock
         self.used: dict[str, int] = {}
         self.prompts: list[tuple[str, str, str]] = []
+        self.starts: list[datetime] = []
+        self.ends: list[datetime] = []
+        self.midway = midway
+        self.ended = ended
 
     def __call__(self, effect: StartCall, member: Participant, prompt: str) -> CallResult:
         key = str(effect.engine)
@@ -31,8 +49,18 @@ class ScriptedCLIs:
         answer = self.scenario.answer(effect.engine, index)
         self.prompts.append((member.id, effect.turn_kind, prompt))
         started = self.clock.now()
-        self.clock.advance(answer.duration.total_seconds())
+        self.starts.append(started)
+        seconds = answer.duration.total_seconds()
+        if self.midway is None:
+            self.clock.advance(seconds)
+        else:
+            self.clock.advance(seconds / 2)
+            self.midway(len(self.starts))
+            self.clock.advance(seconds - seconds / 2)
         ended = self.clock.now()
+        self.ends.append(ended)
+        if self.ended is not None:
+            self.ended(len(self.ends), ended)
         classification = classify_output(
             effect.engine.provider,
             stdout=answer.stdout,
@@ -58,3 +86,19 @@ class ScriptedCLIs:
             post=answer.post or None,
             pid=None,
         )
+
+
+def scripted_runner(scenario: Scenario, store: RunStore, clock: FakeClock,
+                    perform_call: CallPerformer | None = None, *, run_id: str = "test-run",
+                    durability: Durability | None = None, log: StreamLog | None = None,
+                    slice_seconds: float = 60) -> Runner:
+    """The daemon's loop over `store` for `scenario`'s team, on the fake clock: its calls made by
+    `perform_call` (default: a `ScriptedCLIs` of the scenario), its revisions kept by
+    `durability` (default: one opened over `store` for `run_id`), its log to `log` (default: a
+    string, `runner.log.stream`)."""
+    identity = resolve_active_identity(run_id=run_id)
+    return Runner(
+        config=scheduler_config(scenario), store=store,
+        durability=durability or Durability.open(store, identity), identity=identity,
+        clock=clock, log=log or StreamLog(scenario.zone, stream=io.StringIO()),
+        perform_call=perform_call or ScriptedCLIs(scenario, clock), slice_seconds=slice_seconds)

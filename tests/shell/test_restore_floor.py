@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from helpers.clock import T0
-from helpers.scripted import EXAMPLES, ScriptedCLIs
+from helpers.scripted import EXAMPLES, scripted_runner
 
 from autodev_core import (
     Participant,
@@ -23,12 +23,9 @@ from autodev_core import (
     restore_state,
     step,
 )
-from autodev_core.control.identity import resolve_active_identity
 from autodev_core.serialization import from_json, to_json
-from autodev_core.simulation import scheduler_config
 from autodev_core.simulation.scenario import parse_scenario
 from autodev_shell.clock import FakeClock
-from autodev_shell.durability.writes import Durability
 from autodev_shell.runner import Runner, StreamLog
 from autodev_shell.store.run_store import RunStore
 
@@ -69,16 +66,11 @@ def test_A20_a_daemon_restarted_on_a_clock_behind_the_saved_state_goes_on(
     tmp_path: Path,
 ) -> None:
     scenario = parse_scenario((EXAMPLES / "02-colleague-round-robin.yaml").read_text())
-    identity = resolve_active_identity(run_id="test-run")
     store = RunStore.open(tmp_path / "run.db", create=True, run_id="test-run", now=scenario.start)
 
     def runner(clock: FakeClock) -> tuple[Runner, StreamLog]:
         log = StreamLog(scenario.zone, stream=io.StringIO())
-        return Runner(
-            config=scheduler_config(scenario), store=store,
-            durability=Durability.open(store, identity), identity=identity, clock=clock,
-            log=log, perform_call=ScriptedCLIs(scenario, clock), slice_seconds=3600,
-        ), log
+        return scripted_runner(scenario, store, clock, log=log, slice_seconds=3600), log
 
     first, _ = runner(FakeClock(scenario.start))
     first.run(stop_at=scenario.start + timedelta(minutes=3))

@@ -7,14 +7,13 @@ import io
 from pathlib import Path
 
 from helpers.faults import DiskSwitch, faulty_connection
-from helpers.scripted import EXAMPLES, ScriptedCLIs
+from helpers.scripted import EXAMPLES, scripted_runner
 
 from autodev_core.control.identity import resolve_active_identity
-from autodev_core.simulation import scheduler_config
 from autodev_core.simulation.scenario import parse_scenario
 from autodev_shell.clock import FakeClock
 from autodev_shell.durability.writes import Durability
-from autodev_shell.runner import Runner, StreamLog
+from autodev_shell.runner import StreamLog
 from autodev_shell.store.run_store import RunStore
 
 #: A roll-back the runner asked for: (to_revision, the store's revision then, what it dropped).
@@ -50,9 +49,8 @@ def test_B20_a_retry_rolls_back_what_the_failed_attempt_left_uncommitted(
     durability = watched_durability(rollbacks).open(store, identity)
     switch.fail(("BEGIN IMMEDIATE",))  # every write fails; reads work
     stream = io.StringIO()
-    runner = Runner(config=scheduler_config(scenario), store=store, durability=durability,
-                    identity=identity, clock=clock, log=StreamLog(scenario.zone, stream=stream),
-                    perform_call=ScriptedCLIs(scenario, clock), slice_seconds=3600)
+    runner = scripted_runner(scenario, store, clock, durability=durability,
+                             log=StreamLog(scenario.zone, stream=stream), slice_seconds=3600)
     runner.run(stop_at=scenario.until)
     assert rollbacks
     # The store's revision and the loop's are apart: the working one ran ahead (B20), so the

@@ -9,37 +9,24 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from helpers.scripted import EXAMPLES, ScriptedCLIs
+from helpers.scripted import EXAMPLES, ScriptedCLIs, scripted_runner
 
-from autodev_core.control.identity import resolve_active_identity
 from autodev_core.participant import Participant
 from autodev_core.scheduler import EFFECT_TYPES, StartCall
-from autodev_core.simulation import scheduler_config, simulate
+from autodev_core.simulation import simulate
 from autodev_core.simulation.scenario import Scenario, parse_scenario
 from autodev_shell.calls import CallResult
 from autodev_shell.clock import FakeClock
-from autodev_shell.durability.writes import Durability
 from autodev_shell.runner import Runner, StreamLog
 from autodev_shell.store.run_store import RunStore
 
 
 def _runner(scenario: Scenario, tmp_path: Path) -> tuple[Runner, ScriptedCLIs, StreamLog]:
     clock = FakeClock(scenario.start)
-    identity = resolve_active_identity(run_id="test-run")
     store = RunStore.open(tmp_path / "run.db", create=True, run_id="test-run", now=scenario.start)
-    durability = Durability.open(store, identity)
     clis = ScriptedCLIs(scenario, clock)
     log = StreamLog(scenario.zone, stream=io.StringIO())
-    runner = Runner(
-        config=scheduler_config(scenario),
-        store=store,
-        durability=durability,
-        identity=identity,
-        clock=clock,
-        log=log,
-        perform_call=clis,
-        slice_seconds=3600,
-    )
+    runner = scripted_runner(scenario, store, clock, clis, log=log, slice_seconds=3600)
     return runner, clis, log
 
 

@@ -13,16 +13,15 @@ from pathlib import Path
 
 from helpers.clock import T0 as NOW
 from helpers.faults import DiskSwitch, faulty_connection
-from helpers.scripted import EXAMPLES, ScriptedCLIs
+from helpers.scripted import EXAMPLES, scripted_runner
 
 from autodev_core.control.identity import resolve_active_identity
-from autodev_core.simulation import scheduler_config
 from autodev_core.simulation.scenario import parse_scenario
 from autodev_shell.clock import FakeClock
 from autodev_shell.durability.paths import shadow_path
 from autodev_shell.durability.shadow_file import read_shadow
 from autodev_shell.durability.writes import Durability
-from autodev_shell.runner import Runner, StreamLog
+from autodev_shell.runner import StreamLog
 from autodev_shell.store.run_store import NewPost, RunStore
 
 RUN = resolve_active_identity(run_id="test-run")
@@ -60,9 +59,8 @@ def test_C3_a_restart_after_a_shadowed_write_goes_on_and_commits_the_shadow(
     durability = Durability.open(store, RUN)
     assert durability.pending == (3, 4) and durability.highest_revision == 4
     log = StreamLog(scenario.zone, stream=io.StringIO())
-    runner = Runner(config=scheduler_config(scenario), store=store, durability=durability,
-                    identity=RUN, clock=clock, log=log, perform_call=ScriptedCLIs(scenario, clock),
-                    slice_seconds=3600)
+    runner = scripted_runner(scenario, store, clock, durability=durability, log=log,
+                             slice_seconds=3600)
     assert runner.revision == 4
     summary = runner.run(stop_at=scenario.until)  # before: ValueError, on every restart
     assert summary.status == "stopped"
