@@ -199,16 +199,15 @@ class LimitSharing:
     def _merge(self, shared: Shared, now: datetime) -> bool:
         key = self.settings.key(shared.engine)
         assert key is not None
-        payload = json.dumps(
-            {"reset": shared.reset, "read": shared.read, "seen": shared.seen, "who": shared.who},
-            separators=(",", ":"),
-        )
+        return self._run_script(self._script, key, [
+            shared.payload(), millis(now), self.settings.channel, shared.account,
+            str(shared.engine)], now)
+
+    def _run_script(self, script: Any, key: str, args: list[Any], now: datetime) -> bool:
+        """One merge script's round trip: whether it changed the shared record. A lost Redis is
+        said (`_lost`) and answers False; a round trip after a loss says sharing is back."""
         try:
-            changed = self._script(
-                keys=[key],
-                args=[payload, millis(now), self.settings.channel, shared.account,
-                      str(shared.engine)],
-            )
+            changed = script(keys=[key], args=args)
         except self._errors() as error:
             self._lost(error)
             return False
@@ -247,19 +246,9 @@ class LimitSharing:
     def _merge_usage(self, shared: SharedUsage, now: datetime) -> bool:
         key = self.settings.usage_key(shared.engine)
         assert key is not None
-        try:
-            changed = self._usage_script(
-                keys=[key],
-                args=[shared.payload(), millis(now), self.settings.usage_channel,
-                      shared.account, str(shared.engine), shared.window],
-            )
-        except self._errors() as error:
-            self._lost(error)
-            return False
-        self.round_trips += 1
-        if not self._up:
-            self._back(now)
-        return bool(changed)
+        return self._run_script(self._usage_script, key, [
+            shared.payload(), millis(now), self.settings.usage_channel, shared.account,
+            str(shared.engine), shared.window], now)
 
     # --- what other runs learned ------------------------------------------------------------
 

@@ -40,6 +40,13 @@ class Shared:
     seen: int
     who: str
 
+    def payload(self) -> str:
+        """The record as the merge script takes it (`scripts.py`)."""
+        return json.dumps(
+            {"reset": self.reset, "read": self.read, "seen": self.seen, "who": self.who},
+            separators=(",", ":"),
+        )
+
     def observed(self, now: datetime) -> LimitObserved:
         from autodev_core.scheduler import LimitObserved
 
