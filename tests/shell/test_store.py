@@ -196,21 +196,24 @@ def _one_sentence_naming(message: str, path: Path) -> None:
     assert message.endswith(".")
 
 
-def test_C3_missing_store_is_a_clear_error(tmp_path: Path) -> None:
-    path = tmp_path / "absent.db"
+def _refused(path: Path, kind: str) -> str:
+    """`RunStore.open(path)` refuses the file as `kind`, in one sentence naming it."""
     with pytest.raises(StoreError) as info:
         RunStore.open(path)
-    assert info.value.kind == "missing"
+    assert info.value.kind == kind, info.value
     _one_sentence_naming(str(info.value), path)
+    return str(info.value)
+
+
+def test_C3_missing_store_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "absent.db"
+    _refused(path, "missing")
 
 
 def test_C3_not_a_database_is_detected(tmp_path: Path) -> None:
     path = tmp_path / "run.db"
     path.write_text("these are notes, not a database\n" * 50)
-    with pytest.raises(StoreError) as info:
-        RunStore.open(path)
-    assert info.value.kind == "corrupt"
-    _one_sentence_naming(str(info.value), path)
+    _refused(path, "corrupt")
 
 
 def _filled(path: Path, revisions: int = 60) -> None:
@@ -226,10 +229,7 @@ def test_C3_truncated_database_is_detected(tmp_path: Path, fraction: float) -> N
     size = path.stat().st_size
     with path.open("r+b") as handle:
         handle.truncate(int(size * fraction))
-    with pytest.raises(StoreError) as info:
-        RunStore.open(path)
-    assert info.value.kind == "corrupt"
-    _one_sentence_naming(str(info.value), path)
+    _refused(path, "corrupt")
 
 
 def test_C3_overwritten_pages_are_detected(tmp_path: Path) -> None:
@@ -238,10 +238,7 @@ def test_C3_overwritten_pages_are_detected(tmp_path: Path) -> None:
     with path.open("r+b") as handle:
         handle.seek(4096 * 3)
         handle.write(bytes(range(256)) * 32)
-    with pytest.raises(StoreError) as info:
-        RunStore.open(path)
-    assert info.value.kind == "corrupt"
-    _one_sentence_naming(str(info.value), path)
+    _refused(path, "corrupt")
 
 
 def test_C3_foreign_sqlite_database_is_not_a_store(tmp_path: Path) -> None:
@@ -250,10 +247,7 @@ def test_C3_foreign_sqlite_database_is_not_a_store(tmp_path: Path) -> None:
     conn.execute("CREATE TABLE notes (x)")
     conn.commit()
     conn.close()
-    with pytest.raises(StoreError) as info:
-        RunStore.open(path)
-    assert info.value.kind == "not-a-store"
-    _one_sentence_naming(str(info.value), path)
+    _refused(path, "not-a-store")
 
 
 def test_C3_store_from_a_newer_layout_is_refused(tmp_path: Path) -> None:
@@ -263,9 +257,7 @@ def test_C3_store_from_a_newer_layout_is_refused(tmp_path: Path) -> None:
     conn.execute("UPDATE run SET schema_version = ?", (SCHEMA_VERSION + 1,))
     conn.commit()
     conn.close()
-    with pytest.raises(StoreError) as info:
-        RunStore.open(path)
-    assert info.value.kind == "not-a-store" and "newer" in str(info.value)
+    assert "newer" in _refused(path, "not-a-store")
 
 
 def test_C3_integrity_check_reports_ok_on_a_sound_store(tmp_path: Path) -> None:
