@@ -5,24 +5,14 @@ folder (it once said "Run 'run.db'")."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from helpers.daemons import Daemon, wait_for
+from helpers.daemons import Daemon, killed_behind, wait_for
 
 
 def test_B14_the_checkpoint_line_of_a_dead_daemon_does_not_call_its_lag_normal(
         tmp_path: Path) -> None:
-    d = Daemon(tmp_path, {"ana": "claude", "rui": "codex"},
-               {"default": {"post": "ok", "sleep": 0.1}})
-    d.start()
-    try:
-        def behind() -> bool:
-            done = d.cli("status", "--json")
-            return done.returncode == 0 and bool(json.loads(done.stdout)["replicas"]["behind"])
-        wait_for(behind, "the checkpoint behind the store")
-    finally:
-        d.kill9()
+    d = killed_behind(tmp_path)
     lines = d.cli("status").stdout.splitlines()
     line = next(x for x in lines if x.startswith("checkpoint:"))
     assert "normal between syncs" not in line, line

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers.daemons import WAIT, Daemon, alive, operator_signals_default, wait_for
+from helpers.daemons import WAIT, Daemon, alive, killed_behind, operator_signals_default, wait_for
 
 
 def _daemon(tmp_path: Path) -> Daemon:
@@ -105,19 +105,6 @@ def test_C2_a_hangup_ignored_at_start_stays_ignored(tmp_path: Path) -> None:
             d.proc.wait()
 
 
-def _killed_behind(tmp_path: Path) -> Daemon:
-    """A run whose daemon was killed with -9 while its checkpoint was behind the store."""
-    d = Daemon(tmp_path, {"ana": "claude", "rui": "codex"},
-               {"default": {"post": "ok", "sleep": 0.1}})
-    d.start()
-    try:
-        def behind() -> bool:
-            done = d.cli("status", "--json")
-            return done.returncode == 0 and bool(json.loads(done.stdout)["replicas"]["behind"])
-        wait_for(behind, "the checkpoint behind the store")
-    finally:
-        d.kill9()
-    return d
 
 
 @pytest.mark.parametrize("signal_name", ["SIGINT", "SIGTERM"])
@@ -130,7 +117,7 @@ def test_B14_a_signal_while_the_daemon_starts_leaves_the_checkpoint_level(
     from autodev_shell.clock import SystemClock
     from autodev_shell.team import load_team
 
-    d = _killed_behind(tmp_path)
+    d = killed_behind(tmp_path)
     interrupt: BaseException = (KeyboardInterrupt() if signal_name == "SIGINT"
                                 else commands.Terminated(signal_name))
 

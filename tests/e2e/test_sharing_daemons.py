@@ -324,6 +324,21 @@ def test_redis_stopped_then_killed_mid_run_blocks_no_turn_and_loses_nothing(
     assert not any("could not be reached" in m for m in b.messages())
 
 
+def _near_the_limit(virtual: datetime, **info: object) -> str:
+    """claude's stream-json output of a call at 97% of its five-hour window (`info`: more
+    `rate_limit_info` fields). The window resets four hours after the later of the daemons'
+    virtual 09:00 and this machine's clock: the daemons read it on their clock, `autodev
+    status` on the machine's, and both must see the window still open (a fixed 13:00 UTC
+    failed every run started after it)."""
+    resets = int(max(virtual.timestamp(), time.time()) + 4 * 3600)
+    warning = json.dumps({"type": "rate_limit_event", "rate_limit_info": {
+        "status": "allowed_warning", "utilization": 0.97, "rateLimitType": "five_hour",
+        **info, "resetsAt": resets}})
+    result = json.dumps({"type": "result", "subtype": "success", "is_error": False,
+                         "result": "ok"})
+    return warning + "\n" + result + "\n"
+
+
 def test_A_reads_claude_near_its_limit_and_B_hands_over_before_calling_it(
     tmp_path: Path, redis_server: RedisServer
 ) -> None:
@@ -333,17 +348,9 @@ def test_A_reads_claude_near_its_limit_and_B_hands_over_before_calling_it(
     accounts = {"claude": "work-max"}
     virtual, real = _start_clock()
     factor = 60.0
-    # Four hours after the later of the daemons' virtual 09:00 and this machine's clock: the
-    # daemons read it on their clock, `autodev status` on the machine's, and both must see
-    # the window still open (a fixed 13:00 UTC failed every run started after it).
-    resets = int(max(virtual.timestamp(), time.time()) + 4 * 3600)
-    warning = json.dumps({"type": "rate_limit_event", "rate_limit_info": {
-        "status": "allowed_warning", "utilization": 0.97, "rateLimitType": "five_hour",
-        "surpassedThreshold": 0.9, "resetsAt": resets}})
-    result = json.dumps({"type": "result", "subtype": "success", "is_error": False,
-                         "result": "ok"})
+    near = _near_the_limit(virtual, surpassedThreshold=0.9)
     a = Daemon(tmp_path, "a", {"ana": "claude"}, accounts, {
-        "claude": {"default": {"stdout": warning + "\n" + result + "\n", "sleep": 0.05}},
+        "claude": {"default": {"stdout": near, "sleep": 0.05}},
         "default": {"post": "ok", "sleep": 0.05},
     })
     b = Daemon(tmp_path, "b", {"bob": "claude"}, accounts, {
@@ -384,17 +391,9 @@ def test_a_reading_heard_during_a_limit_wait_is_learned_and_the_wait_goes_on(
     accounts = {"claude": "work-max"}
     virtual, real = _start_clock()
     factor = 120.0
-    # Four hours after the later of the daemons' virtual 09:00 and this machine's clock: the
-    # daemons read it on their clock, `autodev status` on the machine's, and both must see
-    # the window still open (a fixed 13:00 UTC failed every run started after it).
-    resets = int(max(virtual.timestamp(), time.time()) + 4 * 3600)
-    warning = json.dumps({"type": "rate_limit_event", "rate_limit_info": {
-        "status": "allowed_warning", "utilization": 0.97, "rateLimitType": "five_hour",
-        "resetsAt": resets}})
-    result = json.dumps({"type": "result", "subtype": "success", "is_error": False,
-                         "result": "ok"})
+    near = _near_the_limit(virtual)
     a = Daemon(tmp_path, "a", {"ana": "claude"}, accounts, {
-        "claude": {"default": {"stdout": warning + "\n" + result + "\n", "sleep": 0.05}},
+        "claude": {"default": {"stdout": near, "sleep": 0.05}},
         "default": {"post": "ok", "sleep": 0.05},
     })
     # A hops to claude:sonnet, which B's limit (on claude) does not cover (A8, A11): A is free

@@ -201,3 +201,18 @@ def empty_run(tmp_path: Path) -> Path:
     RunStore.open(run_dir / "run.db", create=True, run_id="t",
                   now=datetime(2026, 12, 1, tzinfo=UTC)).close()
     return run_dir
+
+
+def killed_behind(tmp_path: Path) -> Daemon:
+    """A run whose daemon was killed with -9 while its checkpoint was behind the store (B14)."""
+    d = Daemon(tmp_path, {"ana": "claude", "rui": "codex"},
+               {"default": {"post": "ok", "sleep": 0.1}})
+    d.start()
+    try:
+        def behind() -> bool:
+            done = d.cli("status", "--json")
+            return done.returncode == 0 and bool(json.loads(done.stdout)["replicas"]["behind"])
+        wait_for(behind, "the checkpoint behind the store")
+    finally:
+        d.kill9()
+    return d
