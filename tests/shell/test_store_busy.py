@@ -124,9 +124,13 @@ def _held_by_a_stopped_process(db: Path) -> Iterator[None]:
         holder.wait()
 
 
-def _status(run_dir: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "autodev_shell.cli", "status", *extra,
+def _autodev(run_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "autodev_shell.cli", *args,
                            "--run", str(run_dir)], capture_output=True, text=True, timeout=120)
+
+
+def _status(run_dir: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return _autodev(run_dir, "status", *extra)
 
 
 def test_C6_status_of_a_store_a_stopped_process_holds_says_busy_and_changes_nothing(
@@ -149,3 +153,21 @@ def test_C6_status_of_a_store_a_stopped_process_holds_says_busy_and_changes_noth
     said = _status(tmp_path, "--json")  # the lock gone, the same store reads as it was
     assert said.returncode == 0, said.stderr
     assert json.loads(said.stdout)["persistence"]["revision"] == 1
+
+
+def test_C6_a_control_said_while_a_stopped_process_holds_the_store_is_refused_whole(
+        tmp_path: Path) -> None:
+    """`autodev say` (and pause, resume, stop) cannot queue while the lock is held: one busy
+    line, exit 75, and nothing of it queued, so the operator knows to say it again."""
+    db = _store(tmp_path / "run.db")
+    with _held_by_a_stopped_process(db):
+        said = _autodev(tmp_path, "say", "are you there?")
+        assert said.returncode == 75, said
+        lines = said.stderr.splitlines()
+        assert len(lines) == 1 and " is busy (" in lines[0], said.stderr
+        assert "corrupt" not in said.stderr and "restore" not in said.stderr
+    with RunStore.open(db) as store:
+        assert store.pending_controls() == ()
+    assert _autodev(tmp_path, "say", "are you there?").returncode == 0
+    with RunStore.open(db) as store:
+        assert [c.arg for c in store.pending_controls()] == ["are you there?"]
