@@ -7,19 +7,21 @@ attrs writes each class's `__init__` from the class's fields with `compile`/`exe
 the core may not (tests/project/test_purity.py), and a builder that loops over the field names
 with `setattr` costs three times the straight-line one on the scheduler's hot path. So the
 straight-line builders are generated here, at development time, from `attrs.fields(cls)` as
-attrs would (the `init=True` fields in order, each with the annotation text and the default
-attrs holds; an `init=False` field gets its default, or the value `BUILDERS` derives for it),
-and kept in the repository between two markers; tests/project/test_generated_builders.py fails
-when they differ from what this script makes from the classes now (the pattern of CPython's
-Argument Clinic: generated code checked in, a freshness check in CI). The imports and the module
-docstring above the markers are written by hand: a field whose annotation names a type not
-imported there is reported by ruff and mypy.
+attrs would (the `init=True` fields in order, each with its annotation as written in the class
+and the default attrs holds; an `init=False` field gets its default, or the value `BUILDERS`
+derives for it), and kept in the repository between two markers.
+tests/project/test_generated_builders.py fails when they differ from what this script makes
+from the classes now (the pattern of CPython's Argument Clinic: generated code checked in, a
+freshness check in CI). The imports and the module docstring above the markers are written by
+hand: a field whose annotation names a type not imported there is reported by ruff and mypy.
+The script imports the scheduler, so it runs while the builders the scheduler imports exist.
 """
 
 from __future__ import annotations
 
 import argparse
 import difflib
+import inspect
 import sys
 import textwrap
 from collections.abc import Sequence
@@ -110,6 +112,20 @@ def default_source(where: str, value: Any) -> str:
                           f"default_source in {COMMAND} to write it")
 
 
+def annotation_text(cls: type, name: str) -> str:
+    """The annotation of field `name` as written in the class body: the text attrs holds as
+    `field.type` until something resolves it (cattrs does, via `attrs.resolve_types`), which
+    changes `field.type` and not the class's own `__annotations__`."""
+    for klass in cls.__mro__:
+        annotation = inspect.get_annotations(klass).get(name)
+        if isinstance(annotation, str):
+            return annotation
+        if annotation is not None:
+            break
+    raise GenerationError(f"{cls.__name__}.{name}: its annotation is not text (the class's "
+                          "module needs `from __future__ import annotations`)")
+
+
 def twin_name(builder: Builder) -> str:
     """`_LOG` for Log, `_START_CALL` for StartCall: the generated twin's name."""
     if builder.twin is not None:
@@ -146,15 +162,13 @@ def builder_source(builder: Builder) -> str:
     body: list[str] = []
     for field in fields:
         where = f"{cls.__name__}.{field.name}"
-        if not isinstance(field.type, str):
-            raise GenerationError(f"{where}: its annotation is not text (the class's module "
-                                  "needs `from __future__ import annotations`)")
+        annotation = annotation_text(cls, field.name)
         if field.init:
             if field.name in derived:
                 raise GenerationError(f"{where} is a parameter of __init__, not derived")
             if field.kw_only:
                 raise GenerationError(f"{where}: keyword-only fields are not supported")
-            param = f"{field.alias}: {field.type}"
+            param = f"{field.alias}: {annotation}"
             if field.default is not attrs.NOTHING:
                 param += f" = {default_source(where, field.default)}"
             params.append(param)

@@ -82,6 +82,12 @@ def test_a_builder_is_written_from_the_fields_and_a_field_without_a_value_is_ref
         _Planted, "new_planted", derived=(("derived", "count * 2"),)))
     assert "def new_planted(at: datetime, count: int = 2, note: str = \"x\") -> _Planted:" in source
     assert "    self.derived = count * 2\n    self._scratch = None\n" in source
+    # cattrs resolves a class's annotations into types (`attrs.resolve_types`, which rewrites
+    # `field.type`): the builder is still written with the annotations as written
+    attrs.resolve_types(_Planted)
+    assert attrs.fields(_Planted).at.type is datetime
+    assert builder_source(Builder(
+        _Planted, "new_planted", derived=(("derived", "count * 2"),))) == source
     # the text runs (tests may exec) and builds the checked value
     space: dict[str, object] = {"_Planted": _Planted, "_new": object.__new__, "twin_of": twin_of}
     exec("from __future__ import annotations\n" + source, space)
