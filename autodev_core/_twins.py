@@ -4,8 +4,8 @@ A frozen attrs instance can only be filled through `object.__setattr__` (a C cal
 A *twin* is generated from the frozen class (`twin_of`): a subclass adding no slot and with no
 `__setattr__` of its own, so a builder fills it by plain assignment, then makes it an instance
 of the frozen class by setting its `__class__` (CPython allows it between classes of the same
-slot layout, and refuses it when a class has a `__weakref__` slot, so such classes are declared
-with `weakref_slot=False`). It is the one way the core builds values from already checked ones
+slot layout; `twin_of` takes only classes declared `weakref_slot=False`, as the twins declared
+by hand before it needed). It is the one way the core builds values from already checked ones
 (issues 13, 27): the scheduler's builders (scheduler/_build.py, whose code is itself generated
 from the classes' fields by tests/helpers/gen_builders.py), `CallEnded`'s own `__init__`
 (scheduler/events.py), the step's draft state (scheduler/step.py), the reader's notices

@@ -410,8 +410,8 @@ def test_steps_of_one_run_taken_in_any_order_decide_as_in_order(
 
 def test_a_twin_is_its_class_with_nothing_added_and_one_that_cannot_be_is_refused() -> None:
     """autodev_core/_twins.py: a twin is generated from its class (so it holds exactly its
-    fields and a builder that fills them all makes the checked value), and a class whose
-    instances a twin cannot become (a `__weakref__` slot) is refused at import."""
+    fields and a builder that fills them all makes the checked value), and a class with a
+    `__weakref__` slot (not `weakref_slot=False`) is refused at import."""
     from autodev_core._twins import twin_of
 
     @attrs.frozen(weakref_slot=False)
