@@ -1,38 +1,20 @@
 """Twin classes: how the core builds a value it derived itself without re-running attrs' checks.
 
 A frozen attrs instance can only be filled through `object.__setattr__` (a C call per field).
-A *twin* is a plain class with the same `__slots__` and no `__setattr__` of its own: a builder
-fills a twin by plain assignment, then makes it an instance of the frozen class by setting its
-`__class__`, which CPython allows between classes of the same slot layout (and refuses when a
-class has a `__weakref__` slot, so such classes are declared with `weakref_slot=False`). Used
-by the scheduler (scheduler/_build.py), the reader (detection/classification.py) and the
-simulator (simulation/driver.py) for values made from already checked ones (issue 13).
+A *twin* is generated from the frozen class (`twin_of`): a subclass adding no slot and with no
+`__setattr__` of its own, so a builder fills it by plain assignment, then makes it an instance
+of the frozen class by setting its `__class__` (CPython allows it between classes of the same
+slot layout; `twin_of` takes only classes declared `weakref_slot=False`, as the twins declared
+by hand before it needed). It is the one way the core builds values from already checked ones
+(issues 13, 27): the scheduler's builders (scheduler/_build.py, whose code is itself generated
+from the classes' fields by tests/helpers/gen_builders.py), `CallEnded`'s own `__init__`
+(scheduler/events.py), the step's draft state (scheduler/step.py), the reader's notices
+(detection/classification.py) and the simulator's lines (simulation/driver.py).
 """
 
 from __future__ import annotations
 
 from typing import Any
-
-import attrs
-
-
-def check_twin(cls: type, twin: type, where: str) -> None:
-    """Refuse, at import, a `twin` that does not hold exactly `cls`'s fields in field order or
-    cannot become a `cls`: a builder can then never leave a slot unset. `where` names the file
-    to update."""
-    fields = tuple(a.name for a in attrs.fields(cls))
-    if getattr(cls, "__slots__", None) != fields or getattr(twin, "__slots__", None) != fields:
-        raise ImportError(  # pragma: no cover - a class changed under its builder
-            f"{cls.__name__}'s slots are {getattr(cls, '__slots__', None)}, its fields {fields}: "
-            f"update {twin.__name__} in {where}"
-        )
-    probe: Any = object.__new__(twin)
-    for name in fields:
-        setattr(probe, name, None)
-    try:
-        probe.__class__ = cls
-    except TypeError as exc:  # pragma: no cover - e.g. a `__weakref__` slot came back
-        raise ImportError(f"{twin.__name__} cannot become a {cls.__name__}: {exc}") from None
 
 
 def twin_of(cls: type) -> Any:

@@ -7,11 +7,11 @@ values, never raw text (A1: a limit is known only when a call reports it).
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import attrs
 
-from .._twins import check_twin
+from .._twins import twin_of
 from ..engine import PROVIDERS
 from ..times import utc, utc_or_none
 
@@ -121,35 +121,11 @@ class Classification:
 # instant (`simulate`, issue 13): a provider checked when the notice was first read, a reset a
 # reader built with its zone, a kind named literally. They set exactly the fields the attrs
 # `__init__` sets (the reset in UTC), so what they build is equal to, hashes and reprs as the
-# checked value; tests/core/test_simulation_builders.py holds them to it. How (as in
-# scheduler/_build.py): a frozen attrs instance can only be filled through
-# `object.__setattr__`; a twin class with the same slots is filled by plain assignment and then
-# made an instance of the frozen class by setting its `__class__`, which CPython allows between
-# classes of the same slot layout (not when one has a `__weakref__` slot, hence
-# `weakref_slot=False` above).
-
-
-class _LimitNoticeSlots:
-    __slots__ = ("provider", "reset_at", "text")  # in field order: the frozen class's layout
-    provider: str
-    reset_at: datetime | None
-    text: str
-
-
-class _ClassificationSlots:
-    __slots__ = ("kind", "limit", "text", "usage")  # in field order: the frozen class's layout
-    kind: OutputKind
-    limit: LimitNotice | None
-    text: str
-    usage: UsageReading | None
-
-
-def _twin(cls: type, twin: type) -> None:
-    check_twin(cls, twin, "detection/classification.py")
-
-
-_twin(LimitNotice, _LimitNoticeSlots)
-_twin(Classification, _ClassificationSlots)
+# checked value; tests/core/test_simulation_builders.py holds them to it. How: as
+# scheduler/_build.py does, through a twin generated from the class (`_twins.twin_of`, hence
+# `weakref_slot=False` above), filled by plain assignment and then made the frozen class.
+_LIMIT_NOTICE: Final[Any] = twin_of(LimitNotice)
+_CLASSIFICATION: Final[Any] = twin_of(Classification)
 _new = object.__new__
 
 
@@ -161,7 +137,7 @@ def limit_notice_of(provider: str, reset_at: datetime | None, text: str) -> Limi
         reset_at = utc(reset_at)
         if reset_at.tzinfo is not UTC:  # not aware after all: let the checks refuse it
             return LimitNotice(provider=provider, reset_at=reset_at, text=text)
-    notice: Any = _new(_LimitNoticeSlots)
+    notice: Any = _new(_LIMIT_NOTICE)
     notice.provider = provider
     notice.reset_at = reset_at
     notice.text = text
@@ -171,7 +147,7 @@ def limit_notice_of(provider: str, reset_at: datetime | None, text: str) -> Limi
 
 def limit_classification(limit: LimitNotice) -> Classification:
     """`Classification(kind="limit", limit=limit, text=limit.text)`, not checked again."""
-    classification: Any = _new(_ClassificationSlots)
+    classification: Any = _new(_CLASSIFICATION)
     classification.kind = "limit"
     classification.limit = limit
     classification.text = limit.text

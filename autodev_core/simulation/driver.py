@@ -16,7 +16,7 @@ from typing import Any, Final
 
 import attrs
 
-from .._twins import check_twin
+from .._twins import twin_of
 from ..detection.classification import (
     Classification,
     LimitNotice,
@@ -63,12 +63,19 @@ def horizon_line(horizon: timedelta = DEFAULT_HORIZON) -> str:
     )
 
 
-@attrs.frozen(weakref_slot=False)  # no weak references: see `_LineSlots` below
+@attrs.frozen(weakref_slot=False)  # no weak references: see `_LINE_TWIN`
 class SimulatedLine:
     """One log line of the run, at the virtual instant it happened."""
 
     at: datetime
     message: str
+
+
+#: SimulatedLine's twin (`_twins.twin_of`): `_Pending.lines` builds each line as the scheduler
+#: builds its own effects (scheduler/_build.py), filling a twin by plain assignment and then
+#: making it a SimulatedLine by setting its `__class__`. Equal, hashing and repr'ing as the
+#: checked value (tests/core/test_simulation_builders.py).
+_LINE_TWIN: Final[Any] = twin_of(SimulatedLine)
 
 
 @attrs.frozen
@@ -109,8 +116,8 @@ class _Pending:
 
     def lines(self) -> tuple[SimulatedLine, ...]:
         # SimulatedLine(at=log.at, message=log.message), built as `step` builds its values: a
-        # twin filled by plain assignment, then made a SimulatedLine (see `_LineSlots`).
-        twin = _LineSlots
+        # twin filled by plain assignment, then made a SimulatedLine (see `_LINE_TWIN`).
+        twin = _LINE_TWIN
         lines: list[Any] = []
         add = lines.append
         for log in self.logs:
@@ -209,21 +216,6 @@ class _Lane:
         self.used = 0
         # Keyed by the answer's fields as written (its duration aside).
         self.replies: dict[tuple[str, str, int, bool, str | None], _Reply] = {}
-
-
-class _LineSlots:
-    """SimulatedLine's twin: `_simulate` builds each line as the scheduler builds its own
-    effects (scheduler/_build.py), filling a twin with SimulatedLine's slots by plain assignment
-    and then making it a SimulatedLine by setting its `__class__` (CPython allows it between
-    classes of the same slot layout, none with a `__weakref__` slot). Equal, hashing and
-    repr'ing as the checked value (tests/core/test_simulation_builders.py)."""
-
-    __slots__ = ("at", "message")  # in field order: SimulatedLine's layout
-    at: datetime
-    message: str
-
-
-check_twin(SimulatedLine, _LineSlots, "simulation/driver.py")
 
 
 class _Period:

@@ -408,28 +408,29 @@ def test_steps_of_one_run_taken_in_any_order_decide_as_in_order(
         assert state == after  # and in order, each step led to the next recorded state
 
 
-def test_a_twin_that_does_not_match_its_class_is_refused_at_import() -> None:
-    """autodev_core/_twins.py: a builder can never leave a slot unset or fail to change class."""
-    from autodev_core._twins import check_twin
+def test_a_twin_is_its_class_with_nothing_added_and_one_that_cannot_be_is_refused() -> None:
+    """autodev_core/_twins.py: a twin is generated from its class (so it holds exactly its
+    fields and a builder that fills them all makes the checked value), and a class with a
+    `__weakref__` slot (not `weakref_slot=False`) is refused at import."""
+    from autodev_core._twins import twin_of
 
     @attrs.frozen(weakref_slot=False)
     class Pair:
         a: int
         b: int
 
-    class Swapped:
-        __slots__ = ("b", "a")  # noqa: RUF023 - out of field order on purpose
-
-    class Right:
-        __slots__ = ("a", "b")
-
     @attrs.frozen
     class WithWeakref:
         a: int
         b: int
 
-    check_twin(Pair, Right, "here")  # the matching twin passes
-    with pytest.raises(ImportError, match="update Swapped in here"):
-        check_twin(Pair, Swapped, "here")
-    with pytest.raises(ImportError, match=r"'__weakref__'.*update Right in here"):
-        check_twin(WithWeakref, Right, "here")
+    twin = twin_of(Pair)
+    assert twin.__mro__[1] is Pair and twin.__slots__ == ()  # its class, no slot added
+    made = object.__new__(twin)
+    made.a, made.b = 1, 2  # plain assignment: the twin is writable
+    made.__class__ = Pair
+    same(Pair(1, 2), made)
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        made.a = 3  # made the frozen class, it is frozen again
+    with pytest.raises(ImportError, match="WithWeakref needs weakref_slot=False"):
+        twin_of(WithWeakref)
