@@ -16,9 +16,10 @@ revision through `Durability` (C3, B4-B9). Controls from other processes (`autod
 
 This module is the loop itself: the steps, the effect handlers, the controls turned into events
 between steps, and the turn's prompt (B18-B20). Its other jobs are parts the `Runner` holds,
-each in its own module: `commits.Commits` (each revision, the turn gate's wait, the heartbeat,
-the store-file check), `calls.CliCalls` (running a CLI and recording its process group),
-`controls.Controls` (reading the control table) and `logsink.StreamLog` (the log lines).
+each in its own module: `loop/commits.Commits` (each revision, the turn gate's wait, the
+heartbeat, the store-file check), `calls/cli_calls.CliCalls` (running a CLI and recording its
+process group), `loop/controls.Controls` (reading the control table) and
+`loop/logsink.StreamLog` (the log lines).
 
 At about 640 lines it is a little over the shell's ~600 (issue 27), on purpose: what is left is
 the one loop and its effect handlers, which read best together; splitting the handlers from the
