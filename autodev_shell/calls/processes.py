@@ -57,29 +57,30 @@ def die_with_parent(parent: int | None = None) -> None:
             os._exit(1)
 
 
-def start_ticks(pid: int) -> int | None:
-    """The start time of `pid` (clock ticks after boot, /proc/<pid>/stat field 22), or None
+def _stat_fields(pid: int) -> list[str] | None:
+    """/proc/<pid>/stat's fields after the command name (the state first, field 3), or None
     when there is no such process or no /proc."""
     try:
         text = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
     except OSError:
         return None
-    fields = text.rsplit(")", 1)[-1].split()
-    # After the command name: state is field 3, starttime field 22 → index 19 here.
-    try:
-        return int(fields[19])
+    return text.rsplit(")", 1)[-1].split()
+
+
+def start_ticks(pid: int) -> int | None:
+    """The start time of `pid` (clock ticks after boot, /proc/<pid>/stat field 22), or None
+    when there is no such process or no /proc."""
+    fields = _stat_fields(pid)
+    try:  # field 22 is index 19 after the command name
+        return int(fields[19]) if fields is not None else None
     except (IndexError, ValueError):
         return None
 
 
 def _state_and_group(pid: int) -> tuple[str, int] | None:
+    fields = _stat_fields(pid)  # the state (field 3) and the process group (field 5)
     try:
-        text = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
-    except OSError:
-        return None
-    fields = text.rsplit(")", 1)[-1].split()
-    try:
-        return fields[0], int(fields[2])
+        return (fields[0], int(fields[2])) if fields is not None else None
     except (IndexError, ValueError):
         return None
 
