@@ -14,6 +14,8 @@ import random
 import time
 from datetime import UTC, datetime, timedelta
 
+from common import storm_calls
+
 from autodev_core.detection.classification import LimitNotice
 from autodev_core.engine import Engine
 from autodev_core.participant import Participant
@@ -79,34 +81,9 @@ def bench_step(events: int, seed: int = 7) -> tuple[int, float]:
 
 def storm_scenario(days: int = 7, seed: int = 11) -> Scenario:
     """A week of six participants where about one call in four reports a limit."""
-    rng = random.Random(seed)
-    notices = {
-        "claude": "You've hit your limit · resets {h}pm (Europe/Lisbon)",
-        "codex": "You've hit your usage limit. Upgrade to Pro or try again in {h} hours 2 minutes.",
-        "agy": "Individual quota reached. Resets in {h}h31m33s.",
-    }
-    keys = sorted({str(e) for p in TEAM for e in p.entries})
-    calls = []
-    for key in keys:
-        provider = key.split(":")[0]
-        answers = []
-        for _ in range(4000):
-            duration = timedelta(seconds=rng.randint(60, 900))
-            roll = rng.random()
-            if roll < 0.25:
-                text = notices[provider].format(h=rng.randint(1, 5))
-                stream = {"stdout": text} if provider == "claude" else {"stderr": text}
-                answers.append(CallAnswer(exit=1, duration=duration, **stream))
-            elif roll < 0.27:
-                answers.append(CallAnswer(stderr="getaddrinfo ENOTFOUND api.example.com",
-                                          exit=1, duration=duration))
-            elif roll < 0.29:
-                answers.append(CallAnswer(exit=2, duration=duration))
-            else:
-                answers.append(CallAnswer(post="done", duration=duration))
-        calls.append((key, tuple(answers)))
     return Scenario(
-        start=START, timezone="Europe/Lisbon", team=TEAM, calls=tuple(calls),
+        start=START, timezone="Europe/Lisbon", team=TEAM,
+        calls=storm_calls(TEAM, random.Random(seed), 4000),
         until=START + timedelta(days=days),
     )
 
