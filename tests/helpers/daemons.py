@@ -10,9 +10,10 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from autodev_core.scheduler import SchedulerState
 from autodev_core.serialization import from_json
@@ -179,6 +180,24 @@ def wait_for(predicate: Callable[[], object], what: str, seconds: float = WAIT) 
             return
         time.sleep(0.05)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+class Stoppable(Protocol):
+    def finish(self) -> None: ...  # waits for the daemon to stop by itself, else fails
+    def kill(self) -> None: ...  # kills it if it still runs
+
+
+@contextmanager
+def all_finish(*daemons: Stoppable) -> Iterator[None]:
+    """Each of `daemons` must stop by itself once the block ends (`finish`, in order); whatever
+    happens, none is left running (`kill`, on the way out)."""
+    try:
+        yield
+        for daemon in daemons:
+            daemon.finish()
+    finally:
+        for daemon in daemons:
+            daemon.kill()
 
 
 def alive(pid: int) -> bool:
