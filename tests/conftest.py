@@ -40,9 +40,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
     Hypothesis' plugin marks `@given` tests and a machine's `TestCase`, but a test that calls
     `run_state_machine_as_test` itself carries no mark, so `pytest -m hypothesis` (and
-    tests/sweep.py, issue 24) would never draw it under a fresh seed.
+    tests/sweep.py, issue 24) would never draw it under a fresh seed. `run_machine` is
+    tests/helpers/machines.py's way of calling it.
     """
     for item in items:
         module = getattr(item, "module", None)
-        if module is not None and hasattr(module, "run_state_machine_as_test"):
+        if module is not None and any(hasattr(module, name)
+                                      for name in ("run_state_machine_as_test", "run_machine")):
             item.add_marker(pytest.mark.hypothesis)
