@@ -9,6 +9,9 @@ Pick one with HYPOTHESIS_PROFILE; CI=true selects `ci` when none is named.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -48,3 +51,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if module is not None and any(hasattr(module, name)
                                       for name in ("run_state_machine_as_test", "run_machine")):
             item.add_marker(pytest.mark.hypothesis)
+
+
+@pytest.fixture
+def standins(tmp_path: Path) -> Callable[..., dict[str, str]]:
+    """The stand-in CLIs installed under `tmp_path` (A12); `standins(script)` writes the script
+    they answer from and gives the environment that puts them first on PATH. (A module may
+    define its own, e.g. one that also logs the calls.)"""
+    from autodev_shell.standins import install_standins, standin_env, write_script
+
+    bin_dir = install_standins(tmp_path / "bin")
+
+    def make(script: Mapping[str, Any]) -> dict[str, str]:
+        return standin_env(bin_dir, write_script(tmp_path / "script.json", script))
+
+    return make

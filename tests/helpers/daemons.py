@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from autodev_core.scheduler import SchedulerState
 from autodev_core.serialization import from_json
 from autodev_shell.standins import install_standins, standin_env, write_script
+from autodev_shell.store.folder import run_db
 from autodev_shell.store.run_store import RunStore
 from autodev_shell.store.runlock import lock_path, path_lock
 
@@ -180,6 +181,17 @@ def wait_for(predicate: Callable[[], object], what: str, seconds: float = WAIT) 
             return
         time.sleep(0.05)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def posts_of(run_dir: Path) -> list[tuple[str, str]]:
+    """(participant, text) of every post of the run in `run_dir`; empty before its store exists."""
+    if not run_db(run_dir).exists():
+        return []
+    store = RunStore.open(run_db(run_dir), check=False)
+    try:
+        return [(p.participant, p.text) for p in store.thread()]
+    finally:
+        store.close()
 
 
 class Stoppable(Protocol):
