@@ -194,6 +194,15 @@ def posts_of(run_dir: Path) -> list[tuple[str, str]]:
         store.close()
 
 
+def queued_says(run_dir: Path) -> list[str]:
+    """The messages `autodev say` queued in the run's store, not yet taken (C6)."""
+    store = RunStore.open(run_dir / "run.db", check=False)
+    try:
+        return [c.arg for c in store.pending_controls() if c.command == "say"]
+    finally:
+        store.close()
+
+
 class Stoppable(Protocol):
     def finish(self) -> None: ...  # waits for the daemon to stop by itself, else fails
     def kill(self) -> None: ...  # kills it if it still runs
