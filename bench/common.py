@@ -1,4 +1,4 @@
-"""What the benches share: the limit storm's call mix, and the command line of the disk benches.
+"""What the benches share: the limit storm's call mix, and their command lines (`--rounds`).
 
 The benches import each other by name (each is run as `python bench/bench_x.py`, so bench/ is
 on the path); this module holds what two or more of them build the same way, so that each
@@ -59,11 +59,22 @@ def storm_calls(team: Iterable[Participant], rng: random.Random, per_key: int,
     return tuple(calls)
 
 
+def rounds_parser(description: str | None, rounds: int) -> argparse.ArgumentParser:
+    """The command line every bench takes: `--rounds`, how many interleaved rounds to measure."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--rounds", type=int, default=rounds)
+    return parser
+
+
+def rounds_args(argv: list[str] | None, description: str | None,
+                rounds: int) -> argparse.Namespace:
+    return rounds_parser(description, rounds).parse_args(argv)
+
+
 def disk_bench_args(argv: list[str] | None, description: str,
                     rounds: int) -> argparse.Namespace:
     """`--rounds` and `--dir` (the disk to measure), as the disk benches take them."""
-    parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--rounds", type=int, default=rounds)
+    parser = rounds_parser(description, rounds)
     parser.add_argument("--dir", type=Path, default=None,
                         help="directory on the disk to measure (default: a temp dir)")
     return parser.parse_args(argv)
