@@ -28,10 +28,16 @@ WAIT = 60.0
 
 def make_team(root: Path, members: dict[str, str]) -> Path:
     """A team folder: one participant file per (id, provider)."""
+    return write_team(root, {pid: (provider, "Work.") for pid, provider in members.items()})
+
+
+def write_team(root: Path, members: dict[str, tuple[str, str]]) -> Path:
+    """The team folder `root/team`: a participant file `<id>.md` per member, its provider and
+    its prompt (C1)."""
     team = root / "team"
     team.mkdir()
-    for pid, provider in members.items():
-        (team / f"{pid}.md").write_text(f"---\nprovider: {provider}\n---\nWork.\n", "utf-8")
+    for pid, (provider, prompt) in members.items():
+        (team / f"{pid}.md").write_text(f"---\nprovider: {provider}\n---\n{prompt}\n", "utf-8")
     return team
 
 
