@@ -9,7 +9,7 @@ Pick one with HYPOTHESIS_PROFILE; CI=true selects `ci` when none is named.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -66,3 +66,13 @@ def standins(tmp_path: Path) -> Callable[..., dict[str, str]]:
         return standin_env(bin_dir, write_script(tmp_path / "script.json", script))
 
     return make
+
+
+@pytest.fixture
+def own_redis(tmp_path: Path) -> Iterator[Any]:
+    """A redis-server of the test's own, for a test that kills, pauses or restarts it (A25);
+    stopped after the test (`helpers.redis_server.RedisServer`)."""
+    from helpers.redis_server import RedisServer
+
+    with RedisServer(tmp_path / "r") as server:
+        yield server
