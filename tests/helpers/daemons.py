@@ -26,6 +26,12 @@ from autodev_shell.store.runlock import lock_path, path_lock
 WAIT = 60.0
 
 
+#: The stand-ins' script where claude's first call takes 600 s (the daemon is caught in it)
+#: and every other call posts "ok" at once.
+SLOW_FIRST_CLAUDE: dict[str, Any] = {
+    "claude": [{"post": "slow", "sleep": 600}], "default": {"post": "ok"}}
+
+
 def make_team(root: Path, members: dict[str, str]) -> Path:
     """A team folder: one participant file per (id, provider)."""
     return write_team(root, {pid: (provider, "Work.") for pid, provider in members.items()})
