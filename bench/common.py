@@ -38,8 +38,9 @@ def storm_answer(rng: random.Random, provider: str,
     limit, network, failure = cuts
     if roll < limit:
         text = NOTICES[provider].format(h=rng.randint(1, 5))
-        stream = {"stdout": text} if provider == "claude" else {"stderr": text}
-        return CallAnswer(exit=1, duration=duration, **stream)
+        if provider == "claude":  # claude says it on stdout, the others on stderr
+            return CallAnswer(stdout=text, exit=1, duration=duration)
+        return CallAnswer(stderr=text, exit=1, duration=duration)
     if roll < network:
         return CallAnswer(stderr="getaddrinfo ENOTFOUND api.example.com", exit=1,
                           duration=duration)
