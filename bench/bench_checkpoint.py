@@ -30,7 +30,6 @@ page.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -41,6 +40,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+
+from common import disk_bench_args
 
 from autodev_core.control.identity import resolve_active_identity
 from autodev_core.control.replicas import DEFAULT_CADENCE, SyncCadence
@@ -172,11 +173,7 @@ def measure(directory: Path, rounds: int) -> dict[str, dict[str, float]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS)
-    parser.add_argument("--dir", type=Path, default=None,
-                        help="directory on the disk to measure (default: a temp dir)")
-    args = parser.parse_args(argv)
+    args = disk_bench_args(argv, __doc__.split("\n\n")[0], DEFAULT_ROUNDS)
     directory = Path(tempfile.mkdtemp(prefix="autodev-bench-", dir=args.dir))
     try:
         m = measure(directory, args.rounds)

@@ -13,7 +13,6 @@ daemon leaves it reads the file without one) are shown beside them.
 
 from __future__ import annotations
 
-import argparse
 import os
 import resource
 import shutil
@@ -25,6 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bench_decision import median_ratio, record_trace
+from common import rounds_args
 
 from autodev_core.control.identity import resolve_active_identity
 from autodev_core.serialization import to_json
@@ -108,9 +108,7 @@ def measure(rounds: int) -> dict[str, dict[str, float]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=15)
-    args = parser.parse_args()
+    args = rounds_args(None, __doc__.split("\n\n")[0], 15)
     for name, m in measure(args.rounds).items():
         print(f"{name:22} {m['ms']:7.1f} ms CPU  {m['ratio']:5.2f}x  (+{m['extra_ms']:.1f} ms)")
 

@@ -31,7 +31,6 @@ temp directory); pass a directory on the disk the runs will live on to measure t
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -45,6 +44,8 @@ import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+from common import disk_bench_args
 
 from autodev_shell.store.run_store import PAGE_SIZE, NewPost, RunStore
 from autodev_shell.store.sql import size_wal
@@ -273,11 +274,7 @@ def measure(directory: Path, label: str, post_chars: int, state_chars: int,
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS)
-    parser.add_argument("--dir", type=Path, default=None,
-                        help="directory on the disk to measure (default: a temp dir)")
-    args = parser.parse_args(argv)
+    args = disk_bench_args(argv, __doc__.split("\n\n")[0], DEFAULT_ROUNDS)
     directory = Path(tempfile.mkdtemp(prefix="autodev-bench-", dir=args.dir))
     try:
         rows = [(label, post, state, measure(directory, label, post, state, args.rounds))

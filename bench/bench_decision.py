@@ -15,7 +15,6 @@ single limit `CallEnded` is timed on its own too. Target: <= 0.8 (issue 13; issu
 
 from __future__ import annotations
 
-import argparse
 import random
 import statistics
 import time
@@ -24,6 +23,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import attrs
+from common import rounds_args
 
 from autodev_core.detection.classification import LimitNotice
 from autodev_core.engine import Engine
@@ -205,9 +205,7 @@ def measure(rounds: int, trace_events: int = 4_000) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=15)
-    args = parser.parse_args(argv)
+    args = rounds_args(argv, __doc__.split("\n\n")[0], 15)
     m = measure(args.rounds)
     print(f"step: {m['step_us']:.2f} us, tenacity attempt: {m['tenacity_us']:.2f} us, "
           f"median ratio {m['ratio']:.2f} (target <= {TARGET_RATIO}) over {m['rounds']} rounds "

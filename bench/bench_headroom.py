@@ -32,6 +32,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(1, str(HERE.parent))
 
 from bench_simulation import START, TEAM  # noqa: E402
+from common import NO_NOTICE_CUTS, storm_calls  # noqa: E402
 
 from autodev_core.engine import PROVIDERS  # noqa: E402
 from autodev_core.simulation.compare import HeadroomComparison, compare_headroom  # noqa: E402
@@ -69,23 +70,8 @@ def usage_periods(days: int, seed: int, start: datetime = START) -> tuple[UsageP
 def usage_storm(days: int = DAYS, seed: int = 11, *, per_call: bool = True) -> Scenario:
     """`days` of TEAM under the accounts' usage; `per_call` scripts each call as the storm does
     (minus its notices), else every call posts after 10 minutes (a file a person can read)."""
-    rng = random.Random(seed)
-    calls = []
-    if per_call:
-        for key in sorted({str(e) for p in TEAM for e in p.entries}):
-            answers = []
-            for _ in range(600 * days):
-                duration = timedelta(seconds=rng.randint(60, 900))
-                roll = rng.random()
-                if roll < 0.02:
-                    answers.append(CallAnswer(stderr="getaddrinfo ENOTFOUND api.example.com",
-                                              exit=1, duration=duration))
-                elif roll < 0.04:
-                    answers.append(CallAnswer(exit=2, duration=duration))
-                else:
-                    answers.append(CallAnswer(post="done", duration=duration))
-            calls.append((key, tuple(answers)))
-    return Scenario(start=START, timezone="Europe/Lisbon", team=TEAM, calls=tuple(calls),
+    calls = storm_calls(TEAM, random.Random(seed), 600 * days, NO_NOTICE_CUTS) if per_call else ()
+    return Scenario(start=START, timezone="Europe/Lisbon", team=TEAM, calls=calls,
                     default=None if per_call else CallAnswer(post="done", duration=10 * M),
                     until=START + timedelta(days=days), usage=usage_periods(days, seed + 1))
 

@@ -23,7 +23,6 @@ how many steps one LiteLLM routing decision costs. It is context, not a target.
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import warnings
@@ -31,6 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 import bench_decision
+from common import rounds_args
 
 #: The LiteLLM release issue 13 measured.
 LITELLM_SERIES = "1.110"
@@ -109,9 +109,7 @@ def measure(rounds: int, trace_events: int = 4_000, decisions: int = 400) -> dic
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=9)
-    args = parser.parse_args(argv)
+    args = rounds_args(argv, __doc__.split("\n\n")[0], 9)
     m = measure(args.rounds)
     if m is None:
         print(f"LiteLLM is not installed: pip install 'litellm=={LITELLM_SERIES}.*'")

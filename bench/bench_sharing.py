@@ -24,7 +24,6 @@ PATH and the `redis` extra (`pip install -e '.[redis]'`).
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import statistics
 import subprocess
@@ -37,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_decision import TEAM, record_trace, step_cost, timed_rounds
+from common import rounds_args
 
 from autodev_core.scheduler import EngineLimit
 
@@ -164,9 +164,7 @@ def measure(rounds: int) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--rounds", type=int, default=9)
-    args = parser.parse_args(argv)
+    args = rounds_args(argv, __doc__.splitlines()[0] if __doc__ else None, 9)
     result = measure(args.rounds)
     print(
         f"turn-start read from the mirror ({result['engines']} engines), nothing new: "

@@ -27,6 +27,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bench_decision import cpu_time, median_ratio, timed_rounds
+from common import storm_calls
 
 import autodev_core.simulation.driver as simulation
 from autodev_core.engine import Engine
@@ -35,7 +36,7 @@ from autodev_core.scheduler.effects import Effect
 from autodev_core.scheduler.events import Event
 from autodev_core.scheduler.state import SchedulerState
 from autodev_core.simulation import simulate
-from autodev_core.simulation.scenario import CallAnswer, Scenario
+from autodev_core.simulation.scenario import Scenario
 
 #: The issue's target, on one core.
 TARGET_EVENTS_PER_S = 50_000
@@ -52,38 +53,12 @@ TEAM = (
     Participant(id="mia", provider="codex"),
     Participant(id="noa", provider="claude", model="sonnet", failover=(Engine("codex"),)),
 )
-NOTICES = {
-    "claude": "You've hit your limit · resets {h}pm (Europe/Lisbon)",
-    "codex": "You've hit your usage limit. Upgrade to Pro or try again in {h} hours 2 minutes.",
-    "agy": "Individual quota reached. Resets in {h}h31m33s.",
-}
 
 
 def storm_scenario(days: int = DAYS, seed: int = 11) -> Scenario:
     """`days` of TEAM where about one call in four reports a limit."""
-    rng = random.Random(seed)
-    keys = sorted({str(e) for p in TEAM for e in p.entries})
-    calls = []
-    for key in keys:
-        provider = key.split(":")[0]
-        answers = []
-        for _ in range(600 * days):
-            duration = timedelta(seconds=rng.randint(60, 900))
-            roll = rng.random()
-            if roll < 0.25:
-                text = NOTICES[provider].format(h=rng.randint(1, 5))
-                stdout, stderr = (text, "") if provider == "claude" else ("", text)
-                answers.append(CallAnswer(stdout=stdout, stderr=stderr, exit=1,
-                                          duration=duration))
-            elif roll < 0.27:
-                answers.append(CallAnswer(stderr="getaddrinfo ENOTFOUND api.example.com",
-                                          exit=1, duration=duration))
-            elif roll < 0.29:
-                answers.append(CallAnswer(exit=2, duration=duration))
-            else:
-                answers.append(CallAnswer(post="done", duration=duration))
-        calls.append((key, tuple(answers)))
-    return Scenario(start=START, timezone="Europe/Lisbon", team=TEAM, calls=tuple(calls),
+    return Scenario(start=START, timezone="Europe/Lisbon", team=TEAM,
+                    calls=storm_calls(TEAM, random.Random(seed), 600 * days),
                     until=START + timedelta(days=days))
 
 

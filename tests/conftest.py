@@ -9,6 +9,9 @@ Pick one with HYPOTHESIS_PROFILE; CI=true selects `ci` when none is named.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -40,9 +43,36 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
     Hypothesis' plugin marks `@given` tests and a machine's `TestCase`, but a test that calls
     `run_state_machine_as_test` itself carries no mark, so `pytest -m hypothesis` (and
-    tests/sweep.py, issue 24) would never draw it under a fresh seed.
+    tests/sweep.py, issue 24) would never draw it under a fresh seed. `run_machine` is
+    tests/helpers/machines.py's way of calling it.
     """
     for item in items:
         module = getattr(item, "module", None)
-        if module is not None and hasattr(module, "run_state_machine_as_test"):
+        if module is not None and any(hasattr(module, name)
+                                      for name in ("run_state_machine_as_test", "run_machine")):
             item.add_marker(pytest.mark.hypothesis)
+
+
+@pytest.fixture
+def standins(tmp_path: Path) -> Callable[..., dict[str, str]]:
+    """The stand-in CLIs installed under `tmp_path` (A12); `standins(script)` writes the script
+    they answer from and gives the environment that puts them first on PATH. (A module may
+    define its own, e.g. one that also logs the calls.)"""
+    from autodev_shell.standins import install_standins, standin_env, write_script
+
+    bin_dir = install_standins(tmp_path / "bin")
+
+    def make(script: Mapping[str, Any]) -> dict[str, str]:
+        return standin_env(bin_dir, write_script(tmp_path / "script.json", script))
+
+    return make
+
+
+@pytest.fixture
+def own_redis(tmp_path: Path) -> Iterator[Any]:
+    """A redis-server of the test's own, for a test that kills, pauses or restarts it (A25);
+    stopped after the test (`helpers.redis_server.RedisServer`)."""
+    from helpers.redis_server import RedisServer
+
+    with RedisServer(tmp_path / "r") as server:
+        yield server

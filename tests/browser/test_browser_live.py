@@ -183,6 +183,23 @@ def loader_error(tmp: Path, text: str) -> str:
     raise AssertionError(f"the loader takes {text!r}")
 
 
+def _edit_rui_prompt(page: Any) -> None:
+    """Opens rui's prompt editor and waits for the file's text in it."""
+    page.click('button.edit-prompt[data-participant="rui"]')
+    page.wait_for_selector("#prompt-dialog[open]")
+    page.wait_for_function("() => document.querySelector('#prompt-text').value.length > 0")
+
+
+def _save_rui_prompt(page: Any, text: str) -> int:
+    """Puts `text` in the editor and saves it; the status of the PUT the page sent."""
+    page.fill("#prompt-text", text)
+    with page.expect_response(lambda r: "/api/prompt/rui" in r.url
+                              and r.request.method == "PUT") as answer:
+        page.click("#prompt-save")
+    status: int = answer.value.status
+    return status
+
+
 @pytest.mark.parametrize("broken", [
     "---\nprovider: [codex\n---\nWork.\n",  # bad YAML
     "---\nprovider: codex\nbogus: 1\n---\nWork.\n",  # unknown key
@@ -196,15 +213,9 @@ def test_a_broken_prompt_edit_shows_the_loaders_error_and_writes_nothing(
     target = daemon.team / "rui.md"
     before = target.read_bytes()
     listing = sorted(p.name for p in daemon.team.iterdir())
-    page.click('button.edit-prompt[data-participant="rui"]')
-    page.wait_for_selector("#prompt-dialog[open]")
-    page.wait_for_function("() => document.querySelector('#prompt-text').value.length > 0")
+    _edit_rui_prompt(page)
     assert page.input_value("#prompt-text") == before.decode("utf-8")
-    page.fill("#prompt-text", broken)
-    with page.expect_response(lambda r: "/api/prompt/rui" in r.url
-                              and r.request.method == "PUT") as answer:
-        page.click("#prompt-save")
-    assert answer.value.status == 422
+    assert _save_rui_prompt(page, broken) == 422
     reason = loader_error(tmp_path, broken)
     shown = wait_text(page, "#prompt-error", ".")
     assert reason in shown, (reason, shown)
@@ -220,17 +231,11 @@ def test_a_conflicting_prompt_edit_gets_409_in_the_page(run: tuple[RunDaemon, Pa
     running(daemon)
     page = open_page(panel).page
     target = daemon.team / "rui.md"
-    page.click('button.edit-prompt[data-participant="rui"]')
-    page.wait_for_selector("#prompt-dialog[open]")
-    page.wait_for_function("() => document.querySelector('#prompt-text').value.length > 0")
+    _edit_rui_prompt(page)
     theirs = RUI_FILE.replace("the implementer.", "the implementer (edited in a terminal).")
     target.write_text(theirs, encoding="utf-8")  # someone else saves first
     mine = RUI_FILE.replace("the implementer.", "the implementer (edited in the page).")
-    page.fill("#prompt-text", mine)
-    with page.expect_response(lambda r: "/api/prompt/rui" in r.url
-                              and r.request.method == "PUT") as answer:
-        page.click("#prompt-save")
-    assert answer.value.status == 409
+    assert _save_rui_prompt(page, mine) == 409
     shown = wait_text(page, "#prompt-error", ".")
     assert re.search(r"(?i)changed|conflict|409|modified", shown), shown
     assert target.read_text(encoding="utf-8") == theirs, "the stale edit was written"
@@ -240,11 +245,7 @@ def test_a_conflicting_prompt_edit_gets_409_in_the_page(run: tuple[RunDaemon, Pa
     page.wait_for_function(
         "t => document.querySelector('#prompt-text').value === t", arg=theirs)
     edited = theirs.replace("(edited in a terminal)", "(edited in the page, after)")
-    page.fill("#prompt-text", edited)
-    with page.expect_response(lambda r: "/api/prompt/rui" in r.url
-                              and r.request.method == "PUT") as answer:
-        page.click("#prompt-save")
-    assert answer.value.status == 200
+    assert _save_rui_prompt(page, edited) == 200
     wait_text(page, "#prompt-result", "appl")
     assert target.read_text(encoding="utf-8") == edited
     assert (daemon.team / "rui.md.bak").read_text(encoding="utf-8") == theirs

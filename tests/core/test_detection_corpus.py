@@ -7,29 +7,19 @@ second (A6) — the bar the held-out corpus sets is the kind and the reset withi
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
-import yaml
+from helpers.corpus import notice_cases
 
 from autodev_core.detection import classify_output, detect_limit
 
-CORPUS = Path(__file__).parents[1] / "fixtures" / "notices"
 KINDS = {"limit", "network", "login", "other"}
 TOLERANCE_S = 60
 
 
-def _cases() -> list[Any]:
-    cases: list[Any] = []
-    for path in sorted(CORPUS.glob("*.yaml")):
-        for case in yaml.safe_load(path.read_text(encoding="utf-8")):
-            cases.append(pytest.param(case, id=f"{path.stem}:{case['name']}"))
-    return cases
-
-
-CASES = _cases()
+CASES = notice_cases()
 
 
 def _instant(value: Any) -> datetime:

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
-import yaml
+from helpers.corpus import notice_cases
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -43,7 +42,6 @@ from autodev_core.detection.reader import (
     prepare_classification,
 )
 
-CORPUS = Path(__file__).parents[1] / "fixtures" / "notices"
 PROVIDERS = ["claude", "codex", "agy"]
 NOW = datetime(2026, 4, 23, 9, 30, tzinfo=UTC)
 
@@ -342,15 +340,7 @@ def test_D_the_sieve_finds_one_notice_among_many_lines(
             _agree(provider, newline.join(lines), "", 1, UTC)
 
 
-def _corpus() -> list[Any]:
-    cases: list[Any] = []
-    for path in sorted(CORPUS.glob("*.yaml")):
-        for case in yaml.safe_load(path.read_text(encoding="utf-8")):
-            cases.append(pytest.param(case, id=f"{path.stem}:{case['name']}"))
-    return cases
-
-
-@pytest.mark.parametrize("case", _corpus())
+@pytest.mark.parametrize("case", notice_cases())
 def test_D_the_fast_reader_agrees_on_the_notice_corpus(case: dict[str, Any]) -> None:
     stdout, stderr = case.get("stdout") or "", case.get("stderr") or ""
     tz = ZoneInfo(case["local_tz"])
@@ -475,7 +465,7 @@ def test_D_output_read_once_classifies_as_read_afresh_at_each_instant(
         )
 
 
-@pytest.mark.parametrize("case", _corpus())
+@pytest.mark.parametrize("case", notice_cases())
 def test_D_corpus_read_once_classifies_as_read_afresh(case: dict[str, Any]) -> None:
     stdout, stderr = case.get("stdout") or "", case.get("stderr") or ""
     tz = ZoneInfo(case["local_tz"])

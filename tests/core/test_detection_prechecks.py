@@ -18,12 +18,11 @@ import sys
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from functools import partial
-from pathlib import Path
 from typing import Any, TypeVar
 from zoneinfo import ZoneInfo
 
 import pytest
-import yaml
+from helpers.corpus import notice_cases
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -37,7 +36,6 @@ from autodev_core.detection.reader import (
 )
 
 T = TypeVar("T")
-CORPUS = Path(__file__).parents[1] / "fixtures" / "notices"
 PROVIDERS = ["claude", "codex", "agy"]
 NOW = datetime(2026, 12, 2, 7, 45, tzinfo=UTC)
 # More examples than the profile's: each is cheap, and a wrong pre-check shows only on the
@@ -221,15 +219,7 @@ def test_D_classifying_with_pre_checks_changes_no_answer(
     )
 
 
-def _corpus() -> list[Any]:
-    cases: list[Any] = []
-    for path in sorted(CORPUS.glob("*.yaml")):
-        for case in yaml.safe_load(path.read_text(encoding="utf-8")):
-            cases.append(pytest.param(case, id=f"{path.stem}:{case['name']}"))
-    return cases
-
-
-@pytest.mark.parametrize("case", _corpus())
+@pytest.mark.parametrize("case", notice_cases())
 def test_D_the_corpus_classifies_alike_with_and_without_pre_checks(case: dict[str, Any]) -> None:
     provider, tz = case["provider"], ZoneInfo(case["local_tz"])
     stdout, stderr = case.get("stdout") or "", case.get("stderr") or ""

@@ -34,6 +34,14 @@ def _checkpoint(run_dir: Path) -> tuple[int, str, list[str]] | None:
     return snapshot.revision, snapshot.run_id, [p.key for p in snapshot.posts]
 
 
+def _lose_the_store(run_dir: Path, to: Path) -> None:
+    """The disaster: the store's files (the database, its -wal and -shm) are gone, moved to `to`."""
+    to.mkdir()
+    for name in ("run.db", "run.db-wal", "run.db-shm"):
+        if (run_dir / name).exists():
+            shutil.move(run_dir / name, to / name)
+
+
 def _store(run_dir: Path) -> tuple[int, str, list[str]]:
     store = RunStore.open(run_dir / "run.db", check=False)
     try:
@@ -105,11 +113,7 @@ def test_B14_C3_after_a_kill_9_between_checkpoints_the_run_restores_and_goes_on(
     assert _store(run_dir) == (primary, store_run, store_keys)
 
     # The disaster: the store is gone. The checkpoint brings the run back to its revision ...
-    lost = tmp_path / "lost"
-    lost.mkdir()
-    for name in ("run.db", "run.db-wal", "run.db-shm"):
-        if (run_dir / name).exists():
-            shutil.move(run_dir / name, lost / name)
+    _lose_the_store(run_dir, tmp_path / "lost")
     assert main(["restore", "--run", str(run_dir)]) == 0
     assert _store(run_dir) == (revision, run_id, keys)
 
@@ -175,10 +179,6 @@ def test_B15_C3_kill_9_while_the_daemon_appends_leaves_a_checkpoint_that_reads_a
     assert daemon.wait_exit() == 0
     assert _checkpoint(run_dir) == _store(run_dir)
     expected = _store(run_dir)
-    lost = tmp_path / "lost-again"
-    lost.mkdir()
-    for name in ("run.db", "run.db-wal", "run.db-shm"):
-        if (run_dir / name).exists():
-            shutil.move(run_dir / name, lost / name)
+    _lose_the_store(run_dir, tmp_path / "lost-again")
     assert main(["restore", "--run", str(run_dir)]) == 0
     assert _store(run_dir) == expected

@@ -7,12 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from helpers.daemons import Daemon, wait_for
+from helpers.daemons import SLOW_FIRST_CLAUDE, Daemon, wait_for
 
 
 def test_A33_pause_during_a_call_then_resume_starts_the_owed_turn_again(tmp_path: Path) -> None:
-    d = Daemon(tmp_path, {"ana": "claude", "rui": "codex"},
-               {"claude": [{"post": "slow", "sleep": 600}], "default": {"post": "ok"}})
+    d = Daemon(tmp_path, {"ana": "claude", "rui": "codex"}, SLOW_FIRST_CLAUDE)
     d.start()
     try:
         wait_for(lambda: len(d.calls()) == 1, "ana's first (slow) call")
@@ -31,8 +30,7 @@ def test_A33_pause_during_a_call_then_resume_starts_the_owed_turn_again(tmp_path
 
 
 def test_A33_stop_during_a_call_then_a_new_run_starts_the_owed_turn(tmp_path: Path) -> None:
-    d = Daemon(tmp_path, {"ana": "claude", "rui": "codex"},
-               {"claude": [{"post": "slow", "sleep": 600}], "default": {"post": "ok"}})
+    d = Daemon(tmp_path, {"ana": "claude", "rui": "codex"}, SLOW_FIRST_CLAUDE)
     d.start()
     try:
         wait_for(lambda: len(d.calls()) == 1, "ana's first (slow) call")

@@ -10,15 +10,14 @@ import signal
 from pathlib import Path
 
 import pytest
-from helpers.daemons import Daemon, wait_for
+from helpers.daemons import SLOW_FIRST_CLAUDE, Daemon, wait_for
 
 from autodev_shell.cli.commands import EXIT_FOLDER_GONE
 
 
 @pytest.mark.parametrize("what", ["folder", "wal"])
 def test_a_removed_store_stops_the_daemon_with_one_clear_line(tmp_path: Path, what: str) -> None:
-    d = Daemon(tmp_path, {"ana": "claude"},
-               {"claude": [{"post": "slow", "sleep": 600}], "default": {"post": "ok"}})
+    d = Daemon(tmp_path, {"ana": "claude"}, SLOW_FIRST_CLAUDE)
     proc = d.start()
     try:
         wait_for(lambda: len(d.calls()) == 1, "the slow call")
@@ -41,8 +40,7 @@ def test_a_removed_store_stops_the_daemon_with_one_clear_line(tmp_path: Path, wh
 
 
 def test_C4_a_recreated_folder_is_refused_while_the_old_daemon_lives(tmp_path: Path) -> None:
-    d = Daemon(tmp_path, {"ana": "claude"},
-               {"claude": [{"post": "slow", "sleep": 600}], "default": {"post": "ok"}})
+    d = Daemon(tmp_path, {"ana": "claude"}, SLOW_FIRST_CLAUDE)
     old = d.start()
     try:
         wait_for(lambda: len(d.calls()) == 1, "the slow call")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from helpers.clock import T0 as NOW
-from helpers.daemons import Daemon, wait_for
+from helpers.daemons import SLOW_FIRST_CLAUDE, Daemon, wait_for
 
 from autodev_core.control.identity import resolve_active_identity
 from autodev_core.detection import classify_output
@@ -43,8 +43,7 @@ def test_A19_a_message_during_a_limit_wait_is_in_the_thread_at_once(tmp_path: Pa
 
 
 def test_a_message_during_a_call_is_in_the_thread_before_the_call_ends(tmp_path: Path) -> None:
-    d = Daemon(tmp_path, {"ana": "claude"},
-               {"claude": [{"post": "slow", "sleep": 600}], "default": {"post": "ok"}})
+    d = Daemon(tmp_path, {"ana": "claude"}, SLOW_FIRST_CLAUDE)
     d.start()
     try:
         wait_for(lambda: len(d.calls()) == 1, "the slow call")

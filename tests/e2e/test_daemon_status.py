@@ -10,12 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from helpers.daemons import Daemon, wait_for
+from helpers.daemons import SLOW_FIRST_CLAUDE, Daemon, wait_for
 
 
 def test_C6_a_killed_daemon_is_not_running_in_status_and_status_json(tmp_path: Path) -> None:
-    d = Daemon(tmp_path, {"ana": "claude"},
-               {"claude": [{"post": "slow", "sleep": 600}], "default": {"post": "ok"}})
+    d = Daemon(tmp_path, {"ana": "claude"}, SLOW_FIRST_CLAUDE)
     proc = d.start()
     try:
         wait_for(lambda: len(d.calls()) == 1, "the slow call")

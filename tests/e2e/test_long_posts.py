@@ -19,11 +19,11 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
+from helpers.daemons import posts_of
 
 from autodev_core.scheduler.state import SchedulerState
 from autodev_core.serialization import from_json
@@ -40,16 +40,6 @@ RETAINED_MAX = 4 * ONE_POST
 KIB = 1024
 MIB = 1024 * KIB
 _MARKER = re.compile(r"\n?\[autodev cut (\d+) bytes of this answer here[^\]\n]*\]\n?")
-
-
-@pytest.fixture
-def standins(tmp_path: Path) -> Callable[..., dict[str, str]]:
-    bin_dir = install_standins(tmp_path / "bin")
-
-    def make(script: Mapping[str, Any]) -> dict[str, str]:
-        return standin_env(bin_dir, write_script(tmp_path / "script.json", script))
-
-    return make
 
 
 def _run(env: dict[str, str], provider: str) -> CallResult:
@@ -192,16 +182,6 @@ def test_C1_50_MB_through_the_capture_retain_a_bounded_number_of_bytes(shape: st
 # -- the real daemon -------------------------------------------------------------------------------
 
 
-def _posts(run_dir: Path) -> list[tuple[str, str]]:
-    if not run_db(run_dir).exists():
-        return []
-    store = RunStore.open(run_db(run_dir), check=False)
-    try:
-        return [(p.participant, p.text) for p in store.thread()]
-    finally:
-        store.close()
-
-
 def test_A31_the_daemon_posts_long_one_line_answers_and_goes_on(tmp_path: Path) -> None:
     team = tmp_path / "team"
     team.mkdir()
@@ -224,17 +204,17 @@ def test_A31_the_daemon_posts_long_one_line_answers_and_goes_on(tmp_path: Path) 
     )
     try:
         deadline = time.monotonic() + 180
-        while len(_posts(run_dir)) < 5:  # the three long answers, then the run goes on
+        while len(posts_of(run_dir)) < 5:  # the three long answers, then the run goes on
             if daemon.poll() is not None:
                 err = daemon.stderr.read().decode(errors="replace") if daemon.stderr else ""
                 raise AssertionError(f"the daemon ended (exit {daemon.returncode}): {err[-3000:]}")
-            assert time.monotonic() < deadline, f"{len(_posts(run_dir))} posts after 180 s"
+            assert time.monotonic() < deadline, f"{len(posts_of(run_dir))} posts after 180 s"
             time.sleep(0.2)
     finally:
         os.killpg(daemon.pid, signal.SIGKILL)
         daemon.wait(timeout=30)
 
-    posts = _posts(run_dir)
+    posts = posts_of(run_dir)
     assert posts[0] == ("1-rui", codex_answer)
     assert posts[1][0] == "2-ana" and posts[1][1].startswith("ANA yyy")
     start, cut, _ = _split(posts[1][1])

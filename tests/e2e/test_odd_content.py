@@ -20,6 +20,8 @@ import sys
 import time
 from pathlib import Path
 
+from helpers.daemons import posts_of
+
 from autodev_shell.standins import install_standins, standin_env, write_script
 from autodev_shell.store.folder import LOG_FILE, run_db
 from autodev_shell.store.run_store import RunStore
@@ -42,26 +44,16 @@ def _start(team: Path, run_dir: Path, env: dict[str, str]) -> subprocess.Popen[b
     )
 
 
-def _posts(run_dir: Path) -> list[tuple[str, str]]:
-    if not run_db(run_dir).exists():
-        return []
-    store = RunStore.open(run_db(run_dir), check=False)
-    try:
-        return [(p.participant, p.text) for p in store.thread()]
-    finally:
-        store.close()
-
-
 def _wait_for_posts(run_dir: Path, count: int, daemon: subprocess.Popen[bytes]) -> None:
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        if len(_posts(run_dir)) >= count:
+        if len(posts_of(run_dir)) >= count:
             return
         if daemon.poll() is not None:
             err = daemon.stderr.read().decode(errors="replace") if daemon.stderr else ""
             raise AssertionError(f"the daemon died (exit {daemon.returncode}):\n{err[-3000:]}")
         time.sleep(0.1)
-    raise AssertionError(f"only {len(_posts(run_dir))} posts after 120 s, wanted {count}")
+    raise AssertionError(f"only {len(posts_of(run_dir))} posts after 120 s, wanted {count}")
 
 
 def _kill(daemon: subprocess.Popen[bytes]) -> None:
@@ -98,7 +90,7 @@ def test_item3_odd_posts_never_brick_the_run_and_a_restart_goes_on(tmp_path: Pat
     finally:
         _kill(daemon)
 
-    texts = [text for _, text in _posts(run_dir)]
+    texts = [text for _, text in posts_of(run_dir)]
     assert "nul\x00byte" in texts
     assert "bad \ufffd surrogate" in texts
     assert any(t.endswith("after bad bytes") and "\ufffd" in t for t in texts)

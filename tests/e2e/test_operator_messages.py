@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from helpers.scripted import ScriptedCLIs, scripted_runner
+from helpers.scripted import ScriptedCLIs, scripted_runner, store_and_say
 
 from autodev_core.simulation.scenario import parse_scenario
 from autodev_shell.clock import FakeClock
@@ -38,32 +38,26 @@ def test_C6_a_message_said_as_a_call_ends_is_posted_before_the_next_call(
         tmp_path: Path) -> None:
     scenario = parse_scenario(SCENARIO)
     clock = FakeClock(scenario.start)
-    db = tmp_path / "run.db"
-    store = RunStore.open(db, create=True, run_id="t", now=scenario.start)
-    other = RunStore.open(db, check=False)  # `autodev say`'s own connection
     said: list[str] = []
 
-    def midway(call: int) -> None:
-        if call == 2:  # one said while the call runs: posted at once, in the call,
-            said.append("said during call 2")  # as the real call's look at the queue does
-            other.enqueue_control("say", said[-1], now=clock.now())
-            runner._during_call()
+    with store_and_say(tmp_path / "run.db", scenario.start) as (store, other):
+        def midway(call: int) -> None:
+            if call == 2:  # one said while the call runs: posted at once, in the call,
+                said.append("said during call 2")  # as the real call's look at the queue does
+                other.enqueue_control("say", said[-1], now=clock.now())
+                runner._during_call()
 
-    def ended(call: int, at: datetime) -> None:
-        if call in (1, 2):  # said after the call's last look at the queue
-            said.append(f"said as call {call} ended")
-            other.enqueue_control("say", said[-1], now=at)
-        if call == 4:
-            other.enqueue_control("stop", now=at)
+        def ended(call: int, at: datetime) -> None:
+            if call in (1, 2):  # said after the call's last look at the queue
+                said.append(f"said as call {call} ended")
+                other.enqueue_control("say", said[-1], now=at)
+            if call == 4:
+                other.enqueue_control("stop", now=at)
 
-    clis = ScriptedCLIs(scenario, clock, midway=midway, ended=ended)
-    runner = scripted_runner(scenario, store, clock, clis, run_id="t", slice_seconds=3600)
-    try:
+        clis = ScriptedCLIs(scenario, clock, midway=midway, ended=ended)
+        runner = scripted_runner(scenario, store, clock, clis, run_id="t", slice_seconds=3600)
         summary = runner.run(stop_at=scenario.start + timedelta(hours=1))
         thread = [(p.participant, p.text) for p in store.thread()]
-    finally:
-        other.close()
-        store.close()
     prompts = [prompt for *_, prompt in clis.prompts]
     assert summary.status == "stopped"
     # Each message right after the call it was said at the end of, before the next call's post.
@@ -94,30 +88,23 @@ def test_A19_a_message_said_as_a_call_ends_in_a_limit_is_posted_as_the_wait_star
     ended is in the thread when the wait starts, not an hour later (A19: it does not end it)."""
     scenario = parse_scenario(LIMITED)
     clock = FakeClock(scenario.start)
-    db = tmp_path / "run.db"
-    store = RunStore.open(db, create=True, run_id="t", now=scenario.start)
-    other = RunStore.open(db, check=False)
     seen_in_waits: list[tuple[float, bool]] = []
+    with store_and_say(tmp_path / "run.db", scenario.start) as (store, other):
+        def ended(call: int, at: datetime) -> None:
+            if call == 1:
+                other.enqueue_control("say", "said as the limit came", now=at)
+            else:
+                other.enqueue_control("stop", now=at)
 
-    def ended(call: int, at: datetime) -> None:
-        if call == 1:
-            other.enqueue_control("say", "said as the limit came", now=at)
-        else:
-            other.enqueue_control("stop", now=at)
+        def look(_clock: FakeClock, seconds: float) -> None:
+            posted = any(p.participant == "user" for p in other.thread())
+            seen_in_waits.append((seconds, posted))
 
-    def look(_clock: FakeClock, seconds: float) -> None:
-        posted = any(p.participant == "user" for p in other.thread())
-        seen_in_waits.append((seconds, posted))
-
-    clock.on_every_wait(look)
-    clis = ScriptedCLIs(scenario, clock, ended=ended)
-    runner = scripted_runner(scenario, store, clock, clis, run_id="t")
-    try:
+        clock.on_every_wait(look)
+        clis = ScriptedCLIs(scenario, clock, ended=ended)
+        runner = scripted_runner(scenario, store, clock, clis, run_id="t")
         runner.run(stop_at=scenario.start + timedelta(hours=3))
         thread = [(p.participant, p.text) for p in store.thread()]
-    finally:
-        other.close()
-        store.close()
     calls = [prompt for *_, prompt in clis.prompts]
     assert thread == [("user", "said as the limit came"), ("ana", "ok")], thread
     assert len(calls) == 2 and "said as the limit came" in calls[1]
@@ -176,22 +163,15 @@ def test_A30_a_message_said_as_a_call_fails_ends_the_failure_wait_at_once(
     one ended, with the message in its prompt."""
     scenario = parse_scenario(FAILED)
     clock = FakeClock(scenario.start)
-    db = tmp_path / "run.db"
-    store = RunStore.open(db, create=True, run_id="t", now=scenario.start)
-    other = RunStore.open(db, check=False)
+    with store_and_say(tmp_path / "run.db", scenario.start) as (store, other):
+        def ended(call: int, at: datetime) -> None:
+            other.enqueue_control("say" if call == 1 else "stop",
+                                  "said as the call failed" if call == 1 else "", now=at)
 
-    def ended(call: int, at: datetime) -> None:
-        other.enqueue_control("say" if call == 1 else "stop",
-                              "said as the call failed" if call == 1 else "", now=at)
-
-    clis = ScriptedCLIs(scenario, clock, ended=ended)
-    runner = scripted_runner(scenario, store, clock, clis, run_id="t")
-    try:
+        clis = ScriptedCLIs(scenario, clock, ended=ended)
+        runner = scripted_runner(scenario, store, clock, clis, run_id="t")
         runner.run(stop_at=scenario.start + timedelta(hours=3))
         thread = [(p.participant, p.text) for p in store.thread()]
-    finally:
-        other.close()
-        store.close()
     calls = list(zip(clis.starts, [prompt for *_, prompt in clis.prompts], strict=True))
     ended_at = clis.ends
     assert thread == [("user", "said as the call failed"), ("ana", "ok")], thread

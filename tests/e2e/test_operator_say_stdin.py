@@ -25,19 +25,9 @@ import sys
 import time
 from pathlib import Path
 
-from helpers.daemons import empty_run
-
-from autodev_shell.store.run_store import RunStore
+from helpers.daemons import empty_run, queued_says
 
 WAIT = 120.0  # generous: the machine is loaded
-
-
-def _queued(run_dir: Path) -> list[str]:
-    store = RunStore.open(run_dir / "run.db", check=False)
-    try:
-        return [c.arg for c in store.pending_controls() if c.command == "say"]
-    finally:
-        store.close()
 
 
 def _argv(run_dir: Path) -> list[str]:
@@ -105,7 +95,7 @@ def test_C6_say_dash_on_a_nonblocking_input_with_nothing_yet_waits_for_the_messa
     run_dir = empty_run(tmp_path)
     code, err = _say_through_nonblocking_pipe(run_dir, b"", b"the whole message\n")
     assert code == 0, err.decode(errors="replace")
-    assert _queued(run_dir) == ["the whole message\n"]
+    assert queued_says(run_dir) == ["the whole message\n"]
 
 
 def test_C6_say_dash_on_a_nonblocking_input_queues_the_whole_message_not_its_start(
@@ -116,7 +106,7 @@ def test_C6_say_dash_on_a_nonblocking_input_queues_the_whole_message_not_its_sta
     rest = b"".join(b"log line %05d\n" % i for i in range(2_000, 4_000)) + b"END"
     code, err = _say_through_nonblocking_pipe(run_dir, first, rest)
     assert code == 0, err.decode(errors="replace")
-    assert _queued(run_dir) == [(first + rest).decode()]
+    assert queued_says(run_dir) == [(first + rest).decode()]
 
 
 def test_C6_say_dash_on_an_input_open_for_writing_only_is_one_sentence(tmp_path: Path) -> None:
@@ -130,7 +120,7 @@ def test_C6_say_dash_on_an_input_open_for_writing_only_is_one_sentence(tmp_path:
     assert done.returncode == 2, err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert "standard input" in err and "not open for reading" in err, err
-    assert _queued(run_dir) == []
+    assert queued_says(run_dir) == []
     assert target.read_text() == "the operator meant < notes.txt\n"
 
 
@@ -143,7 +133,7 @@ def test_C6_say_dash_reads_a_socket_as_a_pipe(tmp_path: Path) -> None:
         done = subprocess.run(_argv(run_dir), stdin=theirs.fileno(), capture_output=True,
                               timeout=WAIT)
     assert done.returncode == 0, done.stderr
-    assert _queued(run_dir) == ["from an orchestrator é\n"]
+    assert queued_says(run_dir) == ["from an orchestrator é\n"]
 
 
 def test_C6_say_dash_from_a_directory_queues_nothing_and_names_it(tmp_path: Path) -> None:
@@ -156,4 +146,4 @@ def test_C6_say_dash_from_a_directory_queues_nothing_and_names_it(tmp_path: Path
     err = done.stderr.decode(errors="replace")
     assert done.returncode != 0, err
     assert "Traceback" not in err and "is a directory" in err, err
-    assert _queued(run_dir) == []
+    assert queued_says(run_dir) == []

@@ -8,7 +8,6 @@ import contextlib
 import io
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
@@ -21,20 +20,13 @@ pytest.importorskip("starlette")
 
 from helpers.panels import (
     add_posts,
+    control_rows,
     make_run,
     panel_factory,
     scheduler_json,
 )
 
 __all__ = ["panel_factory"]
-
-
-def _controls(run: Path) -> list[tuple[str, str]]:
-    conn = sqlite3.connect(f"file:{run / 'run.db'}?mode=ro", uri=True)
-    try:
-        return [(r[0], r[1]) for r in conn.execute("SELECT command, arg FROM controls")]
-    finally:
-        conn.close()
 
 
 # --- /api/status is `autodev status --json` ----------------------------------------------------
@@ -214,13 +206,13 @@ def test_controls_queue_through_the_control_table_and_pause_needs_a_daemon(
     for command in ("pause", "resume", "stop"):
         answer = panel.request("POST", f"/api/{command}")
         assert answer.status == 409 and "not running" in answer.json()["error"]
-    assert _controls(run) == []
+    assert control_rows(run) == []
     assert panel.request("POST", "/api/say", body="message=+++", headers=form).status == 400
     answer = panel.request("POST", "/api/say", body="message=hello+team", headers=form)
     assert answer.status == 200
     assert answer.json()["daemon_running"] is False
     assert "not running" in answer.json()["message"]
-    assert _controls(run) == [("say", "hello team")]
+    assert control_rows(run) == [("say", "hello team")]
 
 
 def test_pause_resume_stop_queue_while_the_daemon_holds_the_lock(
@@ -235,7 +227,7 @@ def test_pause_resume_stop_queue_while_the_daemon_holds_the_lock(
             answer = panel.request("POST", f"/api/{command}")
             assert answer.status == 200, answer
             assert answer.json()["command"] == command and answer.json()["daemon_running"]
-        assert _controls(run) == [("pause", ""), ("resume", ""), ("stop", "")]
+        assert control_rows(run) == [("pause", ""), ("resume", ""), ("stop", "")]
         stream = panel.events()
         status = stream.until(lambda e: e["event"] == "status")[-1]["data"]
         stream.close()

@@ -18,7 +18,7 @@ import pytest
 
 pytest.importorskip("starlette")
 
-from helpers.panels import Panel, make_run, make_team, panel_factory
+from helpers.panels import Panel, control_rows, make_run, make_team, panel_factory
 
 __all__ = ["panel_factory"]
 
@@ -33,14 +33,6 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Any:
     panel = Panel(run, "--team", str(make_team(root)))
     yield panel
     assert panel.stop() == 0  # SIGTERM: a clean exit 0
-
-
-def _controls(run: Path) -> list[tuple[str, str]]:
-    conn = sqlite3.connect(f"file:{run / 'run.db'}?mode=ro", uri=True)
-    try:
-        return [(r[0], r[1]) for r in conn.execute("SELECT command, arg FROM controls")]
-    finally:
-        conn.close()
 
 
 # --- the token, the cookie, the token file ------------------------------------------------------
@@ -124,7 +116,7 @@ def test_the_loopback_names_at_the_port_are_answered(served: Panel, name: str) -
 def test_a_post_without_the_csrf_header_and_same_origin_is_refused(
         served: Panel, case: str) -> None:
     run = Path(served.proc.args[served.proc.args.index("--run") + 1])
-    before = _controls(run)
+    before = control_rows(run)
     kwargs: dict[str, Any] = {}
     if case == "no csrf":
         kwargs["csrf"] = False
@@ -146,7 +138,7 @@ def test_a_post_without_the_csrf_header_and_same_origin_is_refused(
                             headers={"Content-Type": "application/x-www-form-urlencoded",
                                      **extra}, **kwargs)
     assert answer.status == 403, answer
-    assert _controls(run) == before  # nothing queued
+    assert control_rows(run) == before  # nothing queued
     put = served.request("PUT", "/api/prompt/ana", body='{"text": "x"}',
                          headers={"If-Match": '"x"', **extra}, **kwargs)
     assert put.status == 403
@@ -161,7 +153,7 @@ def test_a_same_origin_post_with_the_csrf_header_queues_through_the_control_tabl
     assert answer.status == 200, answer
     body = answer.json()
     assert body["queued"] is True and body["key"] == f"say:{body['id']}"
-    assert ("say", "please review <b>") in _controls(run)
+    assert ("say", "please review <b>") in control_rows(run)
 
 
 # --- response headers ---------------------------------------------------------------------------
@@ -244,15 +236,15 @@ def test_a_say_over_the_cap_is_refused_before_anything_is_queued(served: Panel) 
     from autodev_shell.panel.app import SAY_MAX_BYTES
 
     run = Path(served.proc.args[served.proc.args.index("--run") + 1])
-    before = _controls(run)
+    before = control_rows(run)
     answer = served.request("POST", "/api/say", body="message=" + "a" * (SAY_MAX_BYTES + 1),
                             headers={"Content-Type": "application/x-www-form-urlencoded"})
     assert answer.status == 413 and "KiB" in answer.json()["error"]
-    assert _controls(run) == before
+    assert control_rows(run) == before
     huge = served.request("POST", "/api/say", body="message=" + "%41" * (SAY_MAX_BYTES + 10),
                           headers={"Content-Type": "application/x-www-form-urlencoded"})
     assert huge.status == 413
-    assert _controls(run) == before
+    assert control_rows(run) == before
 
 
 def test_a_prompt_over_256_kib_is_refused(served: Panel) -> None:
@@ -280,7 +272,7 @@ def test_read_only_has_no_post_or_put_route(tmp_path: Path, panel_factory: Any) 
     put = panel.request("PUT", "/api/prompt/ana", body='{"text": "x"}',
                         headers={"If-Match": '"x"'})
     assert put.status == 405
-    assert _controls(run) == []
+    assert control_rows(run) == []
     page = panel.request("GET", "/").text
     assert 'id="say-form"' not in page and 'id="stop"' not in page
     assert panel.request("GET", "/api/prompt/ana").status == 200  # reading stays

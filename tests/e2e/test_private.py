@@ -9,14 +9,15 @@ import stat
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from helpers.clock import T0
+from helpers.daemons import write_team
 
 from autodev_shell.calls.lanes import Lanes
 from autodev_shell.durability.files import atomic_write_text
-from autodev_shell.standins import install_standins, standin_env, write_script
 from autodev_shell.store.run_store import RunStore
 
 
@@ -66,15 +67,10 @@ def _run_files(run_dir: Path) -> dict[Path, int]:
 
 @pytest.mark.parametrize("umask", [0o022, 0o000], ids=["umask-022", "umask-000"])
 def test_item8_a_run_folder_is_0700_and_its_files_0600_whatever_the_umask(
-    tmp_path: Path, umask: int
+    tmp_path: Path, umask: int, standins: Callable[..., dict[str, str]]
 ) -> None:
-    team = tmp_path / "team"
-    team.mkdir()
-    (team / "ana.md").write_text("---\nprovider: claude\n---\nReview.\n", encoding="utf-8")
-    (team / "rui.md").write_text("---\nprovider: codex\n---\nFix.\n", encoding="utf-8")
-    bin_dir = install_standins(tmp_path / "bin")
-    script = write_script(tmp_path / "script.json", {"default": {"post": "ok", "sleep": 0.05}})
-    env = standin_env(bin_dir, script)
+    team = write_team(tmp_path, {"ana": ("claude", "Review."), "rui": ("codex", "Fix.")})
+    env = standins({"default": {"post": "ok", "sleep": 0.05}})
     run_dir = tmp_path / "deep" / "run"  # both folders made by autodev
     _run_until_posts(team, run_dir, env, umask, 3)
 
@@ -97,13 +93,11 @@ def test_item8_a_run_folder_is_0700_and_its_files_0600_whatever_the_umask(
         store.close()
 
 
-def test_item8_an_old_run_folder_is_tightened_when_its_daemon_starts(tmp_path: Path) -> None:
-    team = tmp_path / "team"
-    team.mkdir()
-    (team / "ana.md").write_text("---\nprovider: claude\n---\nReview.\n", encoding="utf-8")
-    bin_dir = install_standins(tmp_path / "bin")
-    script = write_script(tmp_path / "script.json", {"default": {"post": "ok", "sleep": 0.05}})
-    env = standin_env(bin_dir, script)
+def test_item8_an_old_run_folder_is_tightened_when_its_daemon_starts(
+    tmp_path: Path, standins: Callable[..., dict[str, str]]
+) -> None:
+    team = write_team(tmp_path, {"ana": ("claude", "Review.")})
+    env = standins({"default": {"post": "ok", "sleep": 0.05}})
     run_dir = tmp_path / "run"
     _run_until_posts(team, run_dir, env, 0o022, 1)
     mine = tmp_path / "run" / "notes.txt"  # not autodev's: left as it is

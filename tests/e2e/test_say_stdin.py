@@ -9,9 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers.daemons import empty_run
-
-from autodev_shell.store.run_store import RunStore
+from helpers.daemons import empty_run, queued_says
 
 ARG_MAX_ONE = 128 * 1024  # MAX_ARG_STRLEN on Linux: one argument's bytes
 
@@ -19,14 +17,6 @@ ARG_MAX_ONE = 128 * 1024  # MAX_ARG_STRLEN on Linux: one argument's bytes
 def _say(run_dir: Path, *args: str, stdin: bytes) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run([sys.executable, "-m", "autodev_shell.cli", "say", *args, "--run",
                            str(run_dir)], input=stdin, capture_output=True, timeout=120)
-
-
-def _queued(run_dir: Path) -> list[str]:
-    store = RunStore.open(run_dir / "run.db", check=False)
-    try:
-        return [c.arg for c in store.pending_controls() if c.command == "say"]
-    finally:
-        store.close()
 
 
 @pytest.mark.parametrize(
@@ -45,7 +35,7 @@ def test_C6_say_dash_queues_standard_input_whole(tmp_path: Path, stdin: bytes,
     run_dir = empty_run(tmp_path)
     done = _say(run_dir, "-", stdin=stdin)
     assert done.returncode == 0, done.stderr
-    assert _queued(run_dir) == [expected]
+    assert queued_says(run_dir) == [expected]
 
 
 def test_C6_a_message_over_one_argument_s_limit_needs_say_dash(tmp_path: Path) -> None:
@@ -54,7 +44,7 @@ def test_C6_a_message_over_one_argument_s_limit_needs_say_dash(tmp_path: Path) -
     with pytest.raises(OSError):
         _say(run_dir, "y" * (ARG_MAX_ONE + 1), stdin=b"")
     assert _say(run_dir, "-", stdin=b"y" * (ARG_MAX_ONE + 1)).returncode == 0
-    assert _queued(run_dir) == ["y" * (ARG_MAX_ONE + 1)]
+    assert queued_says(run_dir) == ["y" * (ARG_MAX_ONE + 1)]
 
 
 @pytest.mark.parametrize("stdin", [b"", b"\n\n", b"   \n"])
@@ -65,10 +55,10 @@ def test_C6_an_empty_standard_input_is_one_sentence_and_queues_nothing(
     done = _say(run_dir, "-", stdin=stdin)
     assert done.returncode == 2
     assert b"Traceback" not in done.stderr and b"needs a message" in done.stderr
-    assert _queued(run_dir) == []
+    assert queued_says(run_dir) == []
 
 
 def test_C6_a_dash_among_words_is_a_word(tmp_path: Path) -> None:
     run_dir = empty_run(tmp_path)
     assert _say(run_dir, "a", "-", "b", stdin=b"ignored").returncode == 0
-    assert _queued(run_dir) == ["a - b"]
+    assert queued_says(run_dir) == ["a - b"]

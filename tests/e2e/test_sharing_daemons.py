@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from helpers.daemons import all_finish
 from helpers.daemons import wait_for as shared_wait_for
 from helpers.redis_server import RedisServer, needs_redis
 
@@ -186,7 +187,7 @@ def test_after_A_meets_a_limit_B_makes_no_call_on_it_and_lifts_at_the_reset_with
     })
     factor = 300.0  # 40 virtual minutes pass in 8 real seconds
     virtual, real = _start_clock()
-    try:
+    with all_finish(a, b):
         a.start(redis_server.url, factor, virtual, real, seconds=30)
         wait_for(lambda: any("claude limited until" in m for m in a.messages()), "A's limit")
         b.start(redis_server.url, factor, virtual, real, seconds=25)
@@ -198,11 +199,6 @@ def test_after_A_meets_a_limit_B_makes_no_call_on_it_and_lifts_at_the_reset_with
         assert f"sharing: on — redis://***@127.0.0.1:{redis_server.port}/0" in shown
         assert re.search(r"^limit: claude until \S+ \(reported by .+/a\)$", shown, re.M), shown
         wait_for(lambda: any("bob posted via claude" in m for m in b.messages()), "B's post")
-        a.finish()
-        b.finish()
-    finally:
-        a.kill()
-        b.kill()
     lines = b.lines()
     at, reported = first(lines, "(reported by ")
     match = re.match(r"claude limited until (.+) \(reported by (.+)\)$", reported)
@@ -242,16 +238,11 @@ def test_a_reset_read_by_A_wakes_Bs_defaulted_wait_early(
     # so the read reset comes at least 15 minutes before B's default hour, wherever B starts.
     factor = 150.0
     virtual, real = _start_clock()
-    try:
+    with all_finish(a, b):
         a.start(redis_server.url, factor, virtual, real, seconds=60)
         wait_for(lambda: a.calls() >= 1, "A's slow call to begin")
         b.start(redis_server.url, factor, virtual, real, seconds=55)
         wait_for(lambda: any("bob posted via claude" in m for m in b.messages()), "B's post")
-        a.finish()
-        b.finish()
-    finally:
-        a.kill()
-        b.kill()
     lines = b.lines()
     own_at, own = first(lines, "claude limited until")
     assert "reported" not in own  # B's own notice, defaulted: an hour from its call's end
@@ -358,18 +349,13 @@ def test_A_reads_claude_near_its_limit_and_B_hands_over_before_calling_it(
     }, settings="policy:\n  headroom: {hand_over_at: 0.95}\n")
     (b.team / "bob.md").write_text(
         "---\nprovider: claude\nfailover: [codex]\n---\nWork.\n", encoding="utf-8")
-    try:
+    with all_finish(a, b):
         a.start(redis_server.url, factor, virtual, real, seconds=20)
         wait_for(lambda: any("ana posted via claude" in m for m in a.messages()), "A's post")
         b.start(redis_server.url, factor, virtual, real, seconds=15)
         wait_for(lambda: sum("bob posted via codex" in m for m in b.messages()) >= 2,
                  "B's posts on codex")
         shown = status(b.run_dir)
-        a.finish()
-        b.finish()
-    finally:
-        a.kill()
-        b.kill()
     # B never called claude: the reading came before its first turn (A39: learned first).
     assert b.calls("claude") == 0 and b.calls("codex") >= 2
     messages = b.messages()

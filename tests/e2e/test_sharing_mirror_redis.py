@@ -12,7 +12,6 @@ import json
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 from helpers.redis_server import RedisServer, needs_redis
@@ -39,10 +38,8 @@ _counter = iter(range(10**9))
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    srv = RedisServer(tmp_path_factory.mktemp("redis"))
-    srv.start()
-    yield srv
-    srv.stop()
+    with RedisServer(tmp_path_factory.mktemp("redis")) as srv:
+        yield srv
 
 
 def settings_for(server: RedisServer, name: str, prefix: str, *,
@@ -130,12 +127,10 @@ def test_the_mirror_applies_a_reset_locally(server: RedisServer) -> None:
 
 
 def test_after_a_kill_and_restart_the_first_turn_start_makes_the_round_trip(
-    tmp_path: Path,
+    own_redis: RedisServer,
 ) -> None:
-    srv = RedisServer(tmp_path / "r")
-    srv.start()
     lines: list[str] = []
-    s = settings_for(srv, "ci", "k", timeout=0.3)
+    s = settings_for(own_redis, "ci", "k", timeout=0.3)
     b = LimitSharing(s, say=lines.append, retry_seconds=0.2)
     now = datetime.now(UTC)
     wait_for(lambda: b.subscription is not None)
@@ -143,8 +138,8 @@ def test_after_a_kill_and_restart_the_first_turn_start_makes_the_round_trip(
     b.sync(TEAM, now)
     assert (b.round_trips, b.mirror_reads) == (1, 1)
     old = b.subscription
-    srv.kill()
-    srv.start()  # the same port, empty
+    own_redis.kill()
+    own_redis.start()  # the same port, empty
     wait_for(lambda: b.subscription not in (None, old))  # subscribed again: a new generation
     reads = b.mirror_reads
     a = LimitSharing(ShareSettings(url=s.url, accounts=s.accounts, name="laptop",
@@ -163,34 +158,30 @@ def test_after_a_kill_and_restart_the_first_turn_start_makes_the_round_trip(
     assert all("lost" in line or "back" in line for line in lines)
     a.close()
     b.close()
-    srv.stop()
 
 
 def test_a_paused_server_makes_the_turn_start_fall_back_to_the_round_trip(
-    tmp_path: Path,
+    own_redis: RedisServer,
 ) -> None:
     """SIGSTOP: the subscription stays open but no PONG comes back, so after LIVE_SECONDS the
     mirror is not trusted: the turn start tries the round trip (which times out: lost)."""
-    srv = RedisServer(tmp_path / "r")
-    srv.start()
     lines: list[str] = []
-    b = LimitSharing(settings_for(srv, "ci", "p", timeout=0.3), say=lines.append,
+    b = LimitSharing(settings_for(own_redis, "ci", "p", timeout=0.3), say=lines.append,
                      retry_seconds=60)
     now = datetime.now(UTC)
     wait_for(lambda: b.subscription is not None)
     b.sync(TEAM, now)
     b.sync(TEAM, now)
     assert (b.round_trips, b.mirror_reads) == (1, 1)
-    srv.pause()
+    own_redis.pause()
     try:
         time.sleep(sharing_mirror.LIVE_SECONDS + 0.5)
         b.sync(TEAM, now)
     finally:
-        srv.resume()
+        own_redis.resume()
     assert b.mirror_reads == 1  # not read from memory
     assert [line.split(" (")[0] for line in lines] == ["limit sharing lost"]  # it tried Redis
     b.close()
-    srv.stop()
 
 
 def test_a_stale_subscriber_makes_the_turn_start_fall_back_to_the_round_trip(
@@ -220,21 +211,19 @@ def test_a_stale_subscriber_makes_the_turn_start_fall_back_to_the_round_trip(
 
 
 def test_a_limit_seen_while_redis_is_down_is_published_to_an_empty_server(
-    tmp_path: Path,
+    own_redis: RedisServer,
 ) -> None:
     """Issue 26: killed, then started again with an EMPTY database: what this run saw before
     and during the outage is re-published, and a second run receives it."""
-    srv = RedisServer(tmp_path / "r")
-    srv.start()
     lines: list[str] = []
-    s = settings_for(srv, "laptop", "e", timeout=0.3)
+    s = settings_for(own_redis, "laptop", "e", timeout=0.3)
     a = LimitSharing(s, say=lines.append, retry_seconds=0.2)
     now = datetime.now(UTC)
     a.publish([limit(now + timedelta(hours=1), now, engine=SONNET)], now)  # before
-    srv.kill()
+    own_redis.kill()
     a.publish([limit(now + timedelta(hours=2), now)], now)  # while down
     assert not a.up
-    srv.start()
+    own_redis.start()
     client = redis.Redis.from_url(s.url)
     assert client.dbsize() == 0  # empty
     deadline = time.monotonic() + WAIT
@@ -256,7 +245,6 @@ def test_a_limit_seen_while_redis_is_down_is_published_to_an_empty_server(
     client.close()
     a.close()
     b.close()
-    srv.stop()
 
 
 def test_a_dropped_subscriber_connection_is_a_gap_the_mirror_is_rebuilt_after(

@@ -13,7 +13,6 @@ import json
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import attrs
 import pytest
@@ -48,10 +47,8 @@ CLAUDE = Engine("claude")
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    srv = RedisServer(tmp_path_factory.mktemp("redis"), password="s3cret-pw")
-    srv.start()
-    yield srv
-    srv.stop()
+    with RedisServer(tmp_path_factory.mktemp("redis"), password="s3cret-pw") as srv:
+        yield srv
 
 
 _counter = iter(range(10**9))
@@ -220,16 +217,14 @@ def test_another_account_is_never_mixed(server: RedisServer) -> None:
 
 
 def test_a_stopped_server_costs_at_most_the_timeout_then_nothing_until_retry(
-    tmp_path: Path,
+    own_redis: RedisServer,
 ) -> None:
-    srv = RedisServer(tmp_path / "r")
-    srv.start()
     lines: list[str] = []
-    s = settings_for(srv, "ci", timeout=0.3)
+    s = settings_for(own_redis, "ci", timeout=0.3)
     a = LimitSharing(s, say=lines.append, subscribe=False, retry_seconds=60)
     now = datetime.now(UTC)
     assert a.sync([CLAUDE], now) == []
-    srv.pause()
+    own_redis.pause()
     try:
         started = time.monotonic()
         a.publish([record(now + timedelta(hours=1), seen=now)], now)
@@ -239,7 +234,7 @@ def test_a_stopped_server_costs_at_most_the_timeout_then_nothing_until_retry(
             a.sync([CLAUDE], now)
         later = time.monotonic() - started
     finally:
-        srv.resume()
+        own_redis.resume()
     # One line when lost, none for the other attempts (which are not even tried until retry).
     assert [line.split(" (")[0] for line in lines] == ["limit sharing lost"]
     assert "127.0.0.1" in lines[0] and not a.up
@@ -247,20 +242,17 @@ def test_a_stopped_server_costs_at_most_the_timeout_then_nothing_until_retry(
     # (compared as a ratio in one run, not as an absolute time).
     assert later < first
     a.close()
-    srv.stop()
 
 
-def test_lost_then_back_republishes_what_was_learned_meanwhile(tmp_path: Path) -> None:
-    srv = RedisServer(tmp_path / "r")
-    srv.start()
+def test_lost_then_back_republishes_what_was_learned_meanwhile(own_redis: RedisServer) -> None:
     lines: list[str] = []
-    s = settings_for(srv, "laptop", timeout=0.3)
+    s = settings_for(own_redis, "laptop", timeout=0.3)
     a = LimitSharing(s, say=lines.append, subscribe=False, retry_seconds=0.2)
     now = datetime.now(UTC)
-    srv.kill()
+    own_redis.kill()
     a.publish([record(now + timedelta(hours=2), read=True, seen=now)], now)
     assert not a.up
-    srv.start()  # the same port, empty: everything it held is gone
+    own_redis.start()  # the same port, empty: everything it held is gone
     deadline = time.monotonic() + 30
     while not a.up and time.monotonic() < deadline:
         time.sleep(0.25)
@@ -276,7 +268,6 @@ def test_lost_then_back_republishes_what_was_learned_meanwhile(tmp_path: Path) -
     assert [(o.source, o.read) for o in got] == [("laptop", True)]
     a.close()
     b.close()
-    srv.stop()
 
 
 # ------------------------------------------------------------------------------------------------
@@ -483,16 +474,14 @@ def test_pub_sub_delivers_a_newer_reading_and_never_another_accounts(
         sharer.close()
 
 
-def test_lost_then_back_republishes_the_readings_too(tmp_path: Path) -> None:
-    srv = RedisServer(tmp_path / "r")
-    srv.start()
-    s = settings_for(srv, "laptop", timeout=0.3)
+def test_lost_then_back_republishes_the_readings_too(own_redis: RedisServer) -> None:
+    s = settings_for(own_redis, "laptop", timeout=0.3)
     a = LimitSharing(s, subscribe=False, retry_seconds=0.2)
     now = datetime.now(UTC)
-    srv.kill()
+    own_redis.kill()
     a.publish_usage([usage(0.97, now + timedelta(hours=2), seen=now)], now)
     assert not a.up
-    srv.start()  # the same port, empty
+    own_redis.start()  # the same port, empty
     deadline = time.monotonic() + 30
     while not a.up and time.monotonic() < deadline:
         time.sleep(0.25)
@@ -504,4 +493,3 @@ def test_lost_then_back_republishes_the_readings_too(tmp_path: Path) -> None:
     assert [(o.source, o.reading.utilization) for o in got] == [("laptop", 0.97)]  # type: ignore[union-attr]
     a.close()
     b.close()
-    srv.stop()

@@ -10,13 +10,15 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from autodev_core.scheduler import SchedulerState
 from autodev_core.serialization import from_json
 from autodev_shell.standins import install_standins, standin_env, write_script
+from autodev_shell.store.folder import run_db
 from autodev_shell.store.run_store import RunStore
 from autodev_shell.store.runlock import lock_path, path_lock
 
@@ -24,12 +26,24 @@ from autodev_shell.store.runlock import lock_path, path_lock
 WAIT = 60.0
 
 
+#: The stand-ins' script where claude's first call takes 600 s (the daemon is caught in it)
+#: and every other call posts "ok" at once.
+SLOW_FIRST_CLAUDE: dict[str, Any] = {
+    "claude": [{"post": "slow", "sleep": 600}], "default": {"post": "ok"}}
+
+
 def make_team(root: Path, members: dict[str, str]) -> Path:
     """A team folder: one participant file per (id, provider)."""
+    return write_team(root, {pid: (provider, "Work.") for pid, provider in members.items()})
+
+
+def write_team(root: Path, members: dict[str, tuple[str, str]]) -> Path:
+    """The team folder `root/team`: a participant file `<id>.md` per member, its provider and
+    its prompt (C1)."""
     team = root / "team"
     team.mkdir()
-    for pid, provider in members.items():
-        (team / f"{pid}.md").write_text(f"---\nprovider: {provider}\n---\nWork.\n", "utf-8")
+    for pid, (provider, prompt) in members.items():
+        (team / f"{pid}.md").write_text(f"---\nprovider: {provider}\n---\n{prompt}\n", "utf-8")
     return team
 
 
@@ -179,6 +193,44 @@ def wait_for(predicate: Callable[[], object], what: str, seconds: float = WAIT) 
             return
         time.sleep(0.05)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def posts_of(run_dir: Path) -> list[tuple[str, str]]:
+    """(participant, text) of every post of the run in `run_dir`; empty before its store exists."""
+    if not run_db(run_dir).exists():
+        return []
+    store = RunStore.open(run_db(run_dir), check=False)
+    try:
+        return [(p.participant, p.text) for p in store.thread()]
+    finally:
+        store.close()
+
+
+def queued_says(run_dir: Path) -> list[str]:
+    """The messages `autodev say` queued in the run's store, not yet taken (C6)."""
+    store = RunStore.open(run_dir / "run.db", check=False)
+    try:
+        return [c.arg for c in store.pending_controls() if c.command == "say"]
+    finally:
+        store.close()
+
+
+class Stoppable(Protocol):
+    def finish(self) -> None: ...  # waits for the daemon to stop by itself, else fails
+    def kill(self) -> None: ...  # kills it if it still runs
+
+
+@contextmanager
+def all_finish(*daemons: Stoppable) -> Iterator[None]:
+    """Each of `daemons` must stop by itself once the block ends (`finish`, in order); whatever
+    happens, none is left running (`kill`, on the way out)."""
+    try:
+        yield
+        for daemon in daemons:
+            daemon.finish()
+    finally:
+        for daemon in daemons:
+            daemon.kill()
 
 
 def alive(pid: int) -> bool:

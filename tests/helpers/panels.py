@@ -9,6 +9,7 @@ import json
 import os
 import re
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -85,6 +86,15 @@ def make_run(root: Path, *, posts: int = 0, per_revision: int = 1, state: str | 
     finally:
         store.close()
     return run
+
+
+def control_rows(run: Path) -> list[tuple[str, str]]:
+    """(command, arg) of every row of the run's control table (C6), opened read-only."""
+    conn = sqlite3.connect(f"file:{run / 'run.db'}?mode=ro", uri=True)
+    try:
+        return [(r[0], r[1]) for r in conn.execute("SELECT command, arg FROM controls")]
+    finally:
+        conn.close()
 
 
 def add_posts(run: Path, texts: list[str], *, author: str = "ana") -> int:

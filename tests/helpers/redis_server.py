@@ -104,6 +104,13 @@ class RedisServer:
         scheme = "rediss" if self.tls else "redis"
         return f"{scheme}://{auth}127.0.0.1:{self.port}/0"
 
+    def __enter__(self) -> RedisServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
     def start(self) -> None:
         assert BINARY is not None
         log = self.directory / "redis.log"

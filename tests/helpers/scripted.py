@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import io
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
@@ -102,3 +103,19 @@ def scripted_runner(scenario: Scenario, store: RunStore, clock: FakeClock,
         durability=durability or Durability.open(store, identity), identity=identity,
         clock=clock, log=log or StreamLog(scenario.zone, stream=io.StringIO()),
         perform_call=perform_call or ScriptedCLIs(scenario, clock), slice_seconds=slice_seconds)
+
+
+@contextmanager
+def store_and_say(db: Path, start: datetime, *,
+                  run_id: str = "t") -> Iterator[tuple[RunStore, RunStore]]:
+    """The daemon's store, created at `start`, and `autodev say`'s own connection to it (C6: an
+    operator's message queued from another process); both closed on the way out."""
+    store = RunStore.open(db, create=True, run_id=run_id, now=start)
+    try:
+        other = RunStore.open(db, check=False)
+        try:
+            yield store, other
+        finally:
+            other.close()
+    finally:
+        store.close()

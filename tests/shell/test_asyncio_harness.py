@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 from helpers.clock import T0
-from hypothesis import HealthCheck, Phase, seed, settings
-from hypothesis.stateful import run_state_machine_as_test
+from helpers.machines import planted, run_machine
+from hypothesis.stateful import RuleBasedStateMachine
 
 from autodev_core import (
     CallEnded,
@@ -150,18 +150,8 @@ class RestartsAsSaved(Loop):
         self.state = saved if saved is not None else initial_state(config)
 
 
-def machine(loop: type[Loop]) -> type[AsyncOrchestratorMachine]:
-    class Machine(AsyncOrchestratorMachine):
-        make_async = loop
-        restart_async = loop.restart
-
-    Machine.__name__ = f"{loop.__name__}Machine"
-    return Machine
-
-
-def quick(*, derandomize: bool) -> settings:
-    return settings(max_examples=60, derandomize=derandomize, database=None, deadline=None,
-                    phases=[Phase.generate], suppress_health_check=list(HealthCheck))
+def machine(loop: type[Loop]) -> type[RuleBasedStateMachine]:
+    return planted(AsyncOrchestratorMachine, loop, make_async=loop, restart_async=loop.restart)
 
 
 BUGS = [
@@ -178,7 +168,7 @@ def test_the_async_machine_catches_a_planted_bug_in_the_ci_draw(
     loop: type[Loop], message: str
 ) -> None:
     with pytest.raises(AssertionError, match=message):
-        run_state_machine_as_test(machine(loop), settings=quick(derandomize=True))
+        run_machine(machine(loop), None)
 
 
 @pytest.mark.parametrize("draw", SEEDS)
@@ -187,13 +177,12 @@ def test_the_async_machine_catches_a_planted_bug_under_any_seed(
     loop: type[Loop], message: str, draw: int
 ) -> None:
     with pytest.raises(AssertionError, match=message):
-        run_state_machine_as_test(seed(draw)(machine(loop)), settings=quick(derandomize=False))
+        run_machine(machine(loop), draw)
 
 
 @pytest.mark.parametrize("draw", [None, *SEEDS[:3]])
 def test_an_async_loop_without_a_bug_passes_crashes_and_all(draw: int | None) -> None:
-    test = machine(Loop) if draw is None else seed(draw)(machine(Loop))
-    run_state_machine_as_test(test, settings=quick(derandomize=draw is None))
+    run_machine(machine(Loop), draw)
 
 
 # --- the virtual clock ---------------------------------------------------------------------

@@ -16,7 +16,7 @@ are stated here on their own: these tests import none of the bounds they check.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,6 @@ from hypothesis import strategies as st
 from autodev_core.detection import classify_output, detect_limit
 from autodev_shell.calls import CallResult, build_argv, run_call
 from autodev_shell.calls.capture import _Capture
-from autodev_shell.standins import install_standins, standin_env, write_script
 
 KIB = 1024
 #: The shell keeps the last 64 KiB of a call's stderr (docs/shell.md, C1).
@@ -165,16 +164,6 @@ def test_A5_a_short_stderr_is_kept_whole_without_a_marker() -> None:
     capture.feed("stderr", data)
     capture.finish()
     assert capture.stderr_text() == data.decode()
-
-
-@pytest.fixture
-def standins(tmp_path: Path) -> Callable[..., dict[str, str]]:
-    bin_dir = install_standins(tmp_path / "bin")
-
-    def make(script: Mapping[str, Any]) -> dict[str, str]:
-        return standin_env(bin_dir, write_script(tmp_path / "script.json", script))
-
-    return make
 
 
 def _run(env: dict[str, str]) -> CallResult:

@@ -30,6 +30,13 @@ timezone: Europe/Lisbon
 """
 
 
+def scenario_file(tmp_path: Path, text: str) -> Path:
+    """`text` written as the scenario file `autodev simulate` reads."""
+    path = tmp_path / "s.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
 @pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
 def test_D_examples_match_their_hand_derived_output(path: Path) -> None:
     expected = path.with_suffix(".expected").read_text(encoding="utf-8").splitlines()
@@ -44,10 +51,9 @@ def test_D_there_are_examples_to_compare_with() -> None:
 def test_C6_cli_prints_the_lines_then_the_status(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = tmp_path / "s.yaml"
-    path.write_text(
+    path = scenario_file(
+        tmp_path,
         HEAD + "until: 2026-12-01T09:02:30\nteam: [{id: ana, provider: claude}]\n",
-        encoding="utf-8",
     )
     assert main(["simulate", str(path)]) == 0
     out = capsys.readouterr().out.splitlines()
@@ -220,11 +226,10 @@ def test_D_a_timed_out_call_with_other_output_is_a_timeout() -> None:
 def test_D_a_scenario_without_until_says_it_stopped_at_the_horizon(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = tmp_path / "s.yaml"
-    path.write_text(
+    path = scenario_file(
+        tmp_path,
         HEAD + "team: [{id: ana, provider: claude}]\n"
         "calls:\n  default: {post: ok, duration: 7200}\n",
-        encoding="utf-8",
     )
     assert main(["simulate", str(path)]) == 0
     out = capsys.readouterr().out.splitlines()
@@ -252,10 +257,9 @@ def test_D_a_scenario_that_reaches_its_until_or_pauses_writes_no_horizon_line() 
 def test_D_a_start_outside_the_calendar_the_run_needs_is_one_line_exit_2(
     start: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = tmp_path / "s.yaml"
-    path.write_text(
+    path = scenario_file(
+        tmp_path,
         f"start: {start}\ntimezone: Asia/Tokyo\nteam: [{{id: ana, provider: claude}}]\n",
-        encoding="utf-8",
     )
     assert main(["simulate", str(path)]) == 2
     captured = capsys.readouterr()
@@ -332,10 +336,9 @@ def test_D_a_million_calls_is_a_clear_error_not_minutes_and_gigabytes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Issue 11: 10^6 one-minute calls (about two years) took 425 s and 3.4 GB."""
-    path = tmp_path / "s.yaml"
-    path.write_text(
+    path = scenario_file(
+        tmp_path,
         HEAD + "until: 2028-11-26T09:00:00\nteam: [{id: ana, provider: claude}]\n",
-        encoding="utf-8",
     )
     assert main(["simulate", str(path)]) == 2
     captured = capsys.readouterr()
