@@ -69,16 +69,23 @@ def _usage_rank(
     return (seen, record.utilization, record.until, record.read, record.source == "")
 
 
-def merge_usage(record: EngineUsage | None, observed: EngineUsage) -> EngineUsage:
-    """Issue 25: the reading of `observed.engine` after `observed` joins `record`: the newest
-    reading (by when it was seen) wins — the account's usage now, not its peak; on a tie the
+def merge_usage(record: EngineUsage | None, observed: EngineUsage, now: datetime) -> EngineUsage:
+    """Issue 25: the reading of `observed.engine` after `observed` joins `record` at `now`.
+
+    A reading whose window has reset by `now` counts no more (A38), and any reading whose window
+    has not replaces it, whichever was seen later; one that has reset never replaces one that
+    has not (the Redis script drops both alike, so a run that saw a reading before it reset and
+    a run that never saw it end with the same one). Among readings both live, or both reset, the
+    newest (by when it was seen) wins — the account's usage now, not its peak; on a tie the
     higher utilization, the later window end, a read reset, this run's own, the smaller source
-    name, then the higher threshold (a said one over none). A total order, so the merge is a
-    join (commutative, associative, idempotent)
-    and the order of arrival never matters — the rule the Redis registry runs too. A reading
-    whose window has reset is kept (it counts no more): readings are never lifted."""
+    name, then the higher threshold (a said one over none). At one `now` that is a total
+    order, so the merge is a join (commutative, associative, idempotent) and the order of
+    arrival never matters — the rule the Redis registry runs too."""
     if record is None:
         return observed
+    live = record.until > now
+    if live != (observed.until > now):
+        return record if live else observed
     a, b = _usage_rank(record), _usage_rank(observed)
     if a != b:
         return record if a > b else observed

@@ -256,7 +256,8 @@ def _record_usage(
 ) -> None:
     """Issue 25: join a usage reading to the engine's record of the same window (claude's
     five-hour and seven-day windows are separate: one at 97 % is not undone by the other at
-    40 %), by `registry.merge_usage`: the newest wins. With `Policy.headroom` set, a reading
+    40 %), by `registry.merge_usage`: a live reading over one whose window has reset, then the
+    newest. With `Policy.headroom` set, a reading
     that puts the engine at or above the threshold when no window of it was is written (what
     was learned, A39). A reading is never a limit: no wait, no lift, no call touched.
     """
@@ -276,7 +277,7 @@ def _record_usage(
                 record = existing
             break
         at += 1
-    merged = merge_usage(record, observed)
+    merged = merge_usage(record, observed, now)
     if merged is record:
         return
     headroom = d.config.policy.headroom

@@ -551,12 +551,13 @@ class SchedulerMachine(RuleBasedStateMachine):
         after: SchedulerState,
         starts: list[StartCall],
     ) -> None:
-        """Issue 25 (`Policy.headroom`): a reading joins its window's record (the newest
-        wins); a turn start takes the owner's earliest free entry when no window of it is near
-        its limit (the return); on one that is, it prefers the owner's earliest free entry that
-        is not (A10-A13), else — when the owner may hand over (A16, A22) — the first colleague
-        in team order with one (A15, A33); it runs on an engine near its limit only when no
-        such entry is free, and a reading never makes it wait (`check_limit_wait`)."""
+        """Issue 25 (`Policy.headroom`): a reading joins its window's record (a live one over
+        one whose window has reset, then the newest); a turn start takes the owner's earliest
+        free entry when no window of it is near its limit (the return); on one that is, it
+        prefers the owner's earliest free entry that is not (A10-A13), else — when the owner
+        may hand over (A16, A22) — the first colleague in team order with one (A15, A33); it
+        runs on an engine near its limit only when no such entry is free, and a reading never
+        makes it wait (`check_limit_wait`)."""
         now = event.now
         reading: UsageReading | None = None
         seen = now
@@ -572,9 +573,22 @@ class SchedulerMachine(RuleBasedStateMachine):
             previous = [r for r in before.readings
                         if r.engine == engine and r.window == reading.window]
             assert record.seen is not None
-            assert record.seen >= seen or (previous and previous[0] == record)
-            if not previous or (previous[0].seen is not None and previous[0].seen < seen):
-                assert record.utilization == reading.utilization and record.seen == seen
+            # The reading's window: its reset, else A6's default wait from when it was seen.
+            until = reading.resets_at if reading.resets_at is not None else (
+                seen + after.config.policy.default_limit_wait(engine.provider))
+            held = previous[0] if previous else None
+            if held is not None and (held.until > now) != (until > now):
+                # A reading whose window has reset by now counts no more (A38): a live one takes
+                # its place, whichever was seen later, and it never takes a live one's.
+                if until > now:
+                    assert (record.utilization, record.seen, record.until) == (
+                        reading.utilization, seen, until)
+                else:
+                    assert record == held
+            else:  # both live or both reset: the newest wins
+                assert record.seen >= seen or held == record
+                if held is None or (held.seen is not None and held.seen < seen):
+                    assert record.utilization == reading.utilization and record.seen == seen
         if after.config.policy.headroom is None:
             return
         if isinstance(event, CallEnded) and event.kind in ("limit", "network") and (

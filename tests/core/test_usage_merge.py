@@ -8,7 +8,7 @@ tests/e2e/test_sharing_redis.py."""
 from __future__ import annotations
 
 import itertools
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import reduce
 
 from helpers.clock import T0
@@ -33,13 +33,17 @@ M = timedelta(minutes=1)
 CLAUDE = Engine("claude")
 
 
+#: The instant the readings are joined at: some windows have reset by then (until 58-63 min).
+NOW = T0 + 60 * M
+
+
 @st.composite
 def records(draw: st.DrawFn, window: str = "five_hour") -> EngineUsage:
     return EngineUsage(
         engine=CLAUDE,
         utilization=draw(st.sampled_from((0.2, 0.9, 0.97, 1.0))),
         window=window,
-        until=T0 + draw(st.integers(60, 63)) * M,
+        until=T0 + draw(st.integers(58, 63)) * M,
         read=draw(st.booleans()),
         seen=T0 + draw(st.integers(0, 3)) * M,
         source=draw(st.sampled_from(("", "a", "b"))),
@@ -47,11 +51,15 @@ def records(draw: st.DrawFn, window: str = "five_hour") -> EngineUsage:
     )
 
 
-def newest(all_seen: list[EngineUsage]) -> EngineUsage:
-    """The rule, stated on its own: the latest sighting; then the higher utilization, the later
-    window end, a read reset, this run's own (no source), the smaller source name."""
-    best = max(r.seen for r in all_seen if r.seen is not None)
-    tied = [r for r in all_seen if r.seen == best]
+def newest(all_seen: list[EngineUsage], now: datetime) -> EngineUsage:
+    """The rule, stated on its own: a reading whose window has not reset by `now` over one that
+    has (A38; the Redis script drops a reset one); among those, the latest sighting; then the
+    higher utilization, the later window end, a read reset, this run's own (no source), the
+    smaller source name."""
+    live = [r for r in all_seen if r.until > now]
+    pool = live or all_seen
+    best = max(r.seen for r in pool if r.seen is not None)
+    tied = [r for r in pool if r.seen == best]
     tied = [r for r in tied if r.utilization == max(t.utilization for t in tied)]
     tied = [r for r in tied if r.until == max(t.until for t in tied)]
     tied = [r for r in tied if r.read == max(t.read for t in tied)]
@@ -62,17 +70,34 @@ def newest(all_seen: list[EngineUsage]) -> EngineUsage:
 
 @given(a=records(), b=records(), c=records())
 def test_the_merge_is_a_join(a: EngineUsage, b: EngineUsage, c: EngineUsage) -> None:
-    assert merge_usage(a, a) == a
-    assert merge_usage(merge_usage(None, a), b) == merge_usage(merge_usage(None, b), a)
-    assert merge_usage(merge_usage(a, b), c) == merge_usage(a, merge_usage(b, c))
+    def merge(x: EngineUsage | None, y: EngineUsage) -> EngineUsage:
+        return merge_usage(x, y, NOW)
+
+    assert merge(a, a) == a
+    assert merge(merge(None, a), b) == merge(merge(None, b), a)
+    assert merge(merge(a, b), c) == merge(a, merge(b, c))
 
 
 @given(all_seen=st.lists(records(), min_size=1, max_size=5))
 def test_any_order_of_arrival_keeps_the_newest_reading(all_seen: list[EngineUsage]) -> None:
-    expected = newest(all_seen)
+    expected = newest(all_seen, NOW)
     for order in itertools.islice(itertools.permutations(all_seen), 24):
-        got = reduce(merge_usage, order, None)
+        got = reduce(lambda held, seen: merge_usage(held, seen, NOW), order, None)
         assert got == expected
+
+
+def test_a_reading_whose_window_reset_gives_way_to_one_that_has_not() -> None:
+    """A fresh clone's draw (issue 24; tests/shell/test_sharing_mirror.py): R1, seen later, whose
+    window has reset, against R2, seen earlier, whose window has not: R2 counts, as Redis keeps
+    it, whichever arrived first; and a reset one never replaces a live one."""
+    dead = EngineUsage(engine=CLAUDE, utilization=0.5, window="seven_day", until=NOW,
+                       read=False, seen=T0 + 3 * M, source="a")
+    live = EngineUsage(engine=CLAUDE, utilization=0.5, window="seven_day", until=NOW + M,
+                       read=False, seen=T0, source="a")
+    assert merge_usage(dead, live, NOW) == live
+    assert merge_usage(live, dead, NOW) == live
+    before = NOW - 2 * M  # both live then: the newest sighting wins, as before
+    assert merge_usage(live, dead, before) == dead
 
 
 @st.composite

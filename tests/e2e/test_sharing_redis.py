@@ -355,7 +355,8 @@ def test_the_usage_script_keeps_what_the_cores_merge_keeps(server: RedisServer, 
                         seen=T0 + timedelta(minutes=seen), threshold=threshold)
         sharers[who].publish_usage([reading], now)
         if until > 0:
-            expected[window] = merge_usage(expected.get(window), attrs.evolve(reading, source=who))
+            expected[window] = merge_usage(expected.get(window), attrs.evolve(reading, source=who),
+                                           now)
     client = redis.Redis.from_url(base.url)
     held = {k.decode(): json.loads(v) for k, v in
             client.hgetall(base.usage_key(CLAUDE)).items()}  # type: ignore[union-attr]
