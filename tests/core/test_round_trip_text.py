@@ -59,6 +59,12 @@ NOT_SERIALIZED = {
 }
 
 
+def _twin(cls: type) -> bool:
+    """A twin (`_twins.twin_of`): a subclass of a frozen class that adds nothing, which a value
+    is only while a builder fills it; it is no class of its own to serialize."""
+    return any(attrs.has(base) for base in cls.__bases__) and vars(cls).get("__slots__") == ()
+
+
 def serializable_classes() -> dict[str, type]:
     found: dict[str, type] = {}
     for info in pkgutil.walk_packages(autodev_core.__path__, "autodev_core."):
@@ -67,7 +73,7 @@ def serializable_classes() -> dict[str, type]:
         module = importlib.import_module(info.name)
         for obj in vars(module).values():
             if (inspect.isclass(obj) and attrs.has(obj) and obj.__module__ == module.__name__
-                    and obj.__qualname__ not in NOT_SERIALIZED):
+                    and obj.__qualname__ not in NOT_SERIALIZED and not _twin(obj)):
                 found[obj.__qualname__] = obj
     return found
 
