@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -134,20 +134,10 @@ PASSWORD = "h7-not-for-logs"
 
 
 @pytest.fixture
-def redis_server(tmp_path: Path) -> RedisServer:
-    server = RedisServer(tmp_path / "redis")
-    server.start()
-    yield server  # type: ignore[misc]
-    server.stop()
-
-
-@pytest.fixture
-def locked_server(tmp_path: Path) -> RedisServer:
+def locked_server(tmp_path: Path) -> Iterator[RedisServer]:
     """A server with a password: the URL carries it, nothing the run writes may."""
-    server = RedisServer(tmp_path / "redis", password=PASSWORD)
-    server.start()
-    yield server  # type: ignore[misc]
-    server.stop()
+    with RedisServer(tmp_path / "redis", password=PASSWORD) as server:
+        yield server
 
 
 def status(run_dir: Path) -> str:
@@ -176,7 +166,6 @@ def _start_clock() -> tuple[datetime, float]:
 def test_after_A_meets_a_limit_B_makes_no_call_on_it_and_lifts_at_the_reset_without_a_probe(
     tmp_path: Path, locked_server: RedisServer
 ) -> None:
-    redis_server = locked_server
     accounts = {"claude": "work-max"}
     a = Daemon(tmp_path, "a", {"ana": "claude"}, accounts, {
         "claude": [{"kind": "limit", "notice": "Usage limit reached. Try again in 40 minutes."}],
@@ -188,15 +177,15 @@ def test_after_A_meets_a_limit_B_makes_no_call_on_it_and_lifts_at_the_reset_with
     factor = 300.0  # 40 virtual minutes pass in 8 real seconds
     virtual, real = _start_clock()
     with all_finish(a, b):
-        a.start(redis_server.url, factor, virtual, real, seconds=30)
+        a.start(locked_server.url, factor, virtual, real, seconds=30)
         wait_for(lambda: any("claude limited until" in m for m in a.messages()), "A's limit")
-        b.start(redis_server.url, factor, virtual, real, seconds=25)
+        b.start(locked_server.url, factor, virtual, real, seconds=25)
         wait_for(lambda: any("every participant limited" in m for m in b.messages()),
                  "B's wait")
         # B learned the limit from A before making any call at all (A8, A18).
         assert b.calls() == 0
         shown = status(b.run_dir)
-        assert f"sharing: on — redis://***@127.0.0.1:{redis_server.port}/0" in shown
+        assert f"sharing: on — redis://***@127.0.0.1:{locked_server.port}/0" in shown
         assert re.search(r"^limit: claude until \S+ \(reported by .+/a\)$", shown, re.M), shown
         wait_for(lambda: any("bob posted via claude" in m for m in b.messages()), "B's post")
     lines = b.lines()
@@ -220,7 +209,7 @@ def test_after_A_meets_a_limit_B_makes_no_call_on_it_and_lifts_at_the_reset_with
 
 
 def test_a_reset_read_by_A_wakes_Bs_defaulted_wait_early(
-    tmp_path: Path, redis_server: RedisServer
+    tmp_path: Path, own_redis: RedisServer
 ) -> None:
     accounts = {"claude": "work-max"}
     # A's first call is slow, and reads a real reset; B's first call meets a notice with no
@@ -239,9 +228,9 @@ def test_a_reset_read_by_A_wakes_Bs_defaulted_wait_early(
     factor = 150.0
     virtual, real = _start_clock()
     with all_finish(a, b):
-        a.start(redis_server.url, factor, virtual, real, seconds=60)
+        a.start(own_redis.url, factor, virtual, real, seconds=60)
         wait_for(lambda: a.calls() >= 1, "A's slow call to begin")
-        b.start(redis_server.url, factor, virtual, real, seconds=55)
+        b.start(own_redis.url, factor, virtual, real, seconds=55)
         wait_for(lambda: any("bob posted via claude" in m for m in b.messages()), "B's post")
     lines = b.lines()
     own_at, own = first(lines, "claude limited until")
@@ -256,7 +245,7 @@ def test_a_reset_read_by_A_wakes_Bs_defaulted_wait_early(
 
 
 def test_redis_stopped_then_killed_mid_run_blocks_no_turn_and_loses_nothing(
-    tmp_path: Path, redis_server: RedisServer
+    tmp_path: Path, own_redis: RedisServer
 ) -> None:
     accounts = {"claude": "work-max", "codex": "team"}
     ok = {"post": "ok", "sleep": 0.1}
@@ -269,10 +258,10 @@ def test_redis_stopped_then_killed_mid_run_blocks_no_turn_and_loses_nothing(
         return sum(1 for m in d.messages() if " posted via " in m)
 
     try:
-        a.start(redis_server.url, factor, virtual, real, seconds=90)
-        b.start(redis_server.url, factor, virtual, real, seconds=90)
+        a.start(own_redis.url, factor, virtual, real, seconds=90)
+        b.start(own_redis.url, factor, virtual, real, seconds=90)
         wait_for(lambda: posts(a) >= 2 and posts(b) >= 2, "both daemons posting")
-        redis_server.pause()  # SIGSTOP: connections hang; every operation meets its timeout
+        own_redis.pause()  # SIGSTOP: connections hang; every operation meets its timeout
         before = posts(a)
         # Issue 26: for up to 2 s (real) the mirror vouches for what Redis holds and no turn
         # start asks it; then each daemon's next one makes the round trip, meets the timeout and
@@ -288,8 +277,8 @@ def test_redis_stopped_then_killed_mid_run_blocks_no_turn_and_loses_nothing(
             "default": ok})
         wait_for(lambda: any(m.startswith("codex limited until") for m in a.messages()),
                  "A's codex limit")
-        redis_server.kill()  # gone, with everything it held
-        redis_server.start()  # back on the same port, empty
+        own_redis.kill()  # gone, with everything it held
+        own_redis.start()  # back on the same port, empty
         wait_for(lambda: any(m.startswith("codex limited until") and "(reported by" in m
                              for m in b.messages()), "B hearing of A's limit")
         learned = len(b.messages())
@@ -310,7 +299,7 @@ def test_redis_stopped_then_killed_mid_run_blocks_no_turn_and_loses_nothing(
         assert len(lost) == 1 and len(back) == 1, (d.run_id, lost, back)
         assert messages.index(lost[0]) < messages.index(back[0])
         # The URL is shown, never a password (this server has none; see test_sharing_redis).
-        assert f"127.0.0.1:{redis_server.port}" in lost[0]
+        assert f"127.0.0.1:{own_redis.port}" in lost[0]
     # Outages are never shared: only limits reach the other run.
     assert not any("could not be reached" in m for m in b.messages())
 
@@ -331,7 +320,7 @@ def _near_the_limit(virtual: datetime, **info: object) -> str:
 
 
 def test_A_reads_claude_near_its_limit_and_B_hands_over_before_calling_it(
-    tmp_path: Path, redis_server: RedisServer
+    tmp_path: Path, own_redis: RedisServer
 ) -> None:
     """Issue 25 item 3: a usage reading one daemon's call reported reaches the other through
     Redis; B, with `policy.headroom` on, hands its turns over to its chain's next engine without
@@ -350,9 +339,9 @@ def test_A_reads_claude_near_its_limit_and_B_hands_over_before_calling_it(
     (b.team / "bob.md").write_text(
         "---\nprovider: claude\nfailover: [codex]\n---\nWork.\n", encoding="utf-8")
     with all_finish(a, b):
-        a.start(redis_server.url, factor, virtual, real, seconds=20)
+        a.start(own_redis.url, factor, virtual, real, seconds=20)
         wait_for(lambda: any("ana posted via claude" in m for m in a.messages()), "A's post")
-        b.start(redis_server.url, factor, virtual, real, seconds=15)
+        b.start(own_redis.url, factor, virtual, real, seconds=15)
         wait_for(lambda: sum("bob posted via codex" in m for m in b.messages()) >= 2,
                  "B's posts on codex")
         shown = status(b.run_dir)
@@ -369,7 +358,7 @@ def test_A_reads_claude_near_its_limit_and_B_hands_over_before_calling_it(
 
 
 def test_a_reading_heard_during_a_limit_wait_is_learned_and_the_wait_goes_on(
-    tmp_path: Path, redis_server: RedisServer
+    tmp_path: Path, own_redis: RedisServer
 ) -> None:
     """Issue 25 item 3: B waits on its own claude limit; A's call reports a reading meanwhile.
     B learns it (its status shows it, marked as A's) and sleeps on until its reset: a reading
@@ -391,10 +380,10 @@ def test_a_reading_heard_during_a_limit_wait_is_learned_and_the_wait_goes_on(
         "default": {"post": "ok", "sleep": 0.05},
     })
     try:
-        b.start(redis_server.url, factor, virtual, real, seconds=45)
+        b.start(own_redis.url, factor, virtual, real, seconds=45)
         wait_for(lambda: any("every participant limited" in m for m in b.messages()),
                  "B's wait")
-        a.start(redis_server.url, factor, virtual, real, seconds=8)
+        a.start(own_redis.url, factor, virtual, real, seconds=8)
         wait_for(lambda: any("ana posted via claude:sonnet" in m for m in a.messages()),
                  "A's post")
         a.finish()

@@ -69,19 +69,15 @@ def other_ca(tmp_path_factory: pytest.TempPathFactory) -> Certificates:
 def tls_server(
     tmp_path_factory: pytest.TempPathFactory, certs: Certificates
 ) -> Iterator[RedisServer]:
-    server = RedisServer(tmp_path_factory.mktemp("redis-tls"), user=USER, password=PASSWORD,
-                         tls=certs)
-    server.start()
-    yield server
-    server.stop()
+    with RedisServer(tmp_path_factory.mktemp("redis-tls"), user=USER, password=PASSWORD,
+                     tls=certs) as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
 def plain_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    server = RedisServer(tmp_path_factory.mktemp("redis-plain"))
-    server.start()
-    yield server
-    server.stop()
+    with RedisServer(tmp_path_factory.mktemp("redis-plain")) as server:
+        yield server
 
 
 #: Seconds each Redis operation may take here: generous, so that on a loaded machine a failure

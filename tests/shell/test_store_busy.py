@@ -98,22 +98,28 @@ def test_C3_a_lock_met_reading_an_open_store_is_busy(tmp_path: Path) -> None:
 #: Holds the store's lock as a daemon stopped with SIGSTOP mid-write would: exclusive locking
 #: mode keeps the lock its first write took until the connection closes, so every reader waits
 #: for it and gives up after its busy timeout.
+#: With "mid-write" it stops inside a write transaction instead: readers go on (WAL), and every
+#: other writer waits for it. (Exclusive locking mode cannot be taken while another connection
+#: has the store open, since in WAL mode each open connection holds a shared lock on the file.)
 HOLDER = textwrap.dedent("""
     import sqlite3, sys, time
     conn = sqlite3.connect(sys.argv[1], isolation_level=None)
-    conn.execute("PRAGMA locking_mode = EXCLUSIVE")
+    mid_write = sys.argv[2:] == ["mid-write"]
+    if not mid_write:
+        conn.execute("PRAGMA locking_mode = EXCLUSIVE")
     conn.execute("BEGIN IMMEDIATE")
     conn.execute("UPDATE run_state SET revision = revision")
-    conn.execute("COMMIT")
+    if not mid_write:
+        conn.execute("COMMIT")
     print("held", flush=True)
     time.sleep(600)
 """)
 
 
 @contextmanager
-def _held_by_a_stopped_process(db: Path) -> Iterator[None]:
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(db)], stdout=subprocess.PIPE,
-                              text=True)
+def _held_by_a_stopped_process(db: Path, *how: str) -> Iterator[None]:
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(db), *how],
+                              stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "held\n"
         os.kill(holder.pid, signal.SIGSTOP)
@@ -171,3 +177,25 @@ def test_C6_a_control_said_while_a_stopped_process_holds_the_store_is_refused_wh
     assert _autodev(tmp_path, "say", "are you there?").returncode == 0
     with RunStore.open(db) as store:
         assert [c.arg for c in store.pending_controls()] == ["are you there?"]
+
+
+def test_B14_a_commit_that_meets_a_held_lock_is_busy_and_writes_nothing(tmp_path: Path) -> None:
+    """A daemon's store, open when another process froze inside a write transaction (a second
+    tool writing the same store, stopped with SIGSTOP): its commit waits out the busy timeout and fails as `busy`,
+    rolled back whole, so the run knows its state did not reach the disk (B14); the same commit
+    lands once the lock is gone."""
+    db = _store(tmp_path / "run.db")
+    post = NewPost(participant="ana", engine="claude:sonnet", text="the second post", at=NOW,
+                   key="k2")
+    with RunStore.open(db) as store:
+        with _held_by_a_stopped_process(db, "mid-write"):
+            assert store.revision == 1  # a reader is not held up (WAL)
+            with pytest.raises(StoreError) as info:
+                store.commit(2, (post,), '{"turn": 2}', persistence_state_json="{}", now=NOW)
+            assert info.value.kind == "busy", info.value
+            assert "nothing was read or written" in str(info.value)
+        assert store.revision == 1
+        store.commit(2, (post,), '{"turn": 2}', persistence_state_json="{}", now=NOW)
+    with RunStore.open(db) as store:
+        assert store.revision == 2
+        assert [p.text for p in store.thread()][-1] == "the second post"
