@@ -42,6 +42,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests" / "browser"))  # the panel's process helpers
+sys.path.insert(1, str(HERE.parent / "tests"))  # and the `helpers` package they import
 
 from browser_helpers import (  # noqa: E402
     CHROMIUM,
