@@ -181,9 +181,9 @@ def test_C6_a_control_said_while_a_stopped_process_holds_the_store_is_refused_wh
 
 def test_B14_a_commit_that_meets_a_held_lock_is_busy_and_writes_nothing(tmp_path: Path) -> None:
     """A daemon's store, open when another process froze inside a write transaction (a second
-    tool writing the same store, stopped with SIGSTOP): its commit waits out the busy timeout and fails as `busy`,
-    rolled back whole, so the run knows its state did not reach the disk (B14); the same commit
-    lands once the lock is gone."""
+    tool writing the same store, stopped with SIGSTOP): its commit waits out the busy timeout
+    and fails as `busy`, rolled back whole, so the run knows its state did not reach the disk
+    (B14); the same commit lands once the lock is gone."""
     db = _store(tmp_path / "run.db")
     post = NewPost(participant="ana", engine="claude:sonnet", text="the second post", at=NOW,
                    key="k2")
