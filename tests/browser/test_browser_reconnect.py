@@ -126,6 +126,46 @@ def test_scrolling_up_stops_the_tail_and_n_new_brings_it_back(
         " return t.scrollTop + t.clientHeight >= t.scrollHeight - 5; }")
 
 
+#: Holds back the thread's scroll events from the page's own listener (a capturing listener on
+#: the document stops them before they reach `#thread`) while `window.__hold_scroll` is set: what
+#: a loaded machine does for a frame or more, when a post arrives after the reader's scroll moved
+#: the thread and before the scroll event that says so was dispatched.
+HOLD_SCROLL_EVENTS = """() => {
+  window.__hold_scroll = true;
+  document.addEventListener("scroll", (e) => {
+    if (window.__hold_scroll && e.target.id === "thread") e.stopPropagation();
+  }, true);
+}"""
+
+
+def test_a_post_arriving_before_the_scroll_event_does_not_yank_the_reader_down(
+        run: tuple[RunDaemon, Panel], open_page: Any) -> None:
+    """The reader scrolls up and a post arrives before the page has heard the scroll: the page
+    looks where the thread is, not at what it last heard, so the reader stays where they went
+    and the post is counted as "1 new" (issue 23, item 3). A fresh clone's CI on a loaded
+    machine once met this: the wheel's scroll was pulled back towards the bottom."""
+    daemon, panel = run
+    wait_for(lambda: len(daemon.posts()) >= 20, "a thread longer than its box")
+    page = open_page(panel).page
+    page.wait_for_function(
+        "() => { const t = document.querySelector('#thread');"
+        " return t.scrollHeight > t.clientHeight + 50; }")
+    page.evaluate(HOLD_SCROLL_EVENTS)
+    page.evaluate("document.querySelector('#thread').scrollTop = 0")
+    before = max(page.evaluate(REVISIONS))
+    page.wait_for_function(f"() => Math.max(...{REVISIONS}) >= {before + 1}", timeout=60_000)
+    assert page.evaluate("document.querySelector('#thread').scrollTop") == 0, "yanked down"
+    button = page.locator("#new-posts")
+    button.wait_for(state="visible")
+    assert int(str(button.text_content()).split()[0]) >= 1
+    page.evaluate("window.__hold_scroll = false")
+    button.click()
+    page.wait_for_function(
+        "() => { const t = document.querySelector('#thread');"
+        " return t.scrollTop + t.clientHeight >= t.scrollHeight - 5; }")
+    button.wait_for(state="hidden")
+
+
 def test_pausing_live_updates_holds_the_page_and_resuming_catches_up(
         run: tuple[RunDaemon, Panel], open_page: Any) -> None:
     """The global "Pause live updates" (WCAG 2.2.2): nothing moves while paused; resumed, the

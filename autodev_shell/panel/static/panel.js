@@ -245,7 +245,11 @@
   function addPost(post) {
     if (seqs.has(post.seq)) return;
     seqs.add(post.seq);
+    // Where the thread is now, not only what the last scroll event said: a post can arrive
+    // after the reader's scroll moved the thread and before its scroll event is dispatched
+    // (a frame or more on a loaded machine), and must not pull the reader back down.
     const stick = following && atBottom();
+    if (!stick) following = false;
     thread.append(makePost(post));
     if (lastRevision === null || post.revision > lastRevision) lastRevision = post.revision;
     if (oldestRevision === null || post.revision < oldestRevision) oldestRevision = post.revision;
@@ -253,7 +257,7 @@
       setText("#say-result", `queued → in the thread at revision ${post.revision}`);
       waitingFor = null;
     }
-    if (stick || following) {
+    if (stick) {
       thread.scrollTop = thread.scrollHeight;
     } else {
       unseen += 1;
