@@ -6,12 +6,17 @@ minutes`, `in 2h31m33s`), a clock time (`5am`, `3:54 AM`), a date without a year
 IANA zone in parentheses (`(Etc/GMT+5)`, which zoneinfo reads as UTC-5). Zone-less times are
 read in the machine's zone (`local_tz`).
 
-Rules (A6, A38): a clock time that has passed (`now >= t`) rolls to the next day; a date
-without a year is its next occurrence; a full date, an epoch or a duration that is not later
-than `now` gives no reset (None) rather than a wrong one. Wall-clock times are built in their
-zone (zoneinfo), never by adding hours, so a DST change between now and the reset is right;
-a duration is elapsed time, added in UTC ("in 2 hours" at 00:01 on the night the clocks fall
-back is the second 01:01, A6).
+Rules (A6, A38): a clock time or a date names the start of its printed minute, as written (the
+CLIs print a reset cut down to the minute). One that lies after `now` is the reset. One that
+lies at or before `now` by at most `PAST_GRACE` (ten minutes) is the reset just met again — the
+notice read within its own minute, or a little after it, the clocks differing — and is probed
+again `PROBE_AFTER` (one minute) after the notice: never at once, never a day or a year later.
+Only a clock time more than `PAST_GRACE` past rolls to the next day, and a date without a year
+to its next occurrence; a full date or an epoch that far past gives no reset (None) rather than
+a wrong one, and so does a duration that is not ahead. Wall-clock times are built in their zone
+(zoneinfo), never by adding hours, so a DST change between now and the reset is right; a
+duration is elapsed time, added in UTC ("in 2 hours" at 00:01 on the night the clocks fall back
+is the second 01:01, A6).
 
 Reading is in two steps: `parse_when` reads the text (the regexes) into a `Resolver`, and the
 resolver works out the reset at an instant (only arithmetic and the zone's rules). A caller
@@ -30,6 +35,11 @@ from ._bounded import Meter, fold, match
 
 # A reset further ahead than this is misread text, not a reset (A6).
 MAX_RESET_AHEAD = timedelta(days=400)
+#: A6: a printed reset (a clock time, a date, an epoch) at or before now by at most this much is
+#: the one just met again, read within its printed minute or a little after it ...
+PAST_GRACE = timedelta(minutes=10)
+#: ... A6: and is probed again this long after the notice (never at once, never a day later).
+PROBE_AFTER = timedelta(minutes=1)
 # Epoch values at or above this are milliseconds (claude's `resetsAt` is seconds; be lenient).
 _EPOCH_MS_FROM = 100_000_000_000
 
@@ -148,15 +158,31 @@ def _later(reset: datetime, now: datetime) -> datetime | None:
     return reset
 
 
+def _printed(reset: datetime, now: datetime) -> datetime | None:
+    """A reset printed as an instant (a clock time, a date, an epoch), read at `now` (A6): itself
+    when later than `now`; when at or before `now` by at most PAST_GRACE, the probe one minute
+    after the notice; when further past, None (the caller may try the next day or year)."""
+    try:
+        behind = now.astimezone(UTC) - reset.astimezone(UTC)
+    except OverflowError:  # an instant past either end of the calendar is no reset
+        return None
+    if behind < _ZERO:
+        return _later(reset, now)
+    if behind <= PAST_GRACE:
+        return now.astimezone(UTC) + PROBE_AFTER
+    return None
+
+
 def from_epoch(value: float, now: datetime) -> datetime | None:
-    """An epoch in seconds (or milliseconds, when that large), as an aware UTC datetime."""
+    """An epoch in seconds (or milliseconds, when that large), as an aware UTC datetime; one
+    just past is probed a minute after `now` (A6, `_printed`)."""
     try:
         seconds = float(value)
         if seconds != seconds:  # NaN
             return None
         if seconds >= _EPOCH_MS_FROM:
             seconds /= 1000
-        return _later(datetime.fromtimestamp(seconds, UTC), now)
+        return _printed(datetime.fromtimestamp(seconds, UTC), now)
     except (OverflowError, ValueError, OSError):
         return None
 
@@ -255,7 +281,7 @@ def _parse_iso(text: str, meter: Meter | None) -> tuple[Resolver | None, int] | 
         return None, found.end()
 
     def resolve(now: datetime, local_tz: tzinfo) -> datetime | None:
-        return _later(wall.replace(tzinfo=zone if zone is not None else local_tz), now)
+        return _printed(wall.replace(tzinfo=zone if zone is not None else local_tz), now)
 
     return resolve, found.end()
 
@@ -327,25 +353,28 @@ def _written_day(found: re.Match[str]) -> _Day:
 
 
 def _next_at(written: _Day, clock: time, zone: tzinfo, now: datetime) -> datetime | None:
-    """The next instant at `clock` on the `written` day (or today/tomorrow/a weekday)."""
+    """The reset at `clock` on the `written` day (or today/tomorrow/a weekday), read at `now`:
+    the first candidate day, from the one before today (a notice read just after midnight), that
+    `_printed` does not find too far past (A6)."""
     local_now = now.astimezone(zone)
     if written.month is not None:
         month, day = written.month, written.day
         if written.year is not None:
             return _at(date_or_none(written.year, month, day), clock, zone, now)
-        for candidate in range(local_now.year, local_now.year + 9):  # next occurrence (Feb 29)
+        # Last year's first (read just after New Year), then the next occurrence (Feb 29).
+        for candidate in range(local_now.year - 1, local_now.year + 9):
             reset = _at(date_or_none(candidate, month, day), clock, zone, now)
             if reset is not None:
                 return reset
         return None
-    start = local_now.date() + _DAYS[1] if written.tomorrow else local_now.date()
+    start = local_now.date() + _DAYS[1] if written.tomorrow else local_now.date() - _DAYS[1]
     for step in _DAYS:
         day_ = start + step
         if written.weekday is not None and day_.weekday() != written.weekday:
             continue
         reset = _at(day_, clock, zone, now)
         if reset is not None:
-            return reset  # rolls to the next day when already past (A6, A38)
+            return reset  # rolls to the next day only when more than PAST_GRACE past (A6)
     return None
 
 
@@ -359,7 +388,7 @@ def date_or_none(year: int, month: int, day: int) -> date | None:
 def _at(day: date | None, clock: time, zone: tzinfo, now: datetime) -> datetime | None:
     if day is None:
         return None
-    return _later(datetime.combine(day, clock, tzinfo=zone), now)
+    return _printed(datetime.combine(day, clock, tzinfo=zone), now)
 
 
 def parse_when(text: str, meter: Meter | None) -> tuple[Resolver | None, int] | None:

@@ -286,13 +286,18 @@ def test_A5_tool_output_is_nobodys_notice() -> None:
 # --- A6 and A38: reading the reset --------------------------------------------------------
 
 
-def test_A38_clock_time_rolls_when_now_equals_it() -> None:
+def test_A6_clock_time_rolls_only_when_more_than_ten_minutes_past() -> None:
+    """A6 (settled in round 4): a clock time read at or before now is the reset just met again
+    while it lies at most ten minutes back, probed one minute after the notice; only further
+    back does it roll to the next day. (Before round 4 it rolled as soon as now >= t, A38.)"""
     at_five = datetime(2026, 12, 1, 5, 0, tzinfo=LISBON)
-    before = at_five - timedelta(seconds=1)
-    assert reset_of("claude", "5-hour limit reached ∙ resets 5am", now=before) == at_five
-    assert reset_of("claude", "5-hour limit reached ∙ resets 5am", now=at_five) == (
-        at_five + timedelta(days=1)
-    )
+    text = "5-hour limit reached ∙ resets 5am"
+    assert reset_of("claude", text, now=at_five - timedelta(seconds=1)) == at_five
+    for behind in (timedelta(0), timedelta(seconds=59), timedelta(minutes=10)):
+        now = at_five + behind
+        assert reset_of("claude", text, now=now) == now + timedelta(minutes=1), behind
+    too_late = at_five + timedelta(minutes=10, seconds=1)
+    assert reset_of("claude", text, now=too_late) == at_five + timedelta(days=1)
 
 
 def test_A6_clock_time_across_a_dst_change_is_wall_clock() -> None:

@@ -1,0 +1,180 @@
+"""A6 as the real CLIs print resets: cut down to the minute, and met again within that minute.
+
+Real codex 0.171 prints a server reset at 00:54:58 as `… or try again at 12:54 AM.`; a call
+refused again at 00:54:59 prints the same line. Real claude 2.1.332 does the same in its plain
+text (`resets 3:11am (America/New_York)`, `resets Dec 10, 5am (…)`). SPEC A6, settled in round
+4: a clock time names the start of its printed minute; it is "already past" only when more than
+ten minutes before now; one read at or before now within those ten minutes is today's (a date's
+year this year's) and is probed again one minute after the notice — never at once, never a day
+later. The model below states that rule on its own, from the printed minute and the instant.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta, tzinfo
+from zoneinfo import ZoneInfo
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from autodev_core.detection import classify_output, detect_limit
+
+NEW_YORK = ZoneInfo("America/New_York")
+ZONES = (UTC, NEW_YORK, ZoneInfo("Europe/Lisbon"), ZoneInfo("Asia/Kolkata"),
+         ZoneInfo("Australia/Adelaide"))
+GRACE = timedelta(minutes=10)
+PROBE = timedelta(minutes=1)
+
+
+def codex_clock(reset: datetime, zone: tzinfo) -> str:
+    """codex 0.171's notice for a reset on the same local day, in the process's zone."""
+    local = reset.astimezone(zone)
+    return (
+        "ERROR: You’ve hit your usage limit. Upgrade to Pro (https://chatgpt.com/explore/pro), "
+        "visit https://chatgpt.com/codex/settings/usage to purchase more credits or try again "
+        f"at {local.strftime('%-I:%M %p')}."
+    )
+
+
+def claude_clock(reset: datetime, zone: ZoneInfo) -> str:
+    """claude 2.1.332's plain-text notice: `3am` on the hour, `3:11am` otherwise."""
+    local = reset.astimezone(zone)
+    minute = "" if local.minute == 0 else f":{local.minute:02d}"
+    when = f"{local.strftime('%-I')}{minute}{local.strftime('%p').lower()}"
+    return f"You've hit your 5-hour limit · resets {when} ({zone.key})"
+
+
+def read(provider: str, text: str, now: datetime, zone: tzinfo) -> datetime | None:
+    notice = detect_limit(provider, stderr=text, exit_code=1, now=now, local_tz=zone)
+    assert notice is not None, text
+    return notice.reset_at
+
+
+def expected(printed: datetime, now: datetime) -> datetime:
+    """The model: the printed minute `printed` (aware, the start of its minute), read at `now`."""
+    if printed > now:
+        return printed
+    if now - printed <= GRACE:
+        return now + PROBE
+    wall = printed.replace(tzinfo=None) + timedelta(days=1)  # the next day, same wall clock
+    return wall.replace(tzinfo=printed.tzinfo)
+
+
+def minute_of(instant: datetime, zone: tzinfo) -> datetime:
+    local = instant.astimezone(zone)
+    return local.replace(second=0, microsecond=0)
+
+
+# -- the issue's cases, pinned --------------------------------------------------------------------
+
+
+def test_A6_codex_met_again_within_its_printed_minute_is_probed_in_a_minute_not_tomorrow() -> None:
+    server_reset = datetime(2026, 12, 8, 0, 54, 58, tzinfo=NEW_YORK)
+    notice = codex_clock(server_reset, NEW_YORK)
+    assert notice.endswith("try again at 12:54 AM.")
+    first = datetime(2026, 12, 7, 23, 10, 3, tzinfo=NEW_YORK)  # the first refusal
+    assert read("codex", notice, first, NEW_YORK) == datetime(2026, 12, 8, 0, 54,
+                                                              tzinfo=NEW_YORK)
+    again = datetime(2026, 12, 8, 0, 54, 59, tzinfo=NEW_YORK)  # called at 00:54, refused again
+    assert read("codex", notice, again, NEW_YORK) == again + PROBE
+
+
+def test_A6_codex_json_met_again_within_its_minute_is_probed_in_a_minute() -> None:
+    message = codex_clock(datetime(2026, 12, 8, 0, 54, 58, tzinfo=NEW_YORK), NEW_YORK)[7:]
+    stdout = "\n".join(json.dumps(e) for e in (
+        {"type": "thread.started", "thread_id": "t"},
+        {"type": "turn.started"},
+        {"type": "error", "message": message},
+        {"type": "turn.failed", "error": {"message": message}},
+    ))
+    again = datetime(2026, 12, 8, 0, 54, 59, tzinfo=NEW_YORK)
+    seen = classify_output("codex", stdout=stdout, exit_code=1, now=again, local_tz=NEW_YORK)
+    assert seen.kind == "limit" and seen.limit is not None
+    assert seen.limit.reset_at == again + PROBE
+
+
+def test_A6_claude_clock_time_in_its_minute_is_today() -> None:
+    text = "You've hit your 5-hour limit · resets 3:11am (America/New_York)"
+    now = datetime(2026, 12, 8, 3, 11, 40, tzinfo=NEW_YORK)
+    assert read("claude", text, now, UTC) == now + PROBE
+
+
+def test_A6_claude_date_in_its_minute_is_this_year_not_next() -> None:
+    text = "You've hit your weekly limit · resets Dec 10, 5am (America/New_York)"
+    before = datetime(2026, 12, 7, 12, 0, tzinfo=NEW_YORK)
+    assert read("claude", text, before, UTC) == datetime(2026, 12, 10, 5, 0, tzinfo=NEW_YORK)
+    within = datetime(2026, 12, 10, 5, 0, 30, tzinfo=NEW_YORK)
+    assert read("claude", text, within, UTC) == within + PROBE
+
+
+def test_A6_codex_full_date_in_its_minute_is_probed_not_defaulted() -> None:
+    text = "You’ve hit your usage limit. Visit … to purchase more credits or try again at " \
+           "Dec 10th, 2026 5:50 AM."
+    within = datetime(2026, 12, 10, 5, 50, 12, tzinfo=NEW_YORK)
+    assert read("codex", text, within, NEW_YORK) == within + PROBE
+    long_past = datetime(2026, 12, 10, 6, 30, tzinfo=NEW_YORK)
+    assert read("codex", text, long_past, NEW_YORK) is None  # A6: the default wait applies
+
+
+def test_A6_a_time_just_before_midnight_read_just_after_it_is_yesterdays() -> None:
+    text = codex_clock(datetime(2026, 12, 7, 23, 58, 40, tzinfo=NEW_YORK), NEW_YORK)
+    now = datetime(2026, 12, 8, 0, 3, tzinfo=NEW_YORK)
+    assert read("codex", text, now, NEW_YORK) == now + PROBE
+
+
+def test_A6_a_date_just_before_new_year_read_just_after_it_is_last_years() -> None:
+    text = "You've hit your weekly limit · resets Dec 31, 11:55pm (America/New_York)"
+    now = datetime(2027, 1, 1, 0, 2, tzinfo=NEW_YORK)
+    assert read("claude", text, now, UTC) == now + PROBE
+
+
+def test_A6_an_epoch_just_past_is_probed_in_a_minute() -> None:
+    """claude's `resetsAt` seen by a clock a little fast: the reset just met, not no reset."""
+    now = datetime(2026, 12, 8, 3, 0, 30, tzinfo=UTC)
+    line = json.dumps({"type": "rate_limit_event", "rate_limit_info": {
+        "status": "rejected", "resetsAt": int(datetime(2026, 12, 8, 3, 0, tzinfo=UTC)
+                                              .timestamp()), "rateLimitType": "five_hour"}})
+    seen = classify_output("claude", stdout=line, exit_code=1, now=now, local_tz=UTC)
+    assert seen.limit is not None and seen.limit.reset_at == now + PROBE
+
+
+# -- the rule as a property ------------------------------------------------------------------------
+
+instants = st.datetimes(
+    min_value=datetime(2026, 1, 1), max_value=datetime(2027, 12, 31), timezones=st.just(UTC)
+)
+
+
+#: Seconds after the printed minute's start at which the notice is read: anywhere from six hours
+#: before to twenty minutes after, and the edges of the ten minutes of A6 often.
+read_offsets = st.one_of(
+    st.integers(min_value=-6 * 3600, max_value=20 * 60),
+    st.sampled_from((-1, 0, 1, 59, 60, 599, 600, 601)),
+)
+
+
+@given(
+    server_reset=instants,
+    zone=st.sampled_from(ZONES),
+    read_at=read_offsets,
+    claude=st.booleans(),
+)
+def test_A6_a_printed_minute_read_at_any_instant_near_it(
+    server_reset: datetime, zone: tzinfo, read_at: int, claude: bool
+) -> None:
+    """The reading equals the model's; and while the server's reset is still ahead, it is never
+    more than one printed minute from it (the CLI cut it down to the minute)."""
+    now = minute_of(server_reset, zone) + timedelta(seconds=read_at)
+    if claude and isinstance(zone, ZoneInfo):
+        text, provider = claude_clock(server_reset, zone), "claude"
+    else:
+        text, provider = codex_clock(server_reset, zone), "codex"
+    printed = minute_of(server_reset, zone)
+    reading = read(provider, text, now, zone)
+    want = expected(printed, now)
+    if want.replace(tzinfo=None) != want.astimezone(zone).replace(tzinfo=None):
+        return  # the next day's wall time falls in a DST gap: not this property's question
+    assert reading == want
+    if now < server_reset:
+        assert reading is not None and abs(reading - server_reset) < timedelta(minutes=1)
