@@ -47,7 +47,7 @@ _KEYWORDS = (
     "limit will reset", "limits will reset", "quota reached", "quota exceeded",
     "exceeded your current quota", "quota will reset", "quota exhausted", "exhausted your",
     "usage_limit_reached", "out of credits", "out of free messages", "usagelimitexceeded",
-    "usage_limit_exceeded",
+    "usage_limit_exceeded", "balance is too low",
 )
 # agy speaks Google's API: a bare 429 / RESOURCE_EXHAUSTED is its quota error (A4).
 _AGY_KEYWORDS = (
@@ -71,6 +71,9 @@ _PHRASE = Alternatives(
     (r"out\s+of\s+free\s+messages", (("free",),)),
     (r"usage_?limit_?(?:reached|exceeded)", (("usage",), ("limit",))),
     (r"out\s+of\s+credits", (("credits",),)),
+    # claude with an API key whose prepaid credit ran out: the engine cannot be used until it is
+    # topped up, as with a quota (codex's `Quota exceeded`), so colleagues take the turns.
+    (r"credit\s+balance\s+is\s+too\s+low", (("balance",),)),
 )
 _AGY_PHRASE = Alternatives(
     (r"RESOURCE_EXHAUSTED", (("exhausted",),)),
@@ -87,6 +90,9 @@ _WARNING = Alternatives(
     (r"\d{1,3}\s?%\s+of", (("%",),)),
     (r"\bused\s+\d", (("used",),)),
     (r"context", (("context",),)),
+    # claude's throttle says so itself: `Server is temporarily limiting requests (not your usage
+    # limit)` (A2: a failed call, A28).
+    (r"not\s+your\s+usage\s+limit", (("not",),)),
 )
 _TECHNICAL_WORDS = (
     "token", "tokens", "turn", "turns", "rate", "retry", "output", "memory", "recursion", "depth",

@@ -55,10 +55,23 @@ class Piece:
 
 
 @attrs.frozen
+class WindowUsage:
+    """One usage window of a `rate_limit_event` (claude 2.1.332's `unifiedWindows`, from the
+    API's `anthropic-ratelimit-unified-5h-*`/`-7d-*` headers): how much of it is used."""
+
+    window: str  # `five_hour`, `seven_day`, … as the CLI names it
+    utilization: float
+    resets_at: float | None = None
+    threshold: float | None = None
+
+
+@attrs.frozen
 class RateLimitEvent:
-    """claude's `rate_limit_event` (A2): a limit when its status is rejected/blocked (reset
-    from `resetsAt`); on a healthy call (`allowed`, `allowed_warning`) its `utilization`,
-    `rateLimitType` and `surpassedThreshold` are a usage reading (issue 25)."""
+    """claude's `rate_limit_event` (A2): a limit when its status is rejected/blocked and it
+    names its reset (`resetsAt`) or its window (`rateLimitType`) — one naming neither is the
+    server's throttle, a failed call (A2, A28); on a healthy call (`allowed`,
+    `allowed_warning`) its `utilization`, `rateLimitType` and `surpassedThreshold`, and each of
+    its `unifiedWindows`, are usage readings (docs/limits.md)."""
 
     status: str
     resets_at: float | None
@@ -66,6 +79,10 @@ class RateLimitEvent:
     utilization: float | None = None
     window: str = ""
     threshold: float | None = None
+    windows: tuple[WindowUsage, ...] = ()
+    #: Whether the event names its reset or its window at all (even unreadably): a usage limit
+    #: when rejected, not the server's throttle (A2).
+    names_a_limit: bool = True
 
 
 @attrs.frozen
@@ -117,6 +134,31 @@ def _number(value: Any) -> float | None:
         return None
 
 
+#: At most this many windows of one event are read (claude reports two or three).
+_WINDOWS_MAX = 8
+
+
+def _windows(value: Any) -> tuple[WindowUsage, ...]:
+    """The usage windows of a `rate_limit_info.unifiedWindows` object: each `{name: {utilization,
+    resetsAt, surpassedThreshold, …}}` with a numeric utilization; anything else is skipped."""
+    if not isinstance(value, dict):
+        return ()
+    found: list[WindowUsage] = []
+    for name, window in list(value.items())[:_WINDOWS_MAX]:
+        if not isinstance(name, str) or not isinstance(window, dict):
+            continue
+        used = _number(window.get("utilization"))
+        if used is None:
+            continue
+        found.append(WindowUsage(
+            window=name[:40],
+            utilization=used,
+            resets_at=_number(window.get("resetsAt", window.get("reset"))),
+            threshold=_number(window.get("surpassedThreshold")),
+        ))
+    return tuple(found)
+
+
 def _event_pieces(event: dict[str, Any]) -> Iterator[Piece | RateLimitEvent | bool]:
     """Pieces of one structured event; True when the event is a terminal success."""
     kind = event.get("type")
@@ -137,6 +179,8 @@ def _event_pieces(event: dict[str, Any]) -> Iterator[Piece | RateLimitEvent | bo
                     utilization=_number(info.get("utilization")),
                     window=window[:40] if isinstance(window, str) else "",
                     threshold=_number(info.get("surpassedThreshold")),
+                    windows=_windows(info.get("unifiedWindows")),
+                    names_a_limit=resets is not None or window is not None,
                 )
         return
     if kind == RESULT_EVENT:
@@ -401,6 +445,12 @@ def _read_line(
     events = _as_events(line)
     if events is None:
         return None
+    if provider not in ("claude", ""):
+        # `rate_limit_event` is claude's own event (A2): in codex's or agy's output such a line
+        # is text their model wrote (A5), never a limit or a usage reading.
+        events = [event for event in events if event.get("type") != LIMIT_EVENT]
+        if not events:
+            return None
     succeeded = False
     for event in events:
         for part in _event_pieces(event):

@@ -89,25 +89,31 @@ def _epoch(value: float | None) -> datetime | None:
 
 
 def _usage(provider: str, output: Output) -> UsageReading | None:
-    """Issue 25: the usage reading of a healthy call, from the CLI's own structured events only
-    (claude's `rate_limit_event` with status `allowed`/`allowed_warning` and a `utilization`;
-    never model text, A5). Of several, the highest utilization (the window nearest its limit),
-    the later on a tie. codex and agy print none (docs/limits.md)."""
+    """The usage reading of a healthy call (docs/limits.md), from the CLI's own structured
+    events only (claude's `rate_limit_event` with status `allowed`/`allowed_warning`: its own
+    `utilization`, and each window of its `unifiedWindows`; never model text, A5). Of several,
+    the highest utilization (the window nearest its limit), the later on a tie. codex and agy
+    print none."""
     best: UsageReading | None = None
     for event in output.rate_limits:
-        used = event.utilization
-        if event.status not in READING_STATUSES or used is None:
+        if event.status not in READING_STATUSES:
             continue
-        if not 0 <= used <= MAX_UTILIZATION:
-            continue
-        threshold = event.threshold
-        if threshold is not None and not 0 <= threshold <= MAX_UTILIZATION:
-            threshold = None
-        if best is None or used >= best.utilization:
-            best = UsageReading(
-                provider=provider, utilization=used, window=event.window,
-                resets_at=_epoch(event.resets_at), threshold=threshold,
-            )
+        said = [(event.utilization, event.window, event.resets_at, event.threshold)]
+        said += [  # the event's own window is the same window: its threshold holds there too
+            (w.utilization, w.window, w.resets_at,
+             event.threshold if w.threshold is None and w.window == event.window else w.threshold)
+            for w in event.windows
+        ]
+        for used, window, resets_at, threshold in said:
+            if used is None or not 0 <= used <= MAX_UTILIZATION:
+                continue
+            if threshold is not None and not 0 <= threshold <= MAX_UTILIZATION:
+                threshold = None
+            if best is None or used >= best.utilization:
+                best = UsageReading(
+                    provider=provider, utilization=used, window=window,
+                    resets_at=_epoch(resets_at), threshold=threshold,
+                )
     return best
 
 # What each detector reads for (see `_streams.cut_relevant`): a piece holding none of these
@@ -165,11 +171,7 @@ class _PreparedLimit:
 
     @classmethod
     def of(cls, provider: str, output: Output, meter: Meter | None) -> _PreparedLimit:
-        structured = tuple(
-            (event.text, event.resets_at)
-            for event in output.rate_limits
-            if event.status in LIMIT_STATUSES
-        )
+        structured = _structured_limits(output)
         return cls(provider, structured, tuple(
             candidates(t, provider, meter) for t in _examined_texts(output)
         ))
@@ -177,11 +179,7 @@ class _PreparedLimit:
     @classmethod
     def resolved_of(cls, provider: str, output: Output) -> _PreparedLimit:
         """`of(provider, output, None).resolved()`, built at once."""
-        structured = tuple(
-            (event.text, event.resets_at)
-            for event in output.rate_limits
-            if event.status in LIMIT_STATUSES
-        )
+        structured = _structured_limits(output)
         return cls(provider, structured, tuple(
             tuple(c.prepared() for c in candidates(t, provider)) for t in _examined_texts(output)
         ))
@@ -227,6 +225,16 @@ class _PreparedLimit:
             tuple(c.prepared() if isinstance(c, Candidate) else c for c in piece)
             for piece in self.pieces
         ))
+
+
+def _structured_limits(output: Output) -> tuple[tuple[str, float | None], ...]:
+    """The CLI's own limit events as (text, resetsAt): rejected/blocked, naming the limit's
+    reset or window. One naming neither is the server's throttle, a failed call (A2, A28)."""
+    return tuple(
+        (event.text, event.resets_at)
+        for event in output.rate_limits
+        if event.status in LIMIT_STATUSES and event.names_a_limit
+    )
 
 
 def _examined_texts(output: Output) -> list[str]:

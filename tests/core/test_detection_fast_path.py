@@ -115,6 +115,9 @@ def plain_cut(stdout: str, stderr: str, provider: str) -> Output:
             pieces.append(Piece(text=text, origin="cli", where="event"))
             continue
         events = _events(line)
+        if events is not None and provider not in ("claude", ""):
+            # claude's `rate_limit_event` in another CLI's output is its model's text (A2, A5).
+            events = [e for e in events if e.get("type") != "rate_limit_event"] or None
         if events is None:
             free.append(raw)
             continue

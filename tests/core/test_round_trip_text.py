@@ -55,7 +55,8 @@ NAMED = ["\x85", "\u2028", "\u2029", "\r", "\r\n", "\x00", "\ud800", "\udfff", "
 #: internal working records, not part of any state, event, effect or result.
 NOT_SERIALIZED = {
     "Candidate", "Found", "Piece", "PreparedCandidate", "PreparedClassification", "Meter",
-    "RateLimitEvent", "Output", "_Known", "_PreparedLimit", "_Draft", "_CallEndedTwin",
+    "RateLimitEvent", "WindowUsage", "Output", "_Known", "_PreparedLimit", "_Draft",
+    "_CallEndedTwin",
 }
 
 
