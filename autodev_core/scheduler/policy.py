@@ -52,6 +52,13 @@ GIVE_UP_AFTER: Final[int] = 12
 #: A31: a participant ending this many turns in a row without a post pauses the run at once.
 EMPTY_TURNS_PAUSE: Final[int] = 3
 
+#: One retry loop (docs/limits.md, "Whose retries"): a CLI that retries a failed request by
+#: itself (claude: 10 times over about three minutes by default) makes a handover (A15, A36) or
+#: the outage schedule (A27) start minutes late. autodev lets claude retry this many times
+#: inside one call (`CLAUDE_CODE_MAX_RETRIES`; about 2 s), so a passing blip is still absorbed
+#: and anything longer reaches the scheduler's own waits (A27, A28) at once.
+CLI_OWN_RETRIES: Final[int] = 2
+
 
 def default_limit_wait(provider: str) -> timedelta:
     """A6: how long an engine is taken out when its notice carried no readable reset."""

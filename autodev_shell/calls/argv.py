@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import math
+import os
 import re
 import shutil
 from collections.abc import Iterable, Mapping
@@ -23,6 +24,7 @@ import attrs
 from autodev_core.engine import PROVIDERS, Engine
 from autodev_core.errors import ConfigError
 from autodev_core.participant import Participant
+from autodev_core.scheduler.policy import CLI_OWN_RETRIES
 
 #: C1: default per-call timeout (the agy watchdog, and the same bound for claude and codex).
 #: The SPEC gives no number; an hour lets a long coding turn finish.
@@ -32,6 +34,23 @@ DEFAULT_CALL_TIMEOUT_SECONDS = 3600.0
 #: participant body plus the thread window never makes a call impossible to start. A longer
 #: prompt goes into a private file the argv prompt points to (`call_participant`).
 ARGV_PROMPT_MAX_BYTES = 96 * 1024
+
+#: The variable through which a CLI takes how often it retries a failed request by itself
+#: (`CLI_OWN_RETRIES`, docs/limits.md "Whose retries"): claude's. codex keeps its own retries
+#: (its config.toml's, about 16-25 s at worst); agy has none that can be set.
+RETRY_ENV: Mapping[str, str] = MappingProxyType({"claude": "CLAUDE_CODE_MAX_RETRIES"})
+
+
+def call_environment(provider: str, env: Mapping[str, str] | None) -> dict[str, str] | None:
+    """The environment of a call to `provider`'s CLI: `env` (None: the daemon's own), with the
+    CLI's own retries set to `CLI_OWN_RETRIES` unless that environment sets them already."""
+    variable = RETRY_ENV.get(provider)
+    if variable is None:
+        return None if env is None else dict(env)
+    base = dict(os.environ if env is None else env)
+    base.setdefault(variable, str(CLI_OWN_RETRIES))
+    return base
+
 
 _PLACEHOLDER = re.compile(r"\{(binary|prompt|model)\}")
 #: In `argv`, the item replaced by `model_args` when a model applies (else dropped).

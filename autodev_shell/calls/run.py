@@ -46,6 +46,7 @@ from .argv import (
     DEFAULT_TEMPLATES,
     CommandTemplate,
     argv_for,
+    call_environment,
 )
 from .capture import STDERR_TAIL_BYTES, STDOUT_TAIL_BYTES, Sink, _Capture
 from .processes import die_with_parent, signal_group, stop_group
@@ -437,6 +438,7 @@ def call_participant(
     """
     template = templates[entry.provider]
     kwargs.setdefault("timeout", template.timeout_seconds)
+    kwargs["env"] = call_environment(entry.provider, kwargs.get("env"))
     if template.prompt_on_stdin:
         argv = argv_for(participant, entry, prompt, templates)
         return run_call(argv, provider=entry.provider, input=prompt, **kwargs)
