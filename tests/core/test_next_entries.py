@@ -12,7 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from autodev_core import (
+    CallEnded,
     Engine,
+    LimitNotice,
     RunStarted,
     SchedulerConfig,
     StartCall,
@@ -21,7 +23,7 @@ from autodev_core import (
     parse_participant,
     step,
 )
-from autodev_core.scheduler import EngineLimit, Outage
+from autodev_core.scheduler import EngineLimit, Outage, SchedulerState
 
 NOW = datetime(2026, 12, 5, 9, 0, tzinfo=UTC)
 ENGINES = ("claude", "codex", "agy", "claude:opus", "codex:gpt-5")
@@ -43,7 +45,7 @@ limits = st.dictionaries(st.sampled_from(ENGINES), offsets, max_size=len(ENGINES
 outages = st.dictionaries(st.sampled_from(("claude", "codex", "agy")), offsets, max_size=3)
 
 
-def _state(limited: dict[str, timedelta], out: dict[str, timedelta]) -> object:
+def _state(limited: dict[str, timedelta], out: dict[str, timedelta]) -> SchedulerState:
     state = initial_state(_config())
     return attrs.evolve(
         state,
@@ -94,3 +96,29 @@ def test_A38_a_reset_at_now_has_passed() -> None:
     state = _state({"claude": timedelta(0), "codex": timedelta(minutes=1)}, {})
     assert next_entries(state, NOW) == (0, 1, 0)
     assert next_entries(state, NOW - timedelta(seconds=1)) == (2, 1, 0)
+
+
+@given(limits, outages, st.integers(min_value=1, max_value=240).map(lambda m: timedelta(minutes=m)))
+def test_A38_next_entries_judges_at_the_now_asked_not_at_the_last_event(
+    limited: dict[str, timedelta], out: dict[str, timedelta], lag: timedelta
+) -> None:
+    """A status or a panel asks between events: the state's last event was `lag` ago, and a
+    reset (or retry time) that fell between it and `now` has passed by `now` (A38), so the
+    entry counts as free, as the next turn start will find it (A23)."""
+    state = attrs.evolve(_state(limited, out), last_event_at=NOW - lag)
+    expected = tuple(_model(lane, limited, out) for lane in state.config.lanes)
+    assert next_entries(state, NOW) == expected
+
+
+def test_A23_a_limit_lifted_after_the_last_event_counts_as_lifted() -> None:
+    """Through real steps: ana's claude is limited until 10:00 at 09:01, the state's last
+    event; asked at 10:30, ana's next turn is back on claude; asked at 09:30, still on codex."""
+    state, effects = step(initial_state(_config()), RunStarted(now=NOW))
+    (call,) = [e for e in effects if isinstance(e, StartCall)]
+    assert (call.participant, str(call.engine)) == ("ana", "claude")
+    notice = LimitNotice(provider="claude", reset_at=NOW + timedelta(hours=1), text="x")
+    state, _ = step(state, CallEnded(now=NOW + timedelta(minutes=1), participant="ana",
+                                     engine=Engine("claude"), kind="limit", limit=notice))
+    assert state.last_event_at == NOW + timedelta(minutes=1)
+    assert next_entries(state, NOW + timedelta(minutes=30))[0] == 1
+    assert next_entries(state, NOW + timedelta(minutes=90))[0] == 0
