@@ -11,16 +11,16 @@ temporary HOME, so it never reaches a provider's servers and never reads real cr
   0.171 then prints `ERROR: Reconnecting... waiting for network` forever — the adapters must
   stop it early and report a network outage (A37), well before the call's timeout.
 
-Skipped, with the reason, when npm is missing or the install fails. The install is cached in
-`~/.cache/autodev-test/npm` (or `$AUTODEV_TEST_NPM_DIR`) and reused.
+Skipped, with one line saying how to get them, when npm is missing or the install fails (a
+failure where `AUTODEV_REQUIRE_REALCLI` is set, as .ci/run sets it). The install, at the versions
+of tests/conformance/versions.py, is cached in `~/.cache/autodev-test/npm` (or
+`$AUTODEV_TEST_NPM_DIR`) and reused.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import os
-import shutil
 import socket
 import subprocess
 import time
@@ -29,6 +29,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from conformance import versions
+from conformance.kit import claude_env, codex_env, installed_bin_dir
 
 from autodev_core.detection import classify_output
 from autodev_core.engine import Engine
@@ -42,10 +44,9 @@ from autodev_shell.calls import (
 )
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "realcli"
-#: The versions these tests were written against (recorded in docs/shell.md).
-CLAUDE_PACKAGE, CLAUDE_VERSION = "@anthropic-ai/claude-code", "2.1.197"
-CODEX_PACKAGE, CODEX_VERSION = "@openai/codex", "0.171.0"
-NPM_INSTALL_TIMEOUT = 300
+#: The versions these tests run against: pinned in one place, tests/conformance/versions.py.
+CLAUDE_VERSION = versions.CLAUDE[1]
+CODEX_VERSION = versions.CODEX[1]
 CALL_TIMEOUT = 120.0  # generous: the early stop must come well before it (A37)
 
 
@@ -101,45 +102,10 @@ def test_A26_recorded_claude_2_1_connection_refused_is_a_network_error() -> None
 # -- the real CLIs ---------------------------------------------------------------------------------
 
 
-def _npm_dir() -> Path:
-    configured = os.environ.get("AUTODEV_TEST_NPM_DIR")
-    return Path(configured) if configured else Path.home() / ".cache" / "autodev-test" / "npm"
-
-
-def _installed_version(prefix: Path, package: str) -> str | None:
-    manifest = prefix / "node_modules" / package / "package.json"
-    try:
-        return str(json.loads(manifest.read_text(encoding="utf-8"))["version"])
-    except (OSError, ValueError, KeyError):
-        return None
-
-
 @pytest.fixture(scope="module")
 def npm_bin() -> Path:
-    npm = shutil.which("npm")
-    if npm is None or shutil.which("node") is None:
-        pytest.skip("npm/node not found: the real-CLI tests need them to install claude and codex")
-    prefix = _npm_dir()
-    wanted = {CLAUDE_PACKAGE: CLAUDE_VERSION, CODEX_PACKAGE: CODEX_VERSION}
-    if any(_installed_version(prefix, p) != v for p, v in wanted.items()):
-        prefix.mkdir(parents=True, exist_ok=True)
-        try:
-            done = subprocess.run(
-                [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund",
-                 "--loglevel=error", *(f"{p}@{v}" for p, v in wanted.items())],
-                capture_output=True, text=True, timeout=NPM_INSTALL_TIMEOUT,
-                stdin=subprocess.DEVNULL, check=False,
-            )
-        except subprocess.TimeoutExpired:
-            pytest.skip(f"npm install took longer than {NPM_INSTALL_TIMEOUT} s")
-        if done.returncode != 0:
-            last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
-            pytest.skip(f"npm install of claude/codex failed (exit {done.returncode}): {last}")
-    bin_dir = prefix / "node_modules" / ".bin"
-    for name in ("claude", "codex"):
-        if not (bin_dir / name).exists():
-            pytest.skip(f"npm installed no {name} executable in {bin_dir}")
-    return bin_dir
+    """The pinned CLIs (tests/conformance/versions.py), installed by the conformance kit."""
+    return installed_bin_dir()
 
 
 def _dead_port() -> int:
@@ -147,15 +113,6 @@ def _dead_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-def _clean_env(home: Path) -> dict[str, str]:
-    """A fresh environment: no inherited keys or tokens, a temporary HOME."""
-    node = shutil.which("node")
-    assert node is not None
-    path = os.pathsep.join([os.path.dirname(node), "/usr/local/bin", "/usr/bin", "/bin"])
-    home.mkdir(parents=True, exist_ok=True)
-    return {"PATH": path, "HOME": str(home), "LANG": "C.UTF-8", "TMPDIR": str(home)}
 
 
 def _version(binary: Path) -> str:
@@ -173,50 +130,13 @@ def _alive(pid: int) -> bool:
 
 
 def _claude_env(home: Path, base_url: str) -> dict[str, str]:
-    env = _clean_env(home)
-    env.update({
-        "ANTHROPIC_BASE_URL": base_url,
-        "CLAUDE_CONFIG_DIR": str(home / ".claude"),
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "DISABLE_AUTOUPDATER": "1",
-        "DISABLE_TELEMETRY": "1",
-        "DISABLE_ERROR_REPORTING": "1",
-    })
-    return env
+    """claude at `base_url` with no credential (the conformance kit's environment)."""
+    return claude_env(home, base_url, "none", None)
 
 
 def _codex_env(home: Path, base_url: str) -> dict[str, str]:
     """A temporary CODEX_HOME whose only provider is at `base_url`, nothing else looked up."""
-    env = _clean_env(home)
-    codex_home = home / ".codex"
-    codex_home.mkdir(parents=True, exist_ok=True)
-    (codex_home / "config.toml").write_text(
-        f"""model_provider = "autodevtest"
-model = "gpt-5"
-check_for_update_on_startup = false
-
-[analytics]
-enabled = false
-
-[feedback]
-enabled = false
-
-[features]
-apps = false
-plugins = false
-remote_plugin = false
-plugin_sharing = false
-
-[model_providers.autodevtest]
-name = "autodev test: a loopback port"
-base_url = "{base_url}"
-env_key = "AUTODEV_TEST_CODEX_KEY"
-wire_api = "responses"
-""",
-        encoding="utf-8",
-    )
-    env.update({"CODEX_HOME": str(codex_home), "AUTODEV_TEST_CODEX_KEY": "not-a-real-key"})
-    return env
+    return codex_env(home, base_url, None)
 
 
 @pytest.mark.realcli
