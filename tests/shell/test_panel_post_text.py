@@ -1,7 +1,8 @@
 """How the panel shows a post's text (docs/panel.md, "Thread"): control characters in it are
 shown as their Unicode pictures (`␛` for ESC, `␋` for `\\v`, `␌` for `\\f`, `␍` for `\\r`, `␡`
 for DEL), never interpreted — every one of them, however many a post holds; the tab and the
-newline are kept as they are.
+newline are kept as they are. C1 controls and the bidi controls that reorder text (an override
+makes `evil\\u202eexe.txt` read as a `.exe`) are shown as their code point, `⟨U+202E⟩`.
 
 The page's own function (`visible` in autodev_shell/panel/static/panel.js) is run as it is
 written, outside any page: by Node when it is installed, else by the headless Chromium the
@@ -32,14 +33,21 @@ POSTS = [
     "x\vy\vz\fw\fv",
     "\x1b[31mred\x1b[0m and \x1b]0;title\x07 done\r\n",
     "tab\tand\nnewline\r\n\x00\x01",
-    "plain text, é, 😀, \x85 (C1 is not C0)",
+    "plain text, é, 😀, and no control",
+    # C1 controls and the bidi controls that reorder what follows them (issue 41's
+    # "evil\u202eexe.txt" reads "evil" + "txt.exe" reversed when shown raw).
+    "evil\u202eexe.txt",
+    "\x85\x9b31m\x80 \u200e\u200f\u202a\u202b\u202c\u202d\u2066\u2067\u2068\u2069",
     "",
 ]
 
+#: The bidi controls (marks, embeddings, overrides, isolates) shown as their code point.
+BIDI = {0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)}
+
 
 def picture(text: str) -> str:
-    """Each C0 control but the tab and the newline as its Unicode picture (U+2400 + code), and
-    DEL as ␡ (U+2421); everything else as it is."""
+    """Each C0 control but the tab and the newline as its Unicode picture (U+2400 + code), DEL
+    as ␡ (U+2421), each C1 control and bidi control as `⟨U+XXXX⟩`; everything else as it is."""
     out = []
     for ch in text:
         code = ord(ch)
@@ -47,6 +55,8 @@ def picture(text: str) -> str:
             out.append("\u2421")
         elif code < 0x20 and ch not in "\t\n":
             out.append(chr(0x2400 + code))
+        elif 0x80 <= code <= 0x9F or code in BIDI:
+            out.append(f"⟨U+{code:04X}⟩")
         else:
             out.append(ch)
     return "".join(out)
@@ -96,3 +106,4 @@ def test_every_control_character_of_a_post_is_shown_as_its_picture() -> None:
     # And the rule itself, on the examples the page has to get right.
     assert picture("\v\f\r") == "␋␌␍"
     assert picture("x\vy\vz") == "x␋y␋z"
+    assert picture("evil\u202eexe.txt") == "evil⟨U+202E⟩exe.txt"

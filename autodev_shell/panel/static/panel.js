@@ -55,8 +55,15 @@
   // Control characters of a post (a CLI's escape codes) shown as their Unicode pictures:
   // text, never interpreted.
   function visible(text) {
-    return text.replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g,
-      (c) => String.fromCharCode(c.charCodeAt(0) === 0x7f ? 0x2421 : 0x2400 + c.charCodeAt(0)));
+    // C0 controls (but tab and newline) as their pictures, DEL as ␡; C1 controls and the bidi
+    // controls that reorder what follows ("evil\u202Eexe.txt") as their code, ⟨U+202E⟩.
+    return text.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g,
+      (c) => {
+        const code = c.charCodeAt(0);
+        if (code < 0x20) return String.fromCharCode(0x2400 + code);
+        if (code === 0x7f) return "\u2421";
+        return `\u27e8U+${code.toString(16).toUpperCase().padStart(4, "0")}\u27e9`;
+      });
   }
 
   function ago(iso) {
