@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any, Final
 
 from . import _lazy
 
-#: Every public name, by the module it lives in: the one table of them (issue 27). `__all__`
+#: Every public name, by the module it lives in: the one table of them. `__all__`
 #: and `__getattr__` are read from it; a name is imported from its module on first use (PEP 562),
 #: so `import autodev_core`, or a command that needs only a few names, does not pay for the rest
-#: (issue 13).
+#: (docs/performance.md, cold start).
 _EXPORTS: Final[dict[str, tuple[str, ...]]] = {
     "engine": ("PROVIDERS", "Engine"),
     "errors": ("AutodevError", "ConfigError"),

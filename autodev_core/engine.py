@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import attrs
 
@@ -30,21 +29,8 @@ def _model_rank(model: str | None) -> tuple[bool, str]:
     return (model is not None, model or "")
 
 
-_setattr = object.__setattr__
-
-
-class _Named:
-    """A slot for an engine's name (`str(engine)`), outside attrs' fields: eq, hash, order,
-    repr, `attrs.fields` and the serialized form do not see it. Written once when an engine is
-    built, it is read by the scheduler's log lines, where calling `__str__` cost more than the
-    rest of the line (issue 13)."""
-
-    __slots__ = ("_name",)
-    _name: str
-
-
 @attrs.frozen(order=True)
-class Engine(_Named):
+class Engine:
     """Who owns a limit (A8): `claude` and `claude:sonnet` are two engines (A9).
 
     Engines are ordered by provider (as text), then the engine without a model before any with
@@ -53,22 +39,6 @@ class Engine(_Named):
 
     provider: str = attrs.field(validator=_check_provider)
     model: str | None = attrs.field(default=None, validator=_check_model, order=_model_rank)
-
-    def __attrs_post_init__(self) -> None:
-        _setattr(self, "_name", self.provider if self.model is None
-                 else f"{self.provider}:{self.model}")
-
-    # attrs' own pair for slotted classes, and the name: a copy or an unpickled engine has it
-    def __getstate__(self) -> dict[str, Any]:
-        return {"provider": self.provider, "model": self.model}
-
-    def __setstate__(self, state: dict[str, Any] | tuple[Any, ...]) -> None:
-        if isinstance(state, tuple):  # attrs' older form: the fields' values in order
-            state = dict(zip(("provider", "model"), state, strict=False))
-        for name in ("provider", "model"):
-            if name in state:
-                _setattr(self, name, state[name])
-        self.__attrs_post_init__()
 
     @classmethod
     def parse(cls, text: str) -> Engine:
@@ -83,7 +53,7 @@ class Engine(_Named):
         return cls(provider=provider, model=model.strip() if sep else None)
 
     def __str__(self) -> str:
-        return self._name
+        return self.provider if self.model is None else f"{self.provider}:{self.model}"
 
     @property
     def primary(self) -> Engine:

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any, NamedTuple
 
 import attrs
 
 from .engine import PROVIDERS, Engine
 from .errors import ConfigError
-
-if TYPE_CHECKING:
-    import yaml
+from .yaml_lines import load_yaml, node_line
 
 
 @attrs.frozen
@@ -75,36 +73,6 @@ class Participant:
         return entry.model
 
 
-def _node_line(node: yaml.Node, offset: int) -> int:
-    return int(node.start_mark.line) + 1 + offset
-
-
-def find_duplicate_key(node: yaml.Node | None) -> tuple[str, int, int] | None:
-    """The first key a mapping anywhere in `node` repeats: (key, line of its first use, line of
-    the repeat), lines counted from 1 in the composed text. YAML loaders keep the last value of
-    a repeated key silently; a participant or settings file must not (C5)."""
-    import yaml  # loaded with the file it reads (see `parse_participant`)
-
-    if isinstance(node, yaml.MappingNode):
-        seen: dict[str, int] = {}
-        for key_node, value_node in node.value:
-            if isinstance(key_node, yaml.ScalarNode):
-                key = str(key_node.value)
-                line = int(key_node.start_mark.line) + 1
-                if key in seen:
-                    return key, seen[key], line
-                seen[key] = line
-            found = find_duplicate_key(value_node)
-            if found is not None:
-                return found
-    elif isinstance(node, yaml.SequenceNode):
-        for item in node.value:
-            found = find_duplicate_key(item)
-            if found is not None:
-                return found
-    return None
-
-
 def parse_participant(text: str, *, id: str, source: str = "<string>") -> Participant:
     """Read a participant file. Raises ConfigError naming `source` and the line (C5)."""
     return read_participant(text, id=id, source=source)[0]
@@ -118,6 +86,27 @@ def read_participant(
     and out whenever its provider is, so it can never be the free entry a hop looks for (A11)."""
     if not _ID_RE.match(id or ""):
         raise ConfigError(f"malformed participant id {id!r}", source=source)
+    front = _front_matter(text, source)
+    fields = _Fields(front, source)
+    provider, model, gate = fields.settings()
+    chain, warnings = fields.chain(Engine(provider))  # A9: the provider alone, whatever the pin
+    participant = Participant(
+        id=id, provider=provider, model=model, failover=chain, gate=gate, prompt=front.body,
+    )
+    return participant, warnings
+
+
+class _FrontMatter(NamedTuple):
+    """A participant file cut at its fences: the YAML between them and the prompt after (a
+    working value of the reader, not one of the core's serialized values)."""
+
+    yaml: str
+    body: str
+    first: int  # the index of the opening '---' line
+    offset: int  # the lines before the YAML text
+
+
+def _front_matter(text: str, source: str) -> _FrontMatter:
     if text.startswith("\ufeff"):  # a UTF-8 byte order mark, as some editors write: accepted
         text = text[1:]
     lines = text.splitlines()
@@ -134,100 +123,94 @@ def read_participant(
         raise ConfigError(
             "front matter is not closed by a '---' line", source=source, line=first + 1
         ) from None
-    offset = first + 1  # lines before the YAML text
-    front = "\n".join(lines[first + 1 : close])
-    body = "\n".join(lines[close + 1 :]).strip("\n")
-    import yaml  # on first use: a command that reads no participant file does not pay for it
-
-    try:
-        node = yaml.compose(front, Loader=yaml.SafeLoader)
-        data: Any = yaml.safe_load(front)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        line = int(mark.line) + 1 + offset if mark is not None else first + 1
-        problem = getattr(exc, "problem", None) or "invalid YAML"
-        raise ConfigError(
-            f"invalid YAML in front matter: {problem}", source=source, line=line
-        ) from None
-    duplicate = find_duplicate_key(node)
-    if duplicate is not None:
-        key, first_use, repeat = duplicate
-        raise ConfigError(
-            f"duplicate key {key!r} (first given on line {first_use + offset})",
-            source=source,
-            line=repeat + offset,
-        )
-    if data is None:
-        raise ConfigError(
-            "front matter is empty: 'provider' is required", source=source, line=first + 1
-        )
-    if not isinstance(data, dict) or not isinstance(node, yaml.MappingNode):
-        raise ConfigError(
-            "front matter must be a mapping of keys to values", source=source, line=offset + 1
-        )
-    key_lines: dict[str, int] = {}
-    value_nodes: dict[str, yaml.Node] = {}
-    for key_node, value_node in node.value:
-        key = str(key_node.value)
-        key_lines[key] = _node_line(key_node, offset)
-        value_nodes[key] = value_node
-
-    def fail(key: str, message: str) -> ConfigError:
-        return ConfigError(message, source=source, line=key_lines.get(key, first + 1))
-
-    for key in data:
-        if key not in KNOWN_KEYS:
-            raise fail(str(key), f"unknown key {key!r} (known keys: {', '.join(KNOWN_KEYS)})")
-    if "provider" not in data:
-        raise ConfigError("missing required key 'provider'", source=source, line=first + 1)
-    provider = data["provider"]
-    if not isinstance(provider, str) or provider.strip() not in PROVIDERS:
-        raise fail("provider", f"unknown provider {provider!r} (known: {', '.join(PROVIDERS)})")
-    model = data.get("model")
-    if model is not None and (not isinstance(model, str) or not model.strip()):
-        raise fail("model", f"'model' must be a non-empty string, not {model!r}")
-    gate = data.get("gate", False)
-    if not isinstance(gate, bool):
-        raise fail("gate", f"'gate' must be true or false, not {gate!r}")
-    raw_chain = data.get("failover", [])
-    if raw_chain is None:
-        raw_chain = []
-    if not isinstance(raw_chain, list):
-        raise fail("failover", "'failover' must be a list of 'provider[:model]' entries")
-    chain: list[Engine] = []
-    warnings: list[ConfigWarning] = []
-    primary = Engine(provider.strip())  # A9: the provider alone, whatever the pin
-    chain_node = value_nodes.get("failover")
-    for index, entry in enumerate(raw_chain):
-        line = key_lines.get("failover", first + 1)
-        if isinstance(chain_node, yaml.SequenceNode) and index < len(chain_node.value):
-            line = _node_line(chain_node.value[index], offset)
-        if not isinstance(entry, str):
-            raise ConfigError(
-                f"failover entry {index + 1} must be 'provider[:model]', not {entry!r}",
-                source=source,
-                line=line,
-            )
-        try:
-            chain.append(Engine.parse(entry))
-        except ValueError as exc:
-            raise ConfigError(
-                f"bad failover entry {entry!r}: {exc}", source=source, line=line
-            ) from None
-        if chain[-1] == primary and not warnings:  # once per file
-            warnings.append(ConfigWarning(
-                f"failover entry {entry!r} is this participant's own primary engine (A9): it "
-                "is limited whenever the primary is, so a hop never lands on it; leave it "
-                f"out, or name a model ('{primary.provider}:<model>' is an engine of its own)",
-                source=source,
-                line=line,
-            ))
-    participant = Participant(
-        id=id,
-        provider=provider.strip(),
-        model=model.strip() if isinstance(model, str) else None,
-        failover=tuple(chain),
-        gate=gate,
-        prompt=body,
+    return _FrontMatter(
+        yaml="\n".join(lines[first + 1 : close]),
+        body="\n".join(lines[close + 1 :]).strip("\n"),
+        first=first,
+        offset=first + 1,
     )
-    return participant, tuple(warnings)
+
+
+class _Fields:
+    """The front matter's keys, each with the line it is written on, read strictly (C5)."""
+
+    def __init__(self, front: _FrontMatter, source: str) -> None:
+        import yaml  # on first use: a command that reads no participant file does not pay
+
+        self.source = source
+        self.offset = front.offset
+        self.fallback = front.first + 1  # the opening fence: where a missing key is reported
+        node, data = load_yaml(front.yaml, source=source, what="invalid YAML in front matter",
+                               offset=front.offset, line=self.fallback)
+        if data is None:
+            raise ConfigError(
+                "front matter is empty: 'provider' is required", source=source, line=self.fallback
+            )
+        if not isinstance(data, dict) or not isinstance(node, yaml.MappingNode):
+            raise ConfigError(
+                "front matter must be a mapping of keys to values", source=source,
+                line=front.offset + 1,
+            )
+        self.data: dict[Any, Any] = data
+        self.lines = {str(k.value): node_line(k, front.offset) for k, _v in node.value}
+        self.nodes = {str(k.value): v for k, v in node.value}
+
+    def fail(self, key: str, message: str, line: int | None = None) -> ConfigError:
+        at = line if line is not None else self.lines.get(key, self.fallback)
+        return ConfigError(message, source=self.source, line=at)
+
+    def settings(self) -> tuple[str, str | None, bool]:
+        """The provider, the pin and the gate, each checked."""
+        data = self.data
+        for key in data:
+            if key not in KNOWN_KEYS:
+                raise self.fail(str(key),
+                                f"unknown key {key!r} (known keys: {', '.join(KNOWN_KEYS)})")
+        if "provider" not in data:
+            raise self.fail("provider", "missing required key 'provider'", line=self.fallback)
+        provider = data["provider"]
+        if not isinstance(provider, str) or provider.strip() not in PROVIDERS:
+            raise self.fail("provider",
+                            f"unknown provider {provider!r} (known: {', '.join(PROVIDERS)})")
+        model = data.get("model")
+        if model is not None and (not isinstance(model, str) or not model.strip()):
+            raise self.fail("model", f"'model' must be a non-empty string, not {model!r}")
+        gate = data.get("gate", False)
+        if not isinstance(gate, bool):
+            raise self.fail("gate", f"'gate' must be true or false, not {gate!r}")
+        return provider.strip(), model.strip() if isinstance(model, str) else None, gate
+
+    def chain(self, primary: Engine) -> tuple[tuple[Engine, ...], tuple[ConfigWarning, ...]]:
+        """The failover chain (A10), and a warning for an entry that is the primary (A9)."""
+        import yaml
+
+        raw_chain = self.data.get("failover", [])
+        if raw_chain is None:
+            raw_chain = []
+        if not isinstance(raw_chain, list):
+            raise self.fail("failover", "'failover' must be a list of 'provider[:model]' entries")
+        chain: list[Engine] = []
+        warnings: list[ConfigWarning] = []
+        chain_node = self.nodes.get("failover")
+        for index, entry in enumerate(raw_chain):
+            line = self.lines.get("failover", self.fallback)
+            if isinstance(chain_node, yaml.SequenceNode) and index < len(chain_node.value):
+                line = node_line(chain_node.value[index], self.offset)
+            if not isinstance(entry, str):
+                raise self.fail("failover", f"failover entry {index + 1} must be "
+                                f"'provider[:model]', not {entry!r}", line=line)
+            try:
+                chain.append(Engine.parse(entry))
+            except ValueError as exc:
+                raise self.fail("failover", f"bad failover entry {entry!r}: {exc}",
+                                line=line) from None
+            if chain[-1] == primary and not warnings:  # once per file
+                warnings.append(ConfigWarning(
+                    f"failover entry {entry!r} is this participant's own primary engine (A9): "
+                    "it is limited whenever the primary is, so a hop never lands on it; leave "
+                    f"it out, or name a model ('{primary.provider}:<model>' is an engine of its "
+                    "own)",
+                    source=self.source,
+                    line=line,
+                ))
+        return tuple(chain), tuple(warnings)

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     import cattrs
 
 # cattrs and yaml are imported, and the converters built, on first use: a command that reads
-# no state (`autodev --help`) does not pay for them (issue 13).
+# no state (`autodev --help`) does not pay for them (docs/performance.md, cold start).
 
 T = TypeVar("T")
 
@@ -183,7 +183,7 @@ def _structure_flat(data: Any, cls: Any) -> Any:
     """`cls(**data)` when `data` holds exactly what the converter would pass on unchanged: only
     known fields, every required one, each of its field's exact type. Then the converter's
     result is the same value, without loading cattrs or generating code (a short command such
-    as `autodev status` reads its persistence state this way, issue 13). Anything else, or a
+    as `autodev status` reads its persistence state this way). Anything else, or a
     value the class refuses, is left to the converter, which decides and words the error."""
     flat = _flat_fields(cls)
     if flat is None or not isinstance(data, dict):
@@ -207,7 +207,7 @@ def from_json(text: str | bytes, cls: Any) -> Any:
 
 #: Characters YAML reads as line breaks that PyYAML writes bare in a plain or single-quoted
 #: scalar, where a reader folds them into a space: only a double-quoted scalar escapes them
-#: (\N, \L, \P). Text holding one is written double-quoted (SPEC 0.3; issue 24).
+#: (\N, \L, \P). Text holding one is written double-quoted (SPEC 0.3).
 _BARE_BREAKS = frozenset("\x85\u2028\u2029")
 _DUMPER: Any = None
 

@@ -1,5 +1,5 @@
 """The provider adapters' former module: its public names now live in `autodev_shell.calls`
-(issue 27) and stay importable from here, so code written against `autodev_shell.adapters`
+(docs/design.md) and stay importable from here, so code written against `autodev_shell.adapters`
 keeps working."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`OrchestratorMachine` for an asyncio loop, on a virtual clock (issue 28 item 3; SPEC 0.4).
+"""`OrchestratorMachine` for an asyncio loop, on a virtual clock (SPEC 0.4).
 
 The shipped machine drives a synchronous contract: `handle(event)` returns the events its effects
 led to. An orchestrator written with asyncio has a coroutine `handle`, tasks beside it (a

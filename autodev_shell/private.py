@@ -1,6 +1,6 @@
-"""A run's files are private by default (issue 9 item 8): the run folder is 0700 and every file
-in it 0600, whatever the umask — run.db and its `-wal`/`-shm`, lanes, the log, the checkpoint,
-the shadow copy, the lock and prompt files hold every prompt and post of the run.
+"""A run's files are private by default (docs/store.md, "Permissions"): the run folder is 0700 and
+every file in it 0600, whatever the umask — run.db and its `-wal`/`-shm`, lanes, the log, the
+checkpoint, the shadow copy, the lock and prompt files hold every prompt and post of the run.
 
 SQLite makes a database's `-wal` and `-shm` with the database file's own permissions, so a
 store created 0600 keeps its journal files 0600 too. A run folder made by an older autodev is

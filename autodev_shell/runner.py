@@ -18,19 +18,16 @@ This module is the loop itself: the steps, the effect handlers, the controls tur
 between steps, and the turn's prompt (B18-B20). Its other jobs are parts the `Runner` holds,
 each in its own module: `loop/commits.Commits` (each revision, the turn gate's wait, the
 heartbeat, the store-file check), `calls/cli_calls.CliCalls` (running a CLI and recording its
-process group), `loop/controls.Controls` (reading the control table) and
-`loop/logsink.StreamLog` (the log lines).
-
-At about 640 lines it is a little over the shell's ~600 (issue 27), on purpose: what is left is
-the one loop and its effect handlers, which read best together; splitting the handlers from the
-loop would only move `self` across files.
+process group), `loop/operator_commands.Controls` (reading the control table),
+`loop/messages.Messages` (user messages, posted at once) and `loop/logsink.StreamLog` (the log
+lines).
 """
 
 from __future__ import annotations
 
 import sys
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from types import MappingProxyType
@@ -52,7 +49,6 @@ from autodev_core.participant import Participant
 from autodev_core.scheduler import (
     CallCancelled,
     Effect,
-    Event,
     Log,
     MessageArrived,
     PauseRequested,
@@ -78,11 +74,18 @@ from .calls.lanes import Lanes
 from .clock import Clock
 from .durability.writes import Durability
 from .loop.commits import GATE_RETRY_SECONDS, Commits, RunFolderGone, revision_span
-from .loop.controls import Controls
 from .loop.logsink import LOG_FIELDS, LogSink, StreamLog
-from .loop.sleeper import COUNTDOWN_MIN_SECONDS, DEFAULT_SLICE_SECONDS, countdown_text, sleep_until
+from .loop.messages import USER, Messages, Todo
+from .loop.operator_commands import Controls
+from .loop.sleeper import (
+    COUNTDOWN_MIN_SECONDS,
+    DEFAULT_SLICE_SECONDS,
+    Wake,
+    countdown_text,
+    sleep_until,
+)
 from .sharing import LimitSharing
-from .store.run_store import Control, NewPost, RunStore
+from .store.run_store import NewPost, RunStore
 
 #: The thread's last posts shown to a participant in a fresh turn's prompt.
 PROMPT_THREAD_POSTS: Final = 20
@@ -94,12 +97,9 @@ PROMPT_THREAD_BYTES: Final = 64 * 1024
 #: One post's most in the window: a longer post is cut (its start kept) with a marker, so one
 #: huge post never pushes every other post out.
 PROMPT_POST_BYTES: Final = 16 * 1024
-#: The participant name user messages are posted under.
-USER: Final = "user"
-
 ControlEvent = StopRequested | PauseRequested | ResumeRequested | MessageArrived
 #: The event each control (`autodev stop`, `pause`, `resume`, `say`, C6) becomes: the one
-#: mapping of control names to events (a `say` also brings its text as posts, `_say`).
+#: mapping of control names to events (a `say` also brings its text as posts: loop/messages.py).
 _CONTROL_EVENTS: Final[Mapping[str, type[ControlEvent]]] = MappingProxyType({
     "stop": StopRequested, "pause": PauseRequested, "resume": ResumeRequested,
     "say": MessageArrived,
@@ -145,21 +145,10 @@ def restored_state(config: SchedulerConfig, saved_json: str) -> SchedulerState:
             saved = None
     return restore_state(config, saved)
 
-@attrs.frozen
-class _Todo:
-    """An event for the loop to apply, with what its revision carries: posts (a call's, a
-    user message's) and the ids of the queued controls it carries out (marked taken in the
-    same transaction)."""
-
-    event: Event
-    posts: tuple[NewPost, ...] = ()
-    taken: tuple[int, ...] = ()
-
-
 class Runner:
     """One run's daemon: the scheduler state, the store, and the effect handlers (B21).
 
-    Its parts (see module doc): `commits`, `cli` and `controls`.
+    Its parts (see module doc): `commits`, `cli`, `controls` and `messages`.
     """
 
     def __init__(
@@ -187,8 +176,8 @@ class Runner:
         self.clock = clock
         self.slice_seconds = slice_seconds
         self.countdown = countdown
-        # Issue 14: limits shared with other runs on the same accounts (docs/sharing.md); the
-        # team's engines are read at each turn start.
+        # Limits shared with other runs on the same accounts (docs/sharing.md); the team's
+        # engines are read at each turn start.
         self.sharing = sharing
         self._engines: tuple[Engine, ...] = tuple(
             dict.fromkeys(engine for lane in config.lanes for engine in lane)
@@ -208,10 +197,12 @@ class Runner:
         self.calls = 0
         self.posts: list[tuple[str, str]] = []
         self.statuses: list[str] = []
-        self._events: deque[_Todo] = deque()
+        self._events: deque[Todo] = deque()
+        self.messages = Messages(controls=self.controls, clock=clock, queue=self._events,
+                                 apply=lambda todo: self._apply(todo, self._events))
         self._parent: tuple[str, str] = ("", "")  # the input the current turn answers (B19)
         # B21: one handler per effect type the core can emit; a test checks none is missing.
-        self.handlers: dict[type, Callable[[Effect], list[_Todo]]] = {
+        self.handlers: dict[type, Callable[[Effect], list[Todo]]] = {
             StartCall: self._on_start_call,  # type: ignore[dict-item]
             Sleep: self._on_sleep,  # type: ignore[dict-item]
             Log: self._on_log,  # type: ignore[dict-item]
@@ -272,7 +263,7 @@ class Runner:
             # A pause survives a restart: it waits for a person (A29, A31, A32).
             self.log.note(self.clock.now(), "the run is paused; `autodev resume` goes on")
         else:
-            events.append(_Todo(RunStarted(now=self.clock.now())))
+            events.append(Todo(RunStarted(now=self.clock.now())))
         while True:
             while events:
                 self._apply(events.popleft(), events)
@@ -285,7 +276,7 @@ class Runner:
                 continue
             # A status with nothing to do next cannot happen; stop rather than spin.
             self.log.note(self.clock.now(), f"nothing to do while {self.state.status}; stopping")
-            events.append(_Todo(StopRequested(now=self.clock.now())))
+            events.append(Todo(StopRequested(now=self.clock.now())))
         self.flush_replicas()  # B14: a stopped run's backup holds all it has
         return RunSummary(
             status=self.state.status,
@@ -296,7 +287,7 @@ class Runner:
             persistence=describe_persistence(self.durability.state),
         )
 
-    def _apply(self, todo: _Todo, events: deque[_Todo]) -> None:
+    def _apply(self, todo: Todo, events: deque[Todo]) -> None:
         """One step of the core, committed as one revision with its posts and the controls it
         carries out; then its effects are carried out, in order."""
         event = todo.event
@@ -321,68 +312,38 @@ class Runner:
             events.extend(self.handlers[type(effect)](effect))
         # A user message is posted as soon as the loop sees it, whatever the run is doing; the
         # core decides what it changes (A19, A30).
-        says = self.controls.take_all("say")
-        if says:
-            events.append(self._say(says, self.clock.now()))
+        said = self.messages.take(self.clock.now())
+        if said is not None:
+            events.append(said)
 
     # --- controls between and during steps: stop, pause, resume, say (C6) -------------
 
-    def _say(self, says: Sequence[Control], now: datetime) -> _Todo:
-        """User messages as one `MessageArrived`, committed with their posts. Each post is keyed
-        by its control, so however often a crash makes it be carried out, it is posted once."""
-        posts = tuple(
-            NewPost(participant=USER, engine="", text=c.arg.strip(), at=now, key=f"say:{c.id}")
-            for c in says
-            if c.arg.strip()
-        )
-        return _Todo(MessageArrived(now=now), posts, tuple(c.id for c in says))
-
-    def _post_messages_now(self) -> None:
-        """Post user messages at once, in the middle of a call or a wait that a message does
-        not end (A19): one step and one revision each, whose follow-ups run after it. First
-        those the loop took and holds behind a step's follow-ups (said as a call ended, before
-        its end was carried out: else they waited for the whole next call or wait, and one said
-        during it was posted first), then those queued since, in the order said."""
-        for todo in self._waiting_messages():
-            self._apply(todo, self._events)
-        says = self.controls.take_all("say")
-        if says:
-            self._apply(self._say(says, self.clock.now()), self._events)
-
-    def _waiting_messages(self) -> list[_Todo]:
-        """The user messages the loop took and holds behind a step's follow-ups, taken out of
-        its queue (a message said as a call ended, before the call's end was carried out)."""
-        waiting = [todo for todo in self._events if isinstance(todo.event, MessageArrived)]
-        for todo in waiting:
-            self._events.remove(todo)
-        return waiting
-
-    def _drain_controls(self, events: deque[_Todo]) -> None:
+    def _drain_controls(self, events: deque[Todo]) -> None:
         """Turn queued controls into events, once the events in hand are done."""
         if events:
             return
         if self._stop_at is not None and self.clock.now() >= self._stop_at:
             if self.state.status != "stopped":
-                events.append(_Todo(StopRequested(now=self.clock.now())))
+                events.append(Todo(StopRequested(now=self.clock.now())))
             return
         control = self.controls.take()
         if control is None:
             return
         now = self.clock.now()
         if control.command == "say":
-            events.append(self._say([control, *self.controls.take_all("say")], now))
+            events.append(self.messages.arrived(now, first=control))
             return
         kind = _CONTROL_EVENTS.get(control.command)
         if kind is None:
             self.log.note(now, f"unknown control {control.command!r} ignored")
             self.commits.untaken.add(control.id)
             return
-        events.append(_Todo(kind(now=now), taken=(control.id,)))
+        events.append(Todo(kind(now=now), taken=(control.id,)))
 
-    def _wait_while_paused(self, events: deque[_Todo]) -> None:
+    def _wait_while_paused(self, events: deque[Todo]) -> None:
         while not events:
             if self._stop_at is not None and self.clock.now() >= self._stop_at:
-                events.append(_Todo(StopRequested(now=self.clock.now())))
+                events.append(Todo(StopRequested(now=self.clock.now())))
                 return
             now = self.clock.now()
             self.check_store_file()
@@ -394,7 +355,7 @@ class Runner:
             self.clock.wait(seconds, lambda: self.controls.has("stop", "resume", "say", "pause"))
             self._drain_controls(events)
 
-    def _cut_short(self) -> list[_Todo]:
+    def _cut_short(self) -> list[Todo]:
         """A stop or pause cut the call short (or came before it started): that control, then
         `CallCancelled`, so the core knows the call has no outcome and its turn is still owed
         (A33) — a resume or a new start begins it again."""
@@ -403,36 +364,100 @@ class Runner:
         if control is None:  # pragma: no cover - a cut-short call always has its control
             return []
         kind = _CONTROL_EVENTS[control.command]
-        return [_Todo(kind(now=now), taken=(control.id,)), _Todo(CallCancelled(now=now))]
+        return [Todo(kind(now=now), taken=(control.id,)), Todo(CallCancelled(now=now))]
 
     def _during_call(self) -> bool:
         """Asked several times a second while a call runs: post user messages at once, and
         say whether a stop or pause cuts the call short."""
         self.check_store_file()
-        self._post_messages_now()
+        self.messages.post_now()
         return self.controls.has("stop", "pause")
 
     # --- effect handlers ---------------------------------------------------------------------
 
-    def _on_log(self, effect: Log) -> list[_Todo]:
+    def _on_log(self, effect: Log) -> list[Todo]:
         self.log.entry(effect)
         return []
 
-    def _on_status(self, effect: StatusChanged) -> list[_Todo]:
+    def _on_status(self, effect: StatusChanged) -> list[Todo]:
         # The status itself is part of the scheduler state committed after this step.
         self.statuses.append(effect.status)
         self.log.status(effect.at, effect.status)
         return []
 
-    def _on_sleep(self, effect: Sleep) -> list[_Todo]:
+    def _on_sleep(self, effect: Sleep) -> list[Todo]:
+        """Sleep until the core's target (or the run's end), a stop, a pause, or what makes the
+        core decide afresh: a user message (A19, A30), another run's limit (docs/sharing.md)."""
         # A message said as the call before this wait ended is posted now, not at its end.
-        waiting = self._waiting_messages()
-        if waiting and effect.wakes_on_message:
-            return waiting  # A30: it ends a failure wait, as one said during the wait does
-        for todo in waiting:
+        held = self.messages.held()
+        if held and effect.wakes_on_message:
+            return held  # A30: it ends a failure wait, as one said during the wait does
+        for todo in held:
             self._apply(todo, self._events)  # A19: a limit wait goes on
-        if waiting and self.state.wait_until != effect.until:
+        if held and self.state.wait_until != effect.until:
             return []  # the core changed course; its effects are already under way
+        target = effect.until
+        if self._stop_at is not None and self._stop_at < target:
+            target = self._stop_at
+        wake = self._sleep_through(effect, target)
+        if not isinstance(wake, Wake):
+            return wake  # ended early by a step of its own
+        self._end_countdown()
+        if wake.reason == "target" and target is not effect.until:
+            return [Todo(StopRequested(now=wake.at))]
+        if wake.reason == "target":
+            return [Todo(Woke(now=wake.at))]
+        if wake.reason == "message":
+            return [self.messages.arrived(wake.at)]
+        return []  # stop/pause: the control is still queued and becomes the next event
+
+    def _sleep_through(self, effect: Sleep, target: datetime) -> Wake | list[Todo]:
+        """The wait's slices, until the wake that ends it; or the events that end it early (what
+        other runs learned), or none when a message's step changed the core's course."""
+        heartbeat = self._heartbeat(effect)
+        sharing = self.sharing
+        while True:
+            wake = sleep_until(
+                target,
+                clock=self.clock,
+                slice_seconds=self.slice_seconds,
+                heartbeat=heartbeat,
+                stop=lambda: self.controls.has("stop"),
+                pause=lambda: self.controls.has("pause"),
+                message=self.messages.said,
+                wakes_on_message=True,  # every message is posted at once ...
+                news=sharing.has_news if sharing is not None else None,
+            )
+            if wake.reason == "news" or (wake.reason == "target" and target is effect.until):
+                # Another run's limit is heard before the wait ends or goes on; the core
+                # decides afresh (a read reset may end a defaulted wait early).
+                shared = self._heard(wake.at)
+                if shared:
+                    self._end_countdown()
+                    return shared
+                if wake.reason == "news":
+                    continue
+            if wake.reason != "message" or effect.wakes_on_message:
+                return wake
+            # ... but only a failure wait ends on one (A30); a limit wait sleeps on (A19).
+            self.messages.post_now()
+            if self.state.wait_until != effect.until:
+                return []  # the core changed course; its effects are already under way
+
+    def _heard(self, at: datetime) -> list[Todo]:
+        """What other runs learned, as the events that end a wait; none when all of it is usage
+        readings, which decide nothing and never end a wait (A39, docs/sharing.md): those are
+        learned here, and the run sleeps on."""
+        shared = self._shared(at)
+        if any(not isinstance(todo.event, UsageObserved) for todo in shared):
+            return shared
+        for todo in shared:
+            self._apply(todo, deque())
+        return []
+
+    def _heartbeat(self, effect: Sleep) -> Callable[[datetime, datetime], None]:
+        """Each slice of a wait: the store-file check, the heartbeat (C2) and, on a terminal,
+        the countdown (C7), rewritten only when its text changes."""
         shown = [""]
 
         def heartbeat(now: datetime, target: datetime) -> None:
@@ -446,51 +471,11 @@ class Runner:
                     self.countdown.write("\r" + text + "   ")
                     self.countdown.flush()
 
-        target = effect.until
-        if self._stop_at is not None and self._stop_at < target:
-            target = self._stop_at
-        sharing = self.sharing
-        while True:
-            wake = sleep_until(
-                target,
-                clock=self.clock,
-                slice_seconds=self.slice_seconds,
-                heartbeat=heartbeat,
-                stop=lambda: self.controls.has("stop"),
-                pause=lambda: self.controls.has("pause"),
-                message=lambda: self.controls.has("say"),
-                wakes_on_message=True,  # every message is posted at once ...
-                news=sharing.has_news if sharing is not None else None,
-            )
-            if wake.reason == "news" or (wake.reason == "target" and target is effect.until):
-                # Issue 14: another run's limit is heard before the wait ends or goes on; the
-                # core decides afresh (a read reset may end a defaulted wait early).
-                shared = self._shared(wake.at)
-                if any(not isinstance(todo.event, UsageObserved) for todo in shared):
-                    if self.countdown is not None:
-                        self.countdown.write("\n")
-                    return shared
-                # Issue 25: readings alone decide nothing and never end a wait: learned here,
-                # the run sleeps on.
-                for todo in shared:
-                    self._apply(todo, deque())
-                if wake.reason == "news":
-                    continue
-            if wake.reason != "message" or effect.wakes_on_message:
-                break
-            # ... but only a failure wait ends on one (A30); a limit wait sleeps on (A19).
-            self._post_messages_now()
-            if self.state.wait_until != effect.until:
-                return []  # the core changed course; its effects are already under way
+        return heartbeat
+
+    def _end_countdown(self) -> None:
         if self.countdown is not None:
             self.countdown.write("\n")
-        if wake.reason == "target" and target is not effect.until:
-            return [_Todo(StopRequested(now=wake.at))]
-        if wake.reason == "target":
-            return [_Todo(Woke(now=wake.at))]
-        if wake.reason == "message":
-            return [self._say(self.controls.take_all("say"), wake.at)]
-        return []  # stop/pause: the control is still queued and becomes the next event
 
     def _waiting_for(self, effect: Sleep) -> str:
         """What a wait waits for, for the countdown (C7): the engine or provider that comes back
@@ -505,15 +490,15 @@ class Runner:
                 return outage.provider
         return "a provider"
 
-    def _on_start_call(self, effect: StartCall) -> list[_Todo]:
+    def _on_start_call(self, effect: StartCall) -> list[Todo]:
         member = self.members[effect.participant]
         if self._stop_at is not None and self.clock.now() >= self._stop_at:
             # The run's time is up: it stops before another call, and the call never ran.
             now = self.clock.now()
-            return [_Todo(StopRequested(now=now)), _Todo(CallCancelled(now=now))]
+            return [Todo(StopRequested(now=now)), Todo(CallCancelled(now=now))]
         if self.controls.has("stop", "pause") or not self.commits.gate_open():
             return self._cut_short()  # stop or pause arrived while waiting for the write
-        self._post_messages_now()  # a message said as the last call ended is in this prompt
+        self.messages.post_now()  # a message said as the last call ended is in this prompt
         prompt = self._prompt(effect, member)
         self.check_store_file()
         self.commits.beat(self.clock.now())
@@ -537,9 +522,9 @@ class Runner:
                      at=result.ended_at),)
             if text else ()
         )
-        # Issue 14: the turn this call's end may start sees what other runs learned meanwhile
+        # The turn this call's end may start sees what other runs learned meanwhile
         # (learned first, at the same instant: A39).
-        return [*self._shared(ended.now), _Todo(ended, posts)]
+        return [*self._shared(ended.now), Todo(ended, posts)]
 
     # --- the thread and prompts (B18-B20) --------------------------------------------------
 
@@ -590,9 +575,9 @@ class Runner:
         )
         return context
 
-    # --- shared limits (issue 14) ---------------------------------------------------------
+    # --- limits shared with other runs (docs/sharing.md) ---------------------------------
 
-    def _shared(self, now: datetime) -> list[_Todo]:
+    def _shared(self, now: datetime) -> list[Todo]:
         """What other runs on the same accounts learned since this run last asked: one round
         trip for the team's engines (a turn starts next), plus pub/sub news. Empty when this
         run does not share, or Redis cannot be reached (the run carries on with its own)."""
@@ -600,11 +585,11 @@ class Runner:
             return []
         last = self.state.last_event_at
         at = now if last is None or now >= last else last
-        return [_Todo(observed) for observed in self.sharing.sync(self._engines, at)]
+        return [Todo(observed) for observed in self.sharing.sync(self._engines, at)]
 
     def _publish(self, before: SchedulerState, now: datetime) -> None:
-        """Offer the limits and (issue 25) the usage readings this step recorded from this run's
-        own calls (never outages)."""
+        """Offer the limits and the usage readings (docs/sharing.md) this step recorded from
+        this run's own calls (never outages)."""
         if self.sharing is None:
             return
         if self.state.limits != before.limits:
@@ -634,6 +619,7 @@ __all__ = [
     "Controls",
     "InputRecord",
     "LogSink",
+    "Messages",
     "RunFolderGone",
     "RunSummary",
     "Runner",

@@ -15,16 +15,11 @@ from pathlib import Path
 from typing import Any, Final
 
 import attrs
-import yaml
 
 from autodev_core.errors import ConfigError
-from autodev_core.participant import (
-    ConfigWarning,
-    Participant,
-    find_duplicate_key,
-    read_participant,
-)
+from autodev_core.participant import ConfigWarning, Participant, read_participant
 from autodev_core.scheduler.policy import DEFAULT_POLICY, Policy, parse_policy
+from autodev_core.yaml_lines import load_yaml, node_line
 
 from .calls.argv import DEFAULT_TEMPLATES, CommandTemplate, templates_from_config
 from .sharing import ShareOptions, share_options
@@ -77,27 +72,13 @@ def _read(path: Path) -> str:
         raise ConfigError(f"cannot read the file ({exc.strerror})", source=str(path)) from None
 
 
-def _settings(path: Path) -> dict[str, Any]:
+def _settings(path: Path) -> tuple[dict[str, Any], dict[str, int]]:
+    """`autodev.yaml`'s keys and values, and the line each top-level key is written on."""
     if not path.exists():
-        return {}
-    text = _read(path)
-    try:
-        duplicate = find_duplicate_key(yaml.compose(text, Loader=yaml.SafeLoader))
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = int(mark.line) + 1 if mark is not None else None
-        raise ConfigError(
-            f"invalid YAML: {getattr(exc, 'problem', exc)}", source=str(path), line=line
-        ) from None
-    if duplicate is not None:
-        key, first_use, repeat = duplicate
-        raise ConfigError(
-            f"duplicate key {key!r} (first given on line {first_use})", source=str(path),
-            line=repeat,
-        )
+        return {}, {}
+    node, data = load_yaml(_read(path), source=str(path))
     if data is None:
-        return {}
+        return {}, {}
     if not isinstance(data, dict):
         raise ConfigError("settings must be a mapping of keys to values", source=str(path))
     for key in data:
@@ -105,7 +86,8 @@ def _settings(path: Path) -> dict[str, Any]:
             raise ConfigError(
                 f"unknown key {key!r} (known keys: {', '.join(SETTINGS_KEYS)})", source=str(path)
             )
-    return data
+    assert node is not None  # a mapping was read from it
+    return data, {str(key.value): node_line(key) for key, _value in node.value}
 
 
 def _positive(data: Mapping[str, Any], key: str, source: str) -> Any:
@@ -132,23 +114,9 @@ def load_team(directory: str | Path) -> Team:
             "not a team directory (it does not exist or is not a folder)", source=str(root)
         )
     settings_path = root / SETTINGS_FILE
-    settings = _settings(settings_path)
+    settings, lines = _settings(settings_path)
     source = str(settings_path)
-    files = sorted(p for p in root.glob("*.md") if p.is_file() and p.name.lower() != "readme.md")
-    order = settings.get("order")
-    if order is not None:
-        if not isinstance(order, list) or not all(isinstance(i, str) for i in order):
-            raise ConfigError("order: must be a list of participant ids", source=source)
-        repeated = sorted({i for i in order if order.count(i) > 1})
-        if repeated:
-            raise ConfigError(f"order: {repeated[0]!r} is listed twice", source=source)
-        by_id = {p.stem: p for p in files}
-        missing = [i for i in order if i not in by_id]
-        if missing:
-            raise ConfigError(f"order: no participant file for {missing[0]!r}", source=source)
-        files = [by_id[i] for i in order] + [p for p in files if p.stem not in order]
-    if not files:
-        raise ConfigError("no participant files (*.md) in the team directory", source=str(root))
+    files = _ordered(root, settings.get("order"), source)
     members: list[Participant] = []
     warnings: list[ConfigWarning] = []
     seen: dict[str, Path] = {}
@@ -183,8 +151,7 @@ def load_team(directory: str | Path) -> Team:
         try:
             policy = parse_policy(settings["policy"])
         except ValueError as exc:
-            line = _key_line(settings_path, "policy")
-            raise ConfigError(str(exc), source=source, line=line) from None
+            raise ConfigError(str(exc), source=source, line=lines.get("policy")) from None
     return Team(
         directory=root,
         members=tuple(members),
@@ -199,9 +166,20 @@ def load_team(directory: str | Path) -> Team:
     )
 
 
-def _key_line(path: Path, key: str) -> int | None:
-    """The line of a top-level `key:` in a settings file, for an error about its value."""
-    for number, line in enumerate(_read(path).splitlines(), start=1):
-        if line.startswith(f"{key}:"):
-            return number
-    return None
+def _ordered(root: Path, order: Any, source: str) -> list[Path]:
+    """The participant files in turn order: `order:` first, then the rest by name (C5)."""
+    files = sorted(p for p in root.glob("*.md") if p.is_file() and p.name.lower() != "readme.md")
+    if order is not None:
+        if not isinstance(order, list) or not all(isinstance(i, str) for i in order):
+            raise ConfigError("order: must be a list of participant ids", source=source)
+        repeated = sorted({i for i in order if order.count(i) > 1})
+        if repeated:
+            raise ConfigError(f"order: {repeated[0]!r} is listed twice", source=source)
+        by_id = {p.stem: p for p in files}
+        missing = [i for i in order if i not in by_id]
+        if missing:
+            raise ConfigError(f"order: no participant file for {missing[0]!r}", source=source)
+        files = [by_id[i] for i in order] + [p for p in files if p.stem not in order]
+    if not files:
+        raise ConfigError("no participant files (*.md) in the team directory", source=str(root))
+    return files

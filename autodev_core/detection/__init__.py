@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from .. import _lazy
 
-#: Every public name of the reader, by the module it lives in: the one table of them (issue 27);
+#: Every public name of the reader, by the module it lives in: the one table of them;
 #: `__all__` and `__getattr__` are read from it.
 _EXPORTS: Final[dict[str, tuple[str, ...]]] = {
     "classification": (

@@ -335,13 +335,6 @@ def pick(
     return first
 
 
-def scan_limit(
-    text: str, provider: str, now: datetime, local_tz: tzinfo, meter: Meter | None = None
-) -> Found | None:
-    """The limit notice in `text`, if any: the first with a readable reset, else the first."""
-    return pick(candidates(text, provider, meter), now, local_tz, meter)
-
-
 def _confirm(
     win: str, off: int, agy_only: bool, meter: Meter | None, known: _Known | None = None
 ) -> Candidate | None:

@@ -16,7 +16,6 @@ neither: a command's output that mentions ECONNREFUSED is not the CLI failing.
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from collections.abc import Callable, Iterator
@@ -26,8 +25,16 @@ from typing import Any, Literal, cast
 import attrs
 
 from . import _bounded
-from ._bounded import _groups
-from .events import ERROR_EVENTS, LIMIT_EVENT, MESSAGE_ITEM_TYPES, RESULT_EVENT, TURN_DONE_EVENT
+from ._sieve import (
+    ESCAPE_ASCII,
+    ESCAPE_KELVIN,
+    SEPARATORS,
+    as_latin1,
+    latin1_spans,
+    mentions,
+)
+from ._sieve import triggers_for as triggers_for
+from .cli_events import ERROR_EVENTS, LIMIT_EVENT, MESSAGE_ITEM_TYPES, RESULT_EVENT, TURN_DONE_EVENT
 
 # A5: text a model may have written is examined only up to this length, after trimming.
 MODEL_TEXT_MAX_CHARS = 300
@@ -159,30 +166,51 @@ def _windows(value: Any) -> tuple[WindowUsage, ...]:
     return tuple(found)
 
 
-def _event_pieces(event: dict[str, Any]) -> Iterator[Piece | RateLimitEvent | bool]:
+_Said = Piece | RateLimitEvent | bool
+
+
+def _event_pieces(event: dict[str, Any]) -> Iterator[_Said]:
     """Pieces of one structured event; True when the event is a terminal success."""
     kind = event.get("type")
     if kind == LIMIT_EVENT:
-        info = event.get("rate_limit_info")
-        if isinstance(info, dict):
-            status = info.get("status")
-            resets = info.get("resetsAt")
-            # A2: the status alone decides (rejected/blocked are limits, allowed and
-            # allowed_warning are not), whatever the overage fields say.
-            if isinstance(status, str):
-                window = info.get("rateLimitType")
-                yield RateLimitEvent(
-                    status=status,
-                    resets_at=_number(resets),
-                    text=f"rate_limit_event: status {status}, resetsAt {str(resets)[:20]}, "
-                    f"type {str(window)[:40]}",
-                    utilization=_number(info.get("utilization")),
-                    window=window[:40] if isinstance(window, str) else "",
-                    threshold=_number(info.get("surpassedThreshold")),
-                    windows=_windows(info.get("unifiedWindows")),
-                    names_a_limit=resets is not None or window is not None,
-                )
+        yield from _rate_limit_event(event)
+    elif kind in (RESULT_EVENT, "assistant", "system"):
+        yield from _claude_event(kind, event)
+    elif kind in ERROR_EVENTS or kind == TURN_DONE_EVENT or (
+            isinstance(kind, str) and kind.startswith("item.")):
+        yield from _codex_event(kind, event)
+    elif kind is None and isinstance(event.get("msg"), dict):  # codex before `exec --json`
+        yield from _older_codex_event(event["msg"])
+    elif kind is None and "error" in event:  # a bare API error object printed by the CLI
+        yield _cli(event)
+    elif isinstance(event.get("method"), str) and isinstance(event.get("params"), dict):
+        yield from _app_server_event(event["method"], event["params"])
+
+
+def _rate_limit_event(event: dict[str, Any]) -> Iterator[_Said]:
+    """claude's `rate_limit_event` (A2): the status alone decides (rejected/blocked are limits,
+    allowed and allowed_warning are not), whatever the overage fields say."""
+    info = event.get("rate_limit_info")
+    if not isinstance(info, dict) or not isinstance(info.get("status"), str):
         return
+    status = info["status"]
+    resets = info.get("resetsAt")
+    window = info.get("rateLimitType")
+    yield RateLimitEvent(
+        status=status,
+        resets_at=_number(resets),
+        text=f"rate_limit_event: status {status}, resetsAt {str(resets)[:20]}, "
+        f"type {str(window)[:40]}",
+        utilization=_number(info.get("utilization")),
+        window=window[:40] if isinstance(window, str) else "",
+        threshold=_number(info.get("surpassedThreshold")),
+        windows=_windows(info.get("unifiedWindows")),
+        names_a_limit=resets is not None or window is not None,
+    )
+
+
+def _claude_event(kind: str, event: dict[str, Any]) -> Iterator[_Said]:
+    """claude's stream-json `result`, `assistant` and `system` events."""
     if kind == RESULT_EVENT:
         result = event.get("result")
         if isinstance(result, str):
@@ -192,59 +220,54 @@ def _event_pieces(event: dict[str, Any]) -> Iterator[Piece | RateLimitEvent | bo
             yield _cli(errors)
         if event.get("is_error") is False and event.get("subtype") == "success":
             yield True
-        return
-    if kind == "assistant":
+    elif kind == "assistant":
         message = event.get("message")
         if isinstance(message, dict):
             text = _text_of_content(message.get("content"))
             if text:
                 yield Piece(text=text, origin="model", where="message")
-        return
-    if kind == "system":
-        if event.get("subtype") in ("api_retry", "error") or "error" in event:
-            yield _cli({k: v for k, v in event.items() if k not in ("type", "subtype")})
-        return
+    elif event.get("subtype") in ("api_retry", "error") or "error" in event:  # system
+        yield _cli({k: v for k, v in event.items() if k not in ("type", "subtype")})
+
+
+def _codex_event(kind: str, event: dict[str, Any]) -> Iterator[_Said]:
+    """codex `exec --json` events: errors, a finished turn, finished items."""
     if kind in ERROR_EVENTS:
         yield _cli({k: v for k, v in event.items() if k != "type"})
-        return
-    if kind == TURN_DONE_EVENT:
+    elif kind == TURN_DONE_EVENT:
         yield True
-        return
-    if isinstance(kind, str) and kind.startswith("item."):
+    else:
         item = event.get("item")
-        if isinstance(item, dict):
-            item_type = item.get("type") or item.get("item_type")
-            if item_type == "error":
-                yield _cli(item)
-            elif item_type in MESSAGE_ITEM_TYPES:
-                said = item.get("text")
-                if isinstance(said, str):
-                    yield Piece(text=said, origin="model", where="message")
-        return
-    msg = event.get("msg")
-    if kind is None and isinstance(msg, dict):  # codex before `exec --json` events
-        msg_type = msg.get("type")
-        if msg_type in ("error", "stream_error"):
-            yield _cli(msg)
-        elif msg_type == "agent_message" and isinstance(msg.get("message"), str):
-            yield Piece(text=msg["message"], origin="model", where="message")
-        elif msg_type == "task_complete":
+        if not isinstance(item, dict):
+            return
+        item_type = item.get("type") or item.get("item_type")
+        if item_type == "error":
+            yield _cli(item)
+        elif item_type in MESSAGE_ITEM_TYPES and isinstance(item.get("text"), str):
+            yield Piece(text=item["text"], origin="model", where="message")
+
+
+def _older_codex_event(msg: dict[str, Any]) -> Iterator[_Said]:
+    """codex's events before `exec --json` (`{"msg": {"type": ...}}`)."""
+    msg_type = msg.get("type")
+    if msg_type in ("error", "stream_error"):
+        yield _cli(msg)
+    elif msg_type == "agent_message" and isinstance(msg.get("message"), str):
+        yield Piece(text=msg["message"], origin="model", where="message")
+    elif msg_type == "task_complete":
+        yield True
+
+
+def _app_server_event(method: str, params: dict[str, Any]) -> Iterator[_Said]:
+    """codex app-server's JSON-RPC notifications."""
+    if method == "error" or "error" in params:
+        yield _cli(params)
+    elif method == "turn/completed" and isinstance(params.get("turn"), dict):
+        turn = params["turn"]
+        if turn.get("status") == "failed":
+            yield _cli(turn.get("error"))
+        elif turn.get("status") == "completed":
             yield True
-        return
-    if kind is None and "error" in event:  # a bare API error object printed by the CLI
-        yield _cli(event)
-        return
-    method = event.get("method")
-    params = event.get("params")
-    if isinstance(method, str) and isinstance(params, dict):  # codex app-server (JSON-RPC)
-        if method == "error" or "error" in params:
-            yield _cli(params)
-        elif method == "turn/completed" and isinstance(params.get("turn"), dict):
-            turn = params["turn"]
-            if turn.get("status") == "failed":
-                yield _cli(turn.get("error"))
-            elif turn.get("status") == "completed":
-                yield True
 
 
 # The JSON decoder's own scanner, called directly: `json.loads` adds two whitespace regexes and
@@ -429,7 +452,7 @@ def _read_line(
     line = raw.strip()
     # agy's own structured error line, `AGY_ERROR: {json}` (A4), perhaps after a timestamp.
     # Only agy prints one, and only with a JSON payload: the same words in claude's or codex's
-    # output, or before plain text, are the model's (A5; issue 24: a report quoting
+    # output, or before plain text, are the model's (A5: a report quoting
     # "AGY_ERROR: Claude usage limit reached…" in claude's output read as a limit).
     marker = line.find(_AGY_ERROR, 0, 40 + len(_AGY_ERROR)) if provider in ("agy", "") else -1
     if marker != -1:
@@ -501,157 +524,8 @@ def cut(stdout: str, stderr: str, provider: str = "") -> Output:
 #
 # A detector finds nothing in a piece that holds none of its keywords, so a piece without one
 # may be left out. `cut_relevant` finds, on bytes, the stdout lines holding a trigger (a word
-# every keyword contains, lower case) and decodes only those; the rest of the output is read the
-# full way when it could still matter. The bytes are the text encoded as latin-1, one byte per
-# character (so positions are the text's), a character past U+00FF written `?`; `bytes.lower`
-# folds the ASCII letters, and the keywords are ASCII. No character past U+00FF lower-cases to
-# an ASCII letter but KELVIN SIGN (U+212A, to `k`), and none is a line break but U+2028 and
-# U+2029: the full reader runs instead where KELVIN SIGN is in the text and a trigger holds a
-# `k`, or where a separator is in a line the fast reader decodes (a line without a trigger may
-# hold one: its parts hold no trigger either).
-
-_BREAKS = b"\r\x0b\x0c\x1c\x1d\x1e"  # besides "\n", the ASCII line breaks of `str.splitlines`
-_UPPER = bytes(range(ord("A"), ord("Z") + 1))
-_FOLD_LATIN1 = bytes.maketrans(_UPPER + _BREAKS + b"\x85", _UPPER.lower() + b"\n" * 7)
-_KELVIN = "\u212a"  # KELVIN SIGN
-_SEPARATORS = ("\u2028", "\u2029")  # LINE and PARAGRAPH SEPARATOR
-# A JSON `\\u` escape may spell any character: a line holding one that spells an ASCII one (or
-# KELVIN SIGN) is always decoded. Other escapes stand for characters no trigger holds (quote,
-# backslash, control characters); `\\/` is why triggers hold no `/`.
-_ESCAPE_ASCII = b"\\u00"
-_ESCAPE_KELVIN = b"\\u212a"  # needed only when a trigger holds a `k`
-
-
-def _as_bytes(text: str, triggers: tuple[bytes, ...]) -> tuple[bytes, bool] | None:
-    """The text as latin-1 bytes, one per character, those past U+00FF written `?`, and whether
-    there were such characters; None when a KELVIN SIGN might be the `k` of a trigger."""
-    try:
-        return text.encode("latin-1"), False
-    except UnicodeEncodeError:
-        if _KELVIN in text and any(b"k" in trigger for trigger in triggers):
-            return None
-        return text.encode("latin-1", "replace"), True
-
-
-def triggers_for(*keyword_sets: tuple[str, ...], extra: tuple[str, ...] = ()) -> tuple[bytes, ...]:
-    """Words such that each keyword of `keyword_sets` (and each of `extra`) holds one: lower
-    case, no `/`.
-
-    The words `keyword_hits` finds each set's keywords through; a `/` may be written `\\/` in
-    JSON, so a word holding one is cut there and its longest part kept.
-    """
-    words = {
-        max(shared.split("/"), key=len).encode("ascii")
-        for keywords in keyword_sets
-        for shared, _ in _groups(keywords)
-    }
-    words.update(word.encode("ascii") for word in extra)
-    # A word holding another is found through it.
-    return tuple(sorted(w for w in words if not any(o != w and o in w for o in words)))
-
-
-def mentions(text: str, triggers: tuple[bytes, ...]) -> bool:
-    """Whether `text` may hold a keyword of `triggers` (case-insensitively); True when unsure."""
-    encoded = _as_bytes(text, triggers)
-    if encoded is None:
-        return True
-    raw = encoded[0]
-    if len(raw) >= 2 * _BLOCK:  # through the sieve
-        return bool(_latin1_spans(raw, triggers))
-    low = raw.lower()
-    return any(trigger in low for trigger in triggers)
-
-
-def _spans(low: bytes, triggers: tuple[bytes, ...]) -> list[tuple[int, int]]:
-    """The (start, end) of every line of `low` holding a trigger, in order."""
-    spans: set[tuple[int, int]] = set()
-    for trigger in triggers:
-        pos = low.find(trigger)
-        while pos != -1:
-            start = low.rfind(b"\n", 0, pos) + 1
-            end = low.find(b"\n", pos)
-            if end == -1:
-                end = len(low)
-            spans.add((start, end))
-            pos = low.find(trigger, end)
-    return sorted(spans)
-
-
-# A sieve before the search: each trigger is looked for in blocks of the text from which the
-# bytes no trigger needs have been dropped (`bytes.translate` with `delete`, which folds the
-# case in the same pass). A trigger written in the text is still there, as the letters of it
-# that were kept, one after the other; so a block whose sifted form holds no trigger's kept
-# letters holds no trigger, and only the other blocks (rounded out to whole lines) are searched
-# as before. Dropping the most frequent letters keeps the sifted blocks short, and each trigger
-# keeps at least `_SIFT_KEEP` letters, so that few blocks pass the sieve without a trigger.
-_BLOCK = 1 << 16  # bytes per sifted block; texts under two blocks are searched directly
-_SIFT_KEEP = 4
-_FREQUENT = b" etaoinshrdlcumwfgypbvkjxqz"  # space and letters, most frequent in English first
-_LOWER = bytes.maketrans(_UPPER, _UPPER.lower())
-# The sieve gives up when one block in this many (or more) passes it or hardly shrinks: the
-# rest is searched directly, so a text full of triggers (or of their letters) costs little more.
-_SIFT_GIVE_UP = 4
-
-
-@functools.cache
-def _sieve(triggers: tuple[bytes, ...]) -> tuple[bytes, tuple[bytes, ...]]:
-    """The bytes the sieve drops (both cases of a letter), and what is left of each trigger."""
-    kept = set(b"".join(triggers))
-    for byte in _FREQUENT:
-        fewer = kept - {byte}
-        if byte in kept and all(
-            sum(c in fewer for c in trigger) >= min(len(trigger), _SIFT_KEEP)
-            for trigger in triggers
-        ):
-            kept = fewer
-    kept |= {c - 32 for c in kept if ord("a") <= c <= ord("z")}
-    drop = bytes(c for c in range(256) if c not in kept)
-    left = {bytes(c for c in trigger if c in kept) for trigger in triggers}
-    return drop, tuple(sorted(w for w in left if not any(o != w and o in w for o in left)))
-
-
-def _latin1_spans(raw: bytes, triggers: tuple[bytes, ...]) -> list[tuple[int, int]]:
-    """`_spans` of latin-1 bytes, lower-cased and with every line break a "\\n"; through the
-    sieve when the text is long."""
-    size = len(raw)
-    if size < 2 * _BLOCK:
-        return _region_spans(raw, 0, size, triggers)
-    drop, left = _sieve(triggers)
-    reach = max(map(len, triggers)) - 1  # blocks overlap: a trigger is whole in one of them
-    spans: list[tuple[int, int]] = []
-    pos = sifted = useless = 0
-    while pos < size:
-        end = min(size, pos + _BLOCK + reach)
-        sifted += 1
-        kept = raw[pos:end].translate(_LOWER, drop)
-        # A block left more than half whole (mostly letters of triggers) is not searched for
-        # what is left of them (a slow search there), but directly.
-        if 2 * len(kept) <= end - pos and not any(word in kept for word in left):
-            pos += _BLOCK
-        else:
-            useless += 1
-            start = raw.rfind(b"\n", 0, pos) + 1  # the block's lines, whole
-            pos = raw.find(b"\n", end)
-            if pos == -1:
-                pos = size
-            spans.extend(_region_spans(raw, start, pos, triggers))
-            pos += 1
-        if useless >= 2 and useless * _SIFT_GIVE_UP >= sifted:
-            # The sieve does not pay: the rest is searched directly.
-            start = raw.rfind(b"\n", 0, pos) + 1 if pos < size else size
-            spans.extend(_region_spans(raw, start, size, triggers))
-            break
-    return spans
-
-
-def _region_spans(
-    raw: bytes, start: int, stop: int, triggers: tuple[bytes, ...]
-) -> list[tuple[int, int]]:
-    """`_spans` of the whole lines `raw[start:stop]` of latin-1 bytes, at their place in `raw`."""
-    region = raw if start == 0 and stop == len(raw) else raw[start:stop]
-    breaks = any(brk in region for brk in _BREAKS) or b"\x85" in region
-    low = region.translate(_FOLD_LATIN1) if breaks else region.lower()
-    return [(start + a, start + b) for a, b in _spans(low, triggers)]
+# every keyword contains, lower case: `_sieve.py`) and decodes only those; the rest of the
+# output is read the full way when it could still matter.
 
 
 def _short(text: str) -> bool:
@@ -674,17 +548,17 @@ def _relevant_stdout(
         # Short: any free text with a trigger is short enough to be examined, and then the
         # whole is read anyway (below); read it whole at once.
         return None
-    kelvin = (_ESCAPE_KELVIN,) if any(b"k" in trigger for trigger in triggers) else ()
-    triggers = (*triggers, _ESCAPE_ASCII, *kelvin)
-    encoded = _as_bytes(stdout, triggers)
+    kelvin = (ESCAPE_KELVIN,) if any(b"k" in trigger for trigger in triggers) else ()
+    triggers = (*triggers, ESCAPE_ASCII, *kelvin)
+    encoded = as_latin1(stdout, triggers)
     if encoded is None:
         return None
     raw, wide = encoded
     free_chars = 0
     free_seen = False
-    for start, end in _latin1_spans(raw, triggers):
+    for start, end in latin1_spans(raw, triggers):
         line = stdout[start:end]
-        if wide and any(separator in line for separator in _SEPARATORS):
+        if wide and any(separator in line for separator in SEPARATORS):
             return None  # the line is several lines
         said = _read_line(line, pieces, rate_limits, provider)
         if said is None:

@@ -6,20 +6,19 @@ values, never raw text (A1: a limit is known only when a call reports it).
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from typing import Any, Final, Literal
+from datetime import datetime
+from typing import Any, Literal
 
 import attrs
 
-from .._twins import twin_of
 from ..engine import PROVIDERS
-from ..times import utc, utc_or_none
+from ..times import utc_or_none
 
 OutputKind = Literal["limit", "network", "login", "other"]
 OUTPUT_KINDS: tuple[str, ...] = ("limit", "network", "login", "other")
 
 
-@attrs.frozen(weakref_slot=False)  # no weak references: see `limit_notice_of` below
+@attrs.frozen
 class LimitNotice:
     """A usage limit a call reported (A2-A4). `reset_at` is None when no reset was readable (A6);
     it is kept in UTC (A6: the core computes instants in UTC)."""
@@ -34,41 +33,34 @@ class LimitNotice:
             raise ValueError("LimitNotice.reset_at must be an aware datetime")
 
 
-def _fraction(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+def _check_fraction(name: str, value: object) -> None:
+    """A reading's fraction is a number (a bool is none) from 0 to `MAX_UTILIZATION`."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"UsageReading.{attribute.name} must be a number, not {value!r}")
+        raise TypeError(f"UsageReading.{name} must be a number, not {value!r}")
     if not 0 <= value <= MAX_UTILIZATION:  # (NaN fails this too)
         raise ValueError(
-            f"UsageReading.{attribute.name} must be between 0 and {MAX_UTILIZATION:g}, "
-            f"not {value!r}"
+            f"UsageReading.{name} must be between 0 and {MAX_UTILIZATION:g}, not {value!r}"
         )
 
 
 def _utilization(value: object) -> float:
-    """A reading's fraction, checked before it becomes a float (a bool is no number)."""
-    _fraction(None, _UTILIZATION, value)
+    """A reading's fraction, checked before it becomes a float."""
+    _check_fraction("utilization", value)
     return float(value)  # type: ignore[arg-type]
 
 
-class _Named:
-    name = "utilization"
-
-
-_UTILIZATION: Any = _Named()
-
-
-def _fraction_or_none(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+def _fraction_or_none(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if value is not None:
-        _fraction(instance, attribute, value)
+        _check_fraction(attribute.name, value)
 
 
 #: A usage reading above this is misread (claude writes 0..1; 1.0 is the whole window).
 MAX_UTILIZATION = 10.0
 
 
-@attrs.frozen(weakref_slot=False)
+@attrs.frozen
 class UsageReading:
-    """How much of a usage window a healthy call reported as used (issue 25), in the CLI's own
+    """How much of a usage window a healthy call reported as used (docs/limits.md), in the CLI's own
     structured output — never from model text (A5), never polled (A1).
 
     `utilization` is a fraction (0.97 = 97 %); `window` the provider's name for the window
@@ -91,13 +83,13 @@ class UsageReading:
             raise ValueError("UsageReading.resets_at must be an aware datetime")
 
 
-@attrs.frozen(weakref_slot=False)  # no weak references: see `limit_notice_of` below
+@attrs.frozen
 class Classification:
     """The meaning of one call's output (SPEC D `classify_output`).
 
     `kind` is "limit" (then `limit` is set), "network" (A26, A37), "login" (A32) or "other"
     (a post or a plain failure: the caller decides which). `text` is what was matched, for logs.
-    `usage` is the usage reading the CLI reported on a call of kind "other" (issue 25; None
+    `usage` is the usage reading the CLI reported on a call of kind "other" (docs/limits.md; None
     when it reported none, and always None for the other kinds).
     """
 
@@ -115,42 +107,3 @@ class Classification:
     def _limit_iff_kind(self, _attribute: object, value: LimitNotice | None) -> None:
         if (self.kind == "limit") != (value is not None):
             raise ValueError("Classification.limit is set exactly when kind == 'limit'")
-
-
-# Builders for the values detection derives itself when it reads a notice read before at a new
-# instant (`simulate`, issue 13): a provider checked when the notice was first read, a reset a
-# reader built with its zone, a kind named literally. They set exactly the fields the attrs
-# `__init__` sets (the reset in UTC), so what they build is equal to, hashes and reprs as the
-# checked value; tests/core/test_simulation_builders.py holds them to it. How: as
-# scheduler/_build.py does, through a twin generated from the class (`_twins.twin_of`, hence
-# `weakref_slot=False` above), filled by plain assignment and then made the frozen class.
-_LIMIT_NOTICE: Final[Any] = twin_of(LimitNotice)
-_CLASSIFICATION: Final[Any] = twin_of(Classification)
-_new = object.__new__
-
-
-def limit_notice_of(provider: str, reset_at: datetime | None, text: str) -> LimitNotice:
-    """`LimitNotice(provider, reset_at, text)` for a provider already checked and a reset a
-    reader built (an aware datetime): not checked again. Anything else goes through the checks.
-    """
-    if reset_at is not None and reset_at.tzinfo is not UTC:
-        reset_at = utc(reset_at)
-        if reset_at.tzinfo is not UTC:  # not aware after all: let the checks refuse it
-            return LimitNotice(provider=provider, reset_at=reset_at, text=text)
-    notice: Any = _new(_LIMIT_NOTICE)
-    notice.provider = provider
-    notice.reset_at = reset_at
-    notice.text = text
-    notice.__class__ = LimitNotice
-    return notice  # type: ignore[no-any-return]
-
-
-def limit_classification(limit: LimitNotice) -> Classification:
-    """`Classification(kind="limit", limit=limit, text=limit.text)`, not checked again."""
-    classification: Any = _new(_CLASSIFICATION)
-    classification.kind = "limit"
-    classification.limit = limit
-    classification.text = limit.text
-    classification.usage = None
-    classification.__class__ = Classification
-    return classification  # type: ignore[no-any-return]

@@ -23,7 +23,7 @@ import json
 from typing import Any
 
 from ..engine import PROVIDERS
-from .events import ITEM_DONE_EVENT, MESSAGE_ITEM_TYPES, RESULT_EVENT
+from .cli_events import ITEM_DONE_EVENT, MESSAGE_ITEM_TYPES, RESULT_EVENT
 
 
 def _events(stdout: str) -> list[dict[str, Any]]:

@@ -53,8 +53,6 @@ from .classification import (
     Classification,
     LimitNotice,
     UsageReading,
-    limit_classification,
-    limit_notice_of,
 )
 
 __all__ = [
@@ -71,7 +69,7 @@ __all__ = [
 # A2: claude's `rate_limit_event` statuses that are limits. `allowed` and `allowed_warning`
 # come on every healthy turn (often with `overageStatus: "rejected"`) and are never limits.
 LIMIT_STATUSES = frozenset({"rejected", "blocked", "denied"})
-# Issue 25: the statuses of a healthy call whose `utilization` is a usage reading.
+# docs/limits.md: the statuses of a healthy call whose `utilization` is a usage reading.
 READING_STATUSES = frozenset({"allowed", "allowed_warning"})
 _EPOCH_MS_FROM = 1e11  # an epoch this large is in milliseconds (as `_resets.from_epoch` reads)
 _EPOCH_MAX = 253402300799  # 9999-12-31T23:59:59Z
@@ -326,7 +324,7 @@ class PreparedClassification:
     #: limit structured or noticed, a limit is read at every instant: None, not looked for).
     login: str | None
     network: str | None
-    #: The usage reading of the output (issue 25), the same at every instant.
+    #: The usage reading of the output (docs/limits.md), the same at every instant.
     usage: UsageReading | None = None
     # The answer when no limit can be in it (nothing structured, no notice): the same at every
     # instant, so built once.
@@ -343,24 +341,16 @@ class PreparedClassification:
         return Classification(kind="other", usage=self.usage)
 
     def at(self, now: datetime, local_tz: tzinfo) -> Classification:
-        limit = self.limit
-        provider = limit.provider
-        if (
-            now.__class__ is not datetime  # else the checks below would pass: not run again
-            or now.tzinfo is not UTC
-            or provider not in PROVIDERS
-            or not isinstance(local_tz, tzinfo)
-        ):
-            _check(provider, now, local_tz)
-            if self.fixed is not None:
-                return self.fixed
-            now = now.astimezone(UTC)  # A6: durations are elapsed time, whatever zone `now` has
-        elif self.fixed is not None:
+        provider = self.limit.provider
+        _check(provider, now, local_tz)
+        if self.fixed is not None:
             return self.fixed
-        read = limit.read(now, local_tz)
+        now = now.astimezone(UTC)  # A6: durations are elapsed time, whatever zone `now` has
+        read = self.limit.read(now, local_tz)
         if read is not None:
-            # The provider was checked above, the reset built by a reader: not checked again.
-            return limit_classification(limit_notice_of(provider, read[0], read[1]))
+            reset_at, text = read
+            notice = LimitNotice(provider=provider, reset_at=reset_at, text=text)
+            return Classification(kind="limit", limit=notice, text=text)
         if self.login is not None:
             return Classification(kind="login", text=self.login)
         if self.network is not None:

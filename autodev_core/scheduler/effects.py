@@ -12,7 +12,7 @@ import attrs
 
 from ..engine import Engine
 
-# The statuses, turn kinds and log kinds are stated once, in `names` (issue 27); the scheduler
+# The statuses, turn kinds and log kinds are stated once, in `names`; the scheduler
 # offers them here too, where they were.
 from ..names import LOG_KINDS as LOG_KINDS
 from ..names import STATUSES as STATUSES
@@ -25,7 +25,7 @@ from ..serialization import register_union
 from ..times import aware, aware_or_none
 
 
-@attrs.frozen(weakref_slot=False)  # no weak references: see _build.py
+@attrs.frozen
 class StartCall:
     """Run `participant`'s CLI on `engine` (with `model`, or the CLI's default when None).
 
@@ -41,7 +41,7 @@ class StartCall:
     turn_owner: str
 
 
-@attrs.frozen(weakref_slot=False)  # no weak references: see _build.py
+@attrs.frozen
 class Sleep:
     """Sleep until `until` (in slices, C2), then send `Woke`. `wakes_on_message`: a user message
     ends this sleep (A30, failure waits only); stop and pause always do (A19)."""
@@ -51,7 +51,7 @@ class Sleep:
     wakes_on_message: bool
 
 
-@attrs.frozen(weakref_slot=False)  # no weak references: see _build.py
+@attrs.frozen
 class Log:
     """One log line, worded as SPEC A fixes it, stamped with the instant it happened.
 
@@ -102,7 +102,7 @@ def log_fields(log: Log) -> dict[str, str | int]:
     return record
 
 
-@attrs.frozen(weakref_slot=False)  # no weak references: see _build.py
+@attrs.frozen
 class StatusChanged:
     """The run's status became `status` (A42)."""
 

@@ -10,12 +10,11 @@ scheduler adds to it are then elapsed time, also across a clock change.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Literal
 
 import attrs
 
-from .._twins import twin_of
 from ..detection.classification import Classification, LimitNotice, UsageReading
 from ..engine import Engine
 from ..serialization import register_union
@@ -76,12 +75,6 @@ CALL_KINDS: tuple[str, ...] = ("post", "limit", "network", "login", "exit", "tim
 _is_call_kind = attrs.validators.in_(CALL_KINDS)
 
 
-def _field(cls: type, name: str) -> attrs.Attribute[Any]:
-    """The attrs field `name` of `cls`, for a check's error message (only when one fails)."""
-    field: attrs.Attribute[Any] = getattr(attrs.fields(cls), name)
-    return field
-
-
 @attrs.frozen
 class RunStarted:
     """The run starts (or starts again after a stop): the owed turn begins at `now`."""
@@ -89,112 +82,42 @@ class RunStarted:
     now: datetime = attrs.field(converter=utc, validator=aware)
 
 
-_setattr = object.__setattr__
-
-
-@attrs.frozen(init=False, weakref_slot=False)  # `__init__` by hand; no weak references: _build.py
+@attrs.frozen
 class CallEnded:
     """The call the scheduler started has ended at `now` (A38: waits are measured from here).
 
-    Every field is checked when it is built, in field order (`now` made UTC first), then how
-    they fit together. The shell builds one of these per call, so its `__init__` is written by
-    hand (issue 13): the checks in one pass, then the fields set by plain assignment; it takes
-    the arguments attrs' own `__init__` would, raises the same errors and builds the same value.
-    """
+    Every field is checked when it is built (`now` made UTC first), then how they fit together
+    (A2-A4, A17, A26, A28, A31, A32)."""
 
-    now: datetime
-    participant: str
-    engine: Engine
-    kind: CallKind
-    posted: bool = False
-    limit: LimitNotice | None = None
-    exit_code: int | None = None
-    #: Issue 25: the usage reading the call reported (a healthy call's, never a limit's).
-    usage: UsageReading | None = None
+    now: datetime = attrs.field(converter=utc, validator=aware)
+    participant: str = attrs.field(validator=_participant_id)
+    engine: Engine = attrs.field(validator=_engine)
+    kind: CallKind = attrs.field(validator=_is_call_kind)
+    posted: bool = attrs.field(default=False, validator=_is_bool)
+    limit: LimitNotice | None = attrs.field(default=None, validator=_limit)
+    exit_code: int | None = attrs.field(default=None, validator=_exit_code)
+    #: The usage reading the call reported (a healthy call's, never a limit's): docs/limits.md.
+    usage: UsageReading | None = attrs.field(default=None, validator=_usage)
 
-    def __init__(
-        self,
-        now: datetime,
-        participant: str,
-        engine: Engine,
-        kind: CallKind,
-        posted: bool = False,
-        limit: LimitNotice | None = None,
-        exit_code: int | None = None,
-        usage: UsageReading | None = None,
-    ) -> None:
-        if now.__class__ is not datetime or now.tzinfo is not UTC:  # else: aware, in UTC
-            now = utc(now)
-            aware(self, _field(CallEnded, "now"), now)
-        if participant.__class__ is not str or not participant:
-            _participant_id(self, _field(CallEnded, "participant"), participant)
-        if engine.__class__ is not Engine:
-            _engine(self, _field(CallEnded, "engine"), engine)
-        # The two shapes of nearly every call's end pass on a few tests; any other is checked
-        # field by field, then how the fields fit together (the errors are the same).
+    def __attrs_post_init__(self) -> None:
+        kind, limit, engine, usage = self.kind, self.limit, self.engine, self.usage
+        if (kind == "limit") != (limit is not None):
+            raise ValueError("CallEnded.limit is set exactly when kind == 'limit'")
+        if limit is not None and limit.provider != engine.provider:
+            raise ValueError(f"a {limit.provider} notice cannot end a call on {engine}")
+        if kind == "post" and not self.posted:
+            raise ValueError("CallEnded kind 'post' needs posted=True")
+        if self.posted and kind not in ("post", "limit"):
+            raise ValueError(f"a call that posted ends as 'post' or 'limit', not {kind!r}")
+        if kind == "exit" and not self.exit_code:
+            raise ValueError("CallEnded kind 'exit' needs a non-zero exit_code")
         if usage is not None:
-            common = False
-        elif kind == "post":
-            common = posted is True and limit is None and exit_code is None
-        elif kind == "limit":
-            common = (exit_code is None and limit is not None and limit.__class__ is LimitNotice
-                      and (posted is False or posted is True) and limit.provider == engine.provider)
-        else:
-            common = False
-        if not common:
-            if kind not in CALL_KINDS:
-                _is_call_kind(self, _field(CallEnded, "kind"), kind)
-            if posted is not True and posted is not False:
-                _is_bool(self, _field(CallEnded, "posted"), posted)
-            if limit is not None and limit.__class__ is not LimitNotice:
-                _limit(self, _field(CallEnded, "limit"), limit)
-            if exit_code is not None and exit_code.__class__ is not int:
-                _exit_code(self, _field(CallEnded, "exit_code"), exit_code)
-            if usage is not None and usage.__class__ is not UsageReading:
-                _usage(self, _field(CallEnded, "usage"), usage)  # a type first, as attrs does
-            if (kind == "limit") != (limit is not None):
-                raise ValueError("CallEnded.limit is set exactly when kind == 'limit'")
-            if limit is not None and limit.provider != engine.provider:
+            if usage.provider != engine.provider:
+                raise ValueError(f"a {usage.provider} usage reading cannot end a call on {engine}")
+            if kind in ("limit", "network", "login"):
                 raise ValueError(
-                    f"a {limit.provider} notice cannot end a call on {engine}"
+                    f"a usage reading comes with a healthy call, not one ending {kind!r}"
                 )
-            if kind == "post" and not posted:
-                raise ValueError("CallEnded kind 'post' needs posted=True")
-            if posted and kind not in ("post", "limit"):
-                raise ValueError(f"a call that posted ends as 'post' or 'limit', not {kind!r}")
-            if kind == "exit" and (exit_code is None or exit_code == 0):
-                raise ValueError("CallEnded kind 'exit' needs a non-zero exit_code")
-            if usage is not None:
-                if usage.provider != engine.provider:
-                    raise ValueError(f"a {usage.provider} usage reading cannot end a call on "
-                                     f"{engine}")
-                if kind in ("limit", "network", "login"):
-                    raise ValueError(
-                        f"a usage reading comes with a healthy call, not one ending {kind!r}"
-                    )
-        if self.__class__ is not CallEnded:  # a subclass: its own layout, set field by field
-            for name, value in zip(_CALL_ENDED_FIELDS, (
-                    now, participant, engine, kind, posted, limit, exit_code, usage),
-                    strict=True):
-                _setattr(self, name, value)
-            return
-        # The twin's plain assignments instead of seven `object.__setattr__` calls.
-        _setattr(self, "__class__", _CallEndedTwin)
-        this: Any = self
-        this.now = now
-        this.participant = participant
-        this.engine = engine
-        this.kind = kind
-        this.posted = posted
-        this.limit = limit
-        this.exit_code = exit_code
-        this.usage = usage
-        this.__class__ = CallEnded
-
-
-#: CallEnded, writable (`_twins.twin_of`): its `__init__` and `_build.new_call_ended` fill one.
-_CallEndedTwin: Any = twin_of(CallEnded)
-_CALL_ENDED_FIELDS = tuple(field.name for field in attrs.fields(CallEnded))
 
 
 @attrs.frozen
@@ -208,7 +131,7 @@ class CallCancelled:
     now: datetime = attrs.field(validator=aware)
 
 
-@attrs.frozen(weakref_slot=False)  # no weak references: see _build.py
+@attrs.frozen
 class Woke:
     """A sleep the scheduler asked for ended (or the shell checked the clock, C2)."""
 
@@ -262,7 +185,7 @@ def _source(_instance: object, _attribute: object, value: str) -> None:
 
 @attrs.frozen
 class LimitObserved:
-    """Another run driving the same account saw `engine` limited until `until` (issue 14).
+    """Another run driving the same account saw `engine` limited until `until` (docs/sharing.md).
 
     `read`: the reset was read from its notice (False: the A6 default stood in for it); `seen`:
     when the other run saw it (None: at `now`); `source`: who saw it, for the log line and
@@ -287,10 +210,10 @@ def _usage_source(_instance: object, _attribute: object, value: str) -> None:
 
 @attrs.frozen
 class UsageObserved:
-    """Another run driving the same account reported a usage reading of `engine` (issues 14,
-    25): a healthy call of its own said `reading`, at `seen` (None: at `now`). It joins the
-    readings by the rule a local one follows (`registry.merge_usage`: the newest wins). A
-    reading decides nothing by itself: it changes the next turn start's choice only when
+    """Another run driving the same account reported a usage reading of `engine`
+    (docs/sharing.md): a healthy call of its own said `reading`, at `seen` (None: at `now`).
+    It joins the readings by the rule a local one follows (`registry.merge_usage`: the newest
+    wins). A reading decides nothing by itself: it changes the next turn start's choice only when
     `Policy.headroom` is set, and never starts or ends a wait."""
 
     now: datetime = attrs.field(converter=utc, validator=aware)
@@ -353,7 +276,7 @@ def call_ended(
     A notice wins over everything (A17: a post and a notice are a post then a limit); else a post
     is a working call; else a network error (A26), a login failure (A32, claude only — codex and
     agy have none), a timeout, a non-zero exit, or a normal exit with no post (A28, A31).
-    A usage reading in the classification (issue 25) comes along on a healthy call's end.
+    A usage reading in the classification (docs/limits.md) comes along on a healthy call's end.
     """
     kind: CallKind
     limit = classification.limit

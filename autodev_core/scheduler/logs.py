@@ -1,9 +1,8 @@
 """Every log line the scheduler writes, built here and only here (SPEC A, "Other log lines").
 
 The wording is the SPEC's, character for character (`—`, `→`, `@`), so runs can be compared.
-An engine is written as `str(engine)` says, read from the name it was built with
-(`engine._name`, no call). `<time>` is `HH:MM` in the run's zone (seconds truncated) when it
-falls on the same local day as the line, else `YYYY-MM-DD HH:MM`.
+An engine is written as `str(engine)` says. `<time>` is `HH:MM` in the run's zone (seconds
+truncated) when it falls on the same local day as the line, else `YYYY-MM-DD HH:MM`.
 """
 
 from __future__ import annotations
@@ -11,7 +10,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from ..engine import Engine
-from ..times import clock as clock  # `<time>`, there for `autodev status` (issue 13)
+from ..times import clock as clock  # `<time>`, there for `autodev status`
 from ..times import local_clock as local_clock
 from .policy import EMPTY_TURNS_PAUSE, GIVE_UP_AFTER
 
@@ -19,15 +18,16 @@ from .policy import EMPTY_TURNS_PAUSE, GIVE_UP_AFTER
 
 
 def limited_until(engine: Engine, when: str) -> str:
-    return f"{engine._name} limited until {when}"
+    return f"{engine} limited until {when}"
 
 
-def limited_elsewhere(engine: Engine, when: str, source: str) -> str:  # issue 14
+def limited_elsewhere(engine: Engine, when: str, source: str) -> str:  # docs/sharing.md
     """A limit another run sharing the account reported (wording ours; docs/sharing.md)."""
-    return f"{engine._name} limited until {when} (reported by {source})"
+    return f"{engine} limited until {when} (reported by {source})"
 
 
-#: Issue 25: how a provider's window is written in a line (its own name otherwise, `_` as ` `).
+#: docs/limits.md: how a provider's window is written in a line (its own name otherwise, `_`
+#: as ` `).
 _WINDOWS = {
     "five_hour": "five-hour", "seven_day": "seven-day", "seven_day_opus": "seven-day Opus",
     "seven_day_sonnet": "seven-day Sonnet", "": "usage",
@@ -45,15 +45,15 @@ def percent(utilization: float) -> int:
 
 
 def near_limit(engine: Engine, utilization: float, window: str, when: str,
-               source: str = "") -> str:  # issue 25 (wording ours)
+               source: str = "") -> str:  # docs/limits.md (wording ours)
     """A usage reading at or above `Policy.headroom`: turns hand over until `when`."""
     said = f" (reported by {source})" if source else ""
-    return (f"{engine._name} at {percent(utilization)}% of its {window_name(window)} window"
+    return (f"{engine} at {percent(utilization)}% of its {window_name(window)} window"
             f" — handing over until {when}{said}")
 
 
 def posted_via(participant: str, engine: Engine) -> str:
-    return f"{participant} posted via {engine._name}"
+    return f"{participant} posted via {engine}"
 
 
 def could_not_reach(provider: str, when: str) -> str:  # A27
@@ -68,19 +68,19 @@ def reachable_again(provider: str) -> str:  # A27
 
 
 def hop_limited(participant: str, source: Engine, target: Engine) -> str:  # A11
-    return f"{participant}: {source._name} limited → {target._name}"
+    return f"{participant}: {source} limited → {target}"
 
 
 def hop_unreachable(participant: str, source: Engine, target: Engine) -> str:  # A26
-    return f"{participant}: {source._name} unreachable → {target._name}"
+    return f"{participant}: {source} unreachable → {target}"
 
 
-def hop_near_limit(participant: str, source: Engine, target: Engine) -> str:  # issue 25
-    return f"{participant}: {source._name} near its limit → {target._name}"
+def hop_near_limit(participant: str, source: Engine, target: Engine) -> str:  # docs/limits.md
+    return f"{participant}: {source} near its limit → {target}"
 
 
-def handover_near_limit(participant: str, source: Engine, other: str) -> str:  # issue 25
-    return f"{participant}: {source._name} near its limit — @{other} takes the turn"
+def handover_near_limit(participant: str, source: Engine, other: str) -> str:  # docs/limits.md
+    return f"{participant}: {source} near its limit — @{other} takes the turn"
 
 
 def handover_limited(participant: str, other: str) -> str:  # A15
@@ -106,11 +106,11 @@ def cannot_hand_over(participant: str, what: str, when: str) -> str:  # A35
 def lifted(participant: str, engine: Engine, primary: bool) -> str:  # A23
     if primary:
         return f"{participant}: limit lifted — back on its primary provider"
-    return f"{participant}: limit lifted — back on {engine._name}"
+    return f"{participant}: limit lifted — back on {engine}"
 
 
 def failed(participant: str, engine: Engine, what: str, when: str) -> str:  # A28
-    return f"{participant} failed on {engine._name} ({what}); next attempt at {when}"
+    return f"{participant} failed on {engine} ({what}); next attempt at {when}"
 
 
 _WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",

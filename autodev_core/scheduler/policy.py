@@ -80,7 +80,7 @@ def outage_retry_after(attempts: int) -> timedelta:
 
 
 # ------------------------------------------------------------------------------------------------
-# The same numbers as a value an orchestrator can change (issue 12 item 4)
+# The same numbers as a value an orchestrator can change (docs/orchestrators.md)
 
 
 def _durations(value: Iterable[timedelta]) -> tuple[timedelta, ...]:
@@ -137,7 +137,7 @@ def _hand_over_at(value: object) -> float:
 
 @attrs.frozen
 class Headroom:
-    """Issue 25, opt-in: act before the limit. When an engine's last usage reading (a healthy
+    """Opt-in (docs/limits.md): act before the limit. When an engine's last usage reading (a healthy
     call's own report, A1: nothing is polled) is at or above `hand_over_at` of its window, a
     new turn on it prefers a free engine that is not (docs/limits.md)."""
 
@@ -161,7 +161,7 @@ class Policy:
     after `outage_wait[n-1]` at its n-th failure in a row, then every `outage_wait_max` (A27).
     A limit notice with no readable reset takes its engine out for `limit_wait` of its provider
     (A6). Every duration is positive; counts are at least 1. `headroom` (None: off, the SPEC)
-    hands turns over before a limit when a usage reading nears it (issue 25, `Headroom`; a
+    hands turns over before a limit when a usage reading nears it (docs/limits.md, `Headroom`; a
     number is read as its `hand_over_at`).
     """
 
@@ -222,7 +222,7 @@ POLICY_KEYS: Final = (
     "wait", "wait_max", "attempts", "empty_turns", "outage_wait", "outage_wait_max", "limit_wait",
     "headroom",
 )
-#: The keys of a `policy.headroom` mapping (issue 25).
+#: The keys of a `policy.headroom` mapping (docs/limits.md).
 HEADROOM_KEYS: Final = ("hand_over_at",)
 
 

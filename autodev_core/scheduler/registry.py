@@ -1,4 +1,4 @@
-"""How a limit seen anywhere joins the registry (A6, A8, A23; issue 14, docs/sharing.md).
+"""How a limit seen anywhere joins the registry (A6, A8, A23; docs/sharing.md).
 
 A limit can be seen by this run (a notice in a call's output) or by another run driving the same
 account (`LimitObserved`). Both go through `merge_limit`, so a shared limit is routed around,
@@ -70,7 +70,7 @@ def _usage_rank(
 
 
 def merge_usage(record: EngineUsage | None, observed: EngineUsage, now: datetime) -> EngineUsage:
-    """Issue 25: the reading of `observed.engine` after `observed` joins `record` at `now`.
+    """docs/limits.md: the reading of `observed.engine` after `observed` joins `record` at `now`.
 
     A reading whose window has reset by `now` counts no more (A38), and any reading whose window
     has not replaces it, whichever was seen later; one that has reset never replaces one that

@@ -35,7 +35,7 @@ def restore_state(config: SchedulerConfig, saved: SchedulerState | None) -> Sche
     restart either (A20, A38), so an event earlier than it is refused as in a live run.
 
     Forgotten: the limit and outage registry and the usage readings (A25: limits are
-    rediscovered by calling, readings reported again; issue 25), a call
+    rediscovered by calling, readings reported again; docs/limits.md), a call
     that was in flight (its turn is still owed and is started again), a wait, the failure and
     empty-turn counts (a start or resume begins them afresh, A29, A31) and each participant's
     place on its chain (it takes its earliest free entry, A23). `fresh` is true: the first call

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta, tzinfo
 from types import MappingProxyType
-from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import attrs
@@ -18,11 +17,6 @@ import attrs
 from ..engine import PROVIDERS, Engine
 from ..names import STATUSES, Status
 from ..participant import Participant
-from .limited import LIMITED_CACHE_SIZE as LIMITED_CACHE_SIZE
-from .limited import Limited as Limited
-from .limited import LimitIndex as LimitIndex
-from .limited import index_limits as index_limits
-from .limited import limited_at as limited_at
 from .policy import DEFAULT_POLICY, Policy
 
 
@@ -74,19 +68,6 @@ class SchedulerConfig:
     zone: tzinfo = attrs.field(init=False, eq=False, repr=False)
     #: whether a call or call-time budget is set (A30, A21; A43: unlimited when neither is)
     bounded: bool = attrs.field(init=False, eq=False, repr=False)
-    #: the team's distinct lane engines numbered, `(provider, model)` -> number, and each lane
-    #: written as its engines' bits (`1 << number`): the limit registry is read by number
-    #: (`LimitIndex`), the engines limited at an instant as a mask of those bits
-    engine_numbers: Mapping[tuple[str, str | None], int] = attrs.field(
-        init=False, eq=False, repr=False)
-    lane_bits: tuple[tuple[int, ...], ...] = attrs.field(init=False, eq=False, repr=False)
-    #: the engines by number, and each lane's distinct numbers in chain order: a wait reads the
-    #: resets of the engines it waits for by number
-    numbered_engines: tuple[Engine, ...] = attrs.field(init=False, eq=False, repr=False)
-    lane_numbers: tuple[tuple[int, ...], ...] = attrs.field(init=False, eq=False, repr=False)
-    #: what each set of limited engines (a mask of their bits) means for the lanes, worked out
-    #: the first time a step meets it (`limited_at`)
-    limited_cache: dict[int, Limited] = attrs.field(init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         if not self.team:
@@ -120,27 +101,15 @@ class SchedulerConfig:
         object.__setattr__(self, "zone", _zone(self.timezone))
         bounded = self.max_iterations is not None or self.max_runtime is not None
         object.__setattr__(self, "bounded", bounded)
-        numbers: dict[tuple[str, str | None], int] = {}
-        lane_bits = tuple(
-            tuple(1 << numbers.setdefault((e.provider, e.model), len(numbers)) for e in lane)
-            for lane in lanes
-        )
-        object.__setattr__(self, "engine_numbers", MappingProxyType(numbers))
-        object.__setattr__(self, "lane_bits", lane_bits)
-        engines = {numbers[e.provider, e.model]: e for lane in lanes for e in lane}
-        object.__setattr__(self, "numbered_engines", tuple(engines[n] for n in range(len(numbers))))
-        object.__setattr__(self, "lane_numbers", tuple(
-            tuple(dict.fromkeys(numbers[e.provider, e.model] for e in lane)) for lane in lanes))
-        object.__setattr__(self, "limited_cache", {})
 
 
-@attrs.frozen(weakref_slot=False)  # no weak references: see _build.py
+@attrs.frozen
 class EngineLimit:
     """A8: `engine` reported a usage limit; it is taken out until `until` (A6 defaults applied).
 
     `read`: the reset was read from a notice (False: the A6 default stands in for it); `seen`:
     when the notice was seen (None: not known); `source`: who saw it — empty for this run, else
-    the name of another run sharing the account (issue 14, docs/sharing.md). Records merge by
+    the name of another run sharing the account (docs/sharing.md). Records merge by
     `merge_limit` (registry.py).
     """
 
@@ -151,9 +120,9 @@ class EngineLimit:
     source: str = ""
 
 
-@attrs.frozen(weakref_slot=False)  # no weak references: see _build.py
+@attrs.frozen
 class EngineUsage:
-    """Issue 25: the last usage reading reported for one `window` of `engine` (by a healthy
+    """docs/limits.md: the last usage reading reported for one `window` of `engine` (by a healthy
     call of this run, or of another run sharing the account: `source`, empty for this run).
     `utilization` is the fraction of the window used; the reading counts until `until` — the
     window's reset (`read`), or, when the provider named none, the A6 default wait after
@@ -171,7 +140,7 @@ class EngineUsage:
     threshold: float | None = None
 
 
-@attrs.frozen(weakref_slot=False)  # no weak references: see _build.py
+@attrs.frozen
 class Outage:
     """A26: `provider` could not be reached `attempts` times in a row; tried again at `retry_at`."""
 
@@ -180,7 +149,7 @@ class Outage:
     attempts: int = 1
 
 
-@attrs.frozen(weakref_slot=False)  # no weak references: see _build.py
+@attrs.frozen
 class Call:
     """The call in flight: who runs it, on which engine, since when, and whose turn it is
     (`approved`: the gate-approved turn of A22, inserted before the owed one)."""
@@ -192,7 +161,7 @@ class Call:
     approved: bool = False
 
 
-@attrs.frozen(weakref_slot=False)  # no weak references: see _build.py
+@attrs.frozen
 class SchedulerState:
     """Everything the scheduler knows. Build the first one with `initial_state(config)`.
 
@@ -208,7 +177,7 @@ class SchedulerState:
     - `iterations`: calls made (A30); `runtime`: time spent in calls (A21).
     - `last_event_at`: the `now` of the last event fed to `step` (None before the first): an
       event earlier than it is refused, time never goes backwards (A38).
-    - `readings`: the last usage reading of each engine's window (issue 25), sorted by engine
+    - `readings`: the last usage reading of each engine's window (docs/limits.md), sorted by engine
       then window; kept whatever the policy (`autodev status` forecasts from them), acted on
       only when `config.policy.headroom` is set.
     """
@@ -232,17 +201,6 @@ class SchedulerState:
     runtime: timedelta = timedelta(0)
     last_event_at: datetime | None = None
     readings: tuple[EngineUsage, ...] = ()
-    #: `limits` read by engine number (derived: not an argument, not compared, not serialised)
-    limit_index: LimitIndex = attrs.field(init=False, eq=False, repr=False)
-    # `step` makes the new state in place (step.py's `_Draft`, a twin of this class): these two
-    # hold its scratch — the effects being collected and which engines are limited at its
-    # instant — only while it runs. None on every state a caller sees; not arguments, not
-    # compared, not serialised.
-    _effects: list[Any] | None = attrs.field(init=False, default=None, eq=False, repr=False)
-    _limited: Limited | None = attrs.field(init=False, default=None, eq=False, repr=False)
-
-    # Times inside the state are checked once, as events (their source) are built; the state is
-    # rebuilt at every step, so its own checks are kept to what an event cannot guarantee.
     def __attrs_post_init__(self) -> None:
         if self.status not in STATUSES:
             raise ValueError(f"unknown status {self.status!r} (one of {', '.join(STATUSES)})")
@@ -251,7 +209,6 @@ class SchedulerState:
             raise ValueError("empties, seats and passed hold one entry per participant")
         if not 0 <= self.due < n:
             raise ValueError(f"due index {self.due} outside a team of {n}")
-        object.__setattr__(self, "limit_index", index_limits(self.config, self.limits))
 
 
 def initial_state(config: SchedulerConfig) -> SchedulerState:

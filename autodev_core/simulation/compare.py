@@ -1,4 +1,4 @@
-"""Issue 25: one scenario run with `Policy.headroom` off and on, side by side (`autodev
+"""docs/limits.md: one scenario run with `Policy.headroom` off and on, side by side (`autodev
 simulate --compare-headroom AT`, docs/limits.md "Knob off and on").
 
 What changes is counted as the run goes (`driver.Tally`): calls refused by a limit, turns a

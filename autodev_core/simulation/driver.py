@@ -12,29 +12,22 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, tzinfo
-from typing import Any, Final
+from typing import Final
 
 import attrs
 
-from .._twins import twin_of
-from ..detection.classification import (
-    Classification,
-    LimitNotice,
-    UsageReading,
-    limit_notice_of,
-)
+from ..detection.classification import Classification, LimitNotice, UsageReading
 from ..detection.reader import PreparedClassification, prepare_classification
 from ..engine import Engine
 from ..errors import ConfigError
-from ..scheduler._build import new_call_ended, new_woke
 from ..scheduler.effects import Log, Sleep, StartCall
 from ..scheduler.events import (
     CallEnded,
-    CallKind,
     Event,
     LimitObserved,
     MessageArrived,
     RunStarted,
+    Woke,
     call_ended,
 )
 from ..scheduler.policy import default_limit_wait
@@ -51,7 +44,6 @@ MAX_EVENTS_AT_ONE_INSTANT: Final = 10_000
 #: Events (calls ending, wakes, messages) beyond which a scenario is refused with one line rather
 #: than run for minutes and gigabytes: about 70 days of one-minute calls.
 MAX_EVENTS: Final = 100_000
-_new: Final = object.__new__
 
 
 def horizon_line(horizon: timedelta = DEFAULT_HORIZON) -> str:
@@ -63,19 +55,12 @@ def horizon_line(horizon: timedelta = DEFAULT_HORIZON) -> str:
     )
 
 
-@attrs.frozen(weakref_slot=False)  # no weak references: see `_LINE_TWIN`
+@attrs.frozen
 class SimulatedLine:
     """One log line of the run, at the virtual instant it happened."""
 
     at: datetime
     message: str
-
-
-#: SimulatedLine's twin (`_twins.twin_of`): `_Pending.lines` builds each line as the scheduler
-#: builds its own effects (scheduler/_build.py), filling a twin by plain assignment and then
-#: making it a SimulatedLine by setting its `__class__`. Equal, hashing and repr'ing as the
-#: checked value (tests/core/test_simulation_builders.py).
-_LINE_TWIN: Final[Any] = twin_of(SimulatedLine)
 
 
 @attrs.frozen
@@ -104,61 +89,6 @@ class SimulationResult:
         return tuple(out)
 
 
-class _Pending:
-    """The lines of a result not looked at yet: the log effects `step` returned, in order. The
-    `SimulatedLine`s are built from them when `SimulationResult.lines` is first read (a caller
-    that only counts events, or reads the state, never pays for them)."""
-
-    __slots__ = ("logs",)
-
-    def __init__(self, logs: list[Log]) -> None:
-        self.logs = logs
-
-    def lines(self) -> tuple[SimulatedLine, ...]:
-        # SimulatedLine(at=log.at, message=log.message), built as `step` builds its values: a
-        # twin filled by plain assignment, then made a SimulatedLine (see `_LINE_TWIN`).
-        twin = _LINE_TWIN
-        lines: list[Any] = []
-        add = lines.append
-        for log in self.logs:
-            line: Any = _new(twin)
-            line.at = log.at
-            line.message = log.message
-            line.__class__ = SimulatedLine
-            add(line)
-        return tuple(lines)
-
-
-#: The slot that holds `SimulationResult.lines` (attrs made it).
-_LINES_SLOT: Final[Any] = SimulationResult.__dict__["lines"]
-
-
-class _LinesOnFirstRead:
-    """`SimulationResult.lines`: the slot as attrs made it, except that a result `simulate`
-    returns holds its lines pending (`_Pending`) until they are first read; they are then built
-    and kept in the slot. Every way of reading a result (the attribute, eq, hash, repr, evolve,
-    pickle, `attrs.asdict`) reads the attribute, so it sees the tuple of `SimulatedLine`s a
-    result built with them would hold (tests/core/test_simulation_reference.py)."""
-
-    def __get__(self, result: object, owner: type | None = None) -> Any:
-        if result is None:
-            return _LINES_SLOT
-        lines = _LINES_SLOT.__get__(result, owner)
-        if lines.__class__ is _Pending:
-            lines = lines.lines()
-            _LINES_SLOT.__set__(result, lines)
-        return lines
-
-    def __set__(self, result: object, lines: Any) -> None:
-        _LINES_SLOT.__set__(result, lines)  # only attrs' own `__init__` sets it: frozen
-
-    def __delete__(self, result: object) -> None:
-        _LINES_SLOT.__delete__(result)
-
-
-type.__setattr__(SimulationResult, "lines", _LinesOnFirstRead())
-
-
 def _stamp(at: datetime, zone: tzinfo) -> str:
     local = at.astimezone(zone)
     return (
@@ -182,11 +112,10 @@ def scheduler_config(scenario: Scenario, *, source: str = "<string>") -> Schedul
 
 
 class _Reply:
-    """One distinct scripted answer on one engine, read once (SPEC D): what its output means
-    (resolved at each call's end when it depends on the instant) and, per participant, how it
-    ends that participant's calls."""
+    """One distinct scripted answer on one engine, read once (SPEC D): what its output means,
+    resolved at each call's end when it depends on the instant (a limit's reset)."""
 
-    __slots__ = ("ended", "exit_code", "fixed", "limit", "posted", "prepared", "timed_out")
+    __slots__ = ("exit_code", "fixed", "posted", "prepared", "timed_out")
 
     def __init__(
         self, answer: CallAnswer, exit_code: int | None, prepared: PreparedClassification
@@ -197,12 +126,6 @@ class _Reply:
         self.prepared = prepared
         #: The classification when it is the same at every instant (no limit in the output).
         self.fixed: Classification | None = getattr(prepared, "fixed", None)
-        #: Else a limit is in the output and is read at every instant: its notice and reset,
-        #: read as `prepared.at` reads them (None: only `prepared.at` knows how).
-        self.limit: Any = getattr(prepared, "limit", None) if self.fixed is None else None
-        #: Per participant, the fields of the `CallEnded` this answer ends its calls with,
-        #: after `now` and before `limit` (see `_Machine.answer`).
-        self.ended: dict[str, tuple[str, Engine, CallKind, bool]] = {}
 
 
 class _Lane:
@@ -251,7 +174,7 @@ class _Machine:
             self.lanes[engine.provider, engine.model] = _Lane(answers)
         self.fallback = scenario.default if scenario.default is not None else OK_ANSWER
         self._read: dict[tuple[str, str, str, int | None], PreparedClassification] = {}
-        # Issue 25: each provider's usage periods, in time order (UTC), when the scenario has
+        # docs/limits.md: each provider's usage periods, in time order (UTC), when the scenario has
         # any; without them `answer` is the scripted answer alone, as it always was.
         self.usage: dict[str, list[_Period]] = {}
         for period in sorted(scenario.usage, key=lambda p: p.start.astimezone(UTC)):
@@ -282,53 +205,22 @@ class _Machine:
         if end.tzinfo is not UTC:
             end = end.astimezone(UTC)
         end += answer.duration  # A6: elapsed time
-        # The same answer ends the same participant's calls on this engine the same way: the
-        # kind follows the classification's kind (the same at every instant: a limit is in the
-        # output or it is not), the post and the exit, not the instant. The first such call's
-        # event is built and checked by `call_ended`; later ones are built from its fields as
-        # `step` builds its own values (scheduler/_build.py), with only the instant and a
-        # limit's notice new (tests/core/test_simulation_reads_once.py,
-        # test_simulation_reference.py).
-        known = reply.ended.get(effect.participant)
-        if known is not None:
-            participant, engine, kind, posted = known
-            limit = reply.limit
-            if limit is None:
-                fixed = reply.fixed
-                if fixed is not None:
-                    return new_call_ended(end, participant, engine, kind, posted, None,
-                                          reply.exit_code, fixed.usage)
-            elif end.__class__ is datetime and end.tzinfo is UTC:  # what `prepared.at` checks
-                # Each distinct answer is read once; only what depends on the instant (a
-                # limit's reset) is worked out at each call's end, as `classify_output` would.
-                read = limit.read(end, self.zone)
-                if read is not None:  # always: a limit is in the output
-                    # The provider was checked when the answer was read, the reset built by a
-                    # reader: `prepared.at`'s notice, not checked again.
-                    return new_call_ended(end, participant, engine, kind, posted,
-                                          limit_notice_of(limit.provider, read[0], read[1]),
-                                          reply.exit_code)
-        classification = reply.fixed or reply.prepared.at(end, self.zone)
-        event = call_ended(
+        return call_ended(
             end,
             effect.participant,
             engine,
-            classification,
+            reply.fixed or reply.prepared.at(end, self.zone),
             posted=reply.posted,
             exit_code=reply.exit_code,
             timed_out=reply.timed_out,
         )
-        if known is None and event.exit_code == reply.exit_code:
-            reply.ended[effect.participant] = (
-                event.participant, event.engine, event.kind, event.posted
-            )
-        return event
 
     def _metered(self, effect: StartCall) -> CallEnded:
-        """Issue 25: the scripted answer, met by the account's usage periods. A call running or
-        starting in a limit period is refused with a limit until the period's end, when the
-        period begins (or at once); a call that ends healthy in a warning period carries the
-        period's usage reading, as a real call's structured output would (A2: no limit)."""
+        """docs/limits.md: the scripted answer, met by the account's usage periods. A call
+        running or starting in a limit period is refused with a limit until the period's end,
+        when the period begins (or at once); a call that ends healthy in a warning period
+        carries the period's usage reading, as a real call's structured output would (A2: no
+        limit)."""
         engine = effect.engine
         periods = self.usage.get(engine.provider)
         if periods is None:
@@ -413,7 +305,7 @@ def _guarded(
 
 
 class Tally:
-    """Issue 25: what a run's limits cost, counted as `simulate` goes (`compare_headroom`):
+    """docs/limits.md: what a run's limits cost, counted as `simulate` goes (`compare_headroom`):
     posts, calls, calls refused by a limit, of those the ones a limit cut short after they had
     run a while (a wasted turn), the call time they lost, and the time the run spent waiting for
     a limit (`rate_limited`: every participant limited)."""
@@ -439,121 +331,144 @@ class Tally:
                 self.lost += ran
 
 
+class _Run:
+    """One simulation in progress: the scheduler's state, the simulated CLIs, and what is still
+    to come on the virtual clock — the call in flight, the end of a sleep, user messages and
+    other runs' reports."""
+
+    def __init__(self, scenario: Scenario, source: str, max_events: int,
+                 tally: Tally | None) -> None:
+        self.scenario, self.source, self.max_events, self.tally = (
+            scenario, source, max_events, tally)
+        self.config = scheduler_config(scenario, source=source)
+        self.state = initial_state(self.config)
+        self.machine = _Machine(scenario)
+        # A6: the virtual clock runs in UTC, so a call's duration and every wait are elapsed
+        # time across a clock change; the scenario's zone only reads notices and writes times.
+        self.start = self.now = scenario.start.astimezone(UTC)
+        self.until = (scenario.until.astimezone(UTC) if scenario.until is not None
+                      else self.start + DEFAULT_HORIZON)
+        # The next one last, popped when it arrives.
+        self.messages = [m.astimezone(UTC) for m in scenario.messages if m >= self.start][::-1]
+        # docs/sharing.md: another run's reports, in time order; one at t is learned before
+        # anything else that happens at t (A39: what was learned comes first).
+        self.peers = sorted(
+            ((r.at.astimezone(UTC), r) for r in scenario.peers
+             if r.at.astimezone(UTC) >= self.start),
+            key=lambda pair: pair[0],
+        )[::-1]
+        self.logs: list[Log] = []
+        self.call: CallEnded | None = None
+        self.wake_at: datetime | None = None
+        self.events = 0
+        self.same_instant = 0
+
+    def feed(self, event: Event) -> None:
+        """Step the scheduler with `event` and carry out what it asks for."""
+        self.state, effects = step(self.state, event)
+        self.events += 1
+        for effect in effects:
+            if isinstance(effect, Log):
+                self.logs.append(effect)
+            elif isinstance(effect, StartCall):
+                self.call = self.machine.answer(effect)
+                if self.tally is not None:
+                    self.tally.started = effect.at
+            elif isinstance(effect, Sleep):
+                self.wake_at = effect.until
+
+    def next_instant(self) -> datetime | None:
+        """When the next thing happens: the call's end, the sleep's end, a user message or
+        another run's report (None: nothing will)."""
+        at = self.call.now if self.call is not None else None
+        wake_at = self.waking()
+        if wake_at is not None and (at is None or wake_at < at):
+            at = wake_at
+        if self.messages and (at is None or self.messages[-1] < at):
+            at = self.messages[-1]
+        if self.peers and (at is None or self.peers[-1][0] <= at):
+            at = self.peers[-1][0]
+        return at
+
+    def waking(self) -> datetime | None:
+        return self.wake_at if self.state.wait_until is not None else None
+
+    def event_at(self, at: datetime) -> Event:
+        """What happens at `at`: at one instant a report first, then the call's end, the wake,
+        a message."""
+        if self.peers and self.peers[-1][0] == at:
+            report = self.peers.pop()[1]
+            reset = report.reset
+            return LimitObserved(
+                now=at, engine=report.engine,
+                until=reset if reset is not None else at + default_limit_wait(
+                    report.engine.provider),
+                read=reset is not None, seen=at, source=report.source,
+            )
+        if self.call is not None and self.call.now == at:
+            event, self.call = self.call, None
+            if self.tally is not None:
+                self.tally.ended(event)
+            return event
+        if self.waking() == at:
+            self.wake_at = None
+            return Woke(now=at)
+        self.messages.pop()
+        return MessageArrived(now=at)
+
+    def check_progress(self, at: datetime) -> None:
+        """Refuse a scenario that needs too many events, or whose clock never moves on."""
+        if self.events >= self.max_events:
+            raise ConfigError(
+                f"the run needs more than {self.max_events:,} events (calls, wakes, messages) "
+                f"before it ends; it had reached {_stamp(at, self.config.zone)} — set an "
+                "earlier 'until' or give the calls a longer duration",
+                source=self.source,
+            )
+
+    def move_to(self, at: datetime) -> None:
+        if at != self.now:
+            self.now = at
+            self.same_instant = 0
+            return
+        self.same_instant += 1
+        if self.same_instant > MAX_EVENTS_AT_ONE_INSTANT:
+            raise ConfigError(
+                f"calls: time never moves past {at.isoformat()} "
+                "(calls lasting 0 seconds answer without end); give them a duration",
+                source=self.source,
+            )
+
+    def result(self) -> SimulationResult:
+        over = self.state.status in ("paused", "stopped")
+        if self.tally is not None:
+            self.tally.calls = self.machine.calls
+        return SimulationResult(
+            lines=tuple(SimulatedLine(at=log.at, message=log.message) for log in self.logs),
+            state=self.state, events=self.events, calls=self.machine.calls,
+            ended_at=self.now if over else self.until,
+            horizon_reached=not over and self.scenario.until is None,
+        )
+
+
 def _simulate(
     scenario: Scenario, source: str, max_events: int, tally: Tally | None = None
 ) -> SimulationResult:
-    config = scheduler_config(scenario, source=source)
-    state = initial_state(config)
-    machine = _Machine(scenario)
-    # A6: the virtual clock runs in UTC, so a call's duration and every wait are elapsed time
-    # across a clock change; the scenario's zone is used only to read notices and write times.
-    start = scenario.start.astimezone(UTC)
-    until = (
-        scenario.until.astimezone(UTC) if scenario.until is not None else start + DEFAULT_HORIZON
-    )
-    messages = [m.astimezone(UTC) for m in scenario.messages if m >= start]
-    messages.reverse()  # the next one last, popped when it arrives
-    # Issue 14: another run's reports, in time order; one at t is learned before anything else
-    # that happens at t (A39: what was learned comes first).
-    peers = sorted(
-        (
-            (r.at.astimezone(UTC), r)
-            for r in scenario.peers
-            if r.at.astimezone(UTC) >= start
-        ),
-        key=lambda pair: pair[0],
-    )
-    peers.reverse()  # the next one last, popped when it is learned
-    logs: list[Log] = []  # the result's lines, built when first read (`_Pending`)
-    add_log = logs.append
-    answer = machine.answer
-    call_at: datetime | None = None
-    call: CallEnded | None = None
-    wake_at: datetime | None = None
-    events = 0
-    now = start
-    same_instant = 0
-    event: Event = RunStarted(now=start)
+    run = _Run(scenario, source, max_events, tally)
+    event: Event = RunStarted(now=run.start)
     while True:
-        state, effects = step(state, event)
-        events += 1
-        for effect in effects:
-            kind = type(effect)  # the classes step builds, never subclassed
-            if kind is Log:
-                add_log(effect)  # type: ignore[arg-type]
-            elif kind is StartCall:
-                call = answer(effect)  # type: ignore[arg-type]
-                call_at = call.now
-                if tally is not None:
-                    tally.started = effect.at  # type: ignore[union-attr]
-            elif kind is Sleep:
-                wake_at = effect.until  # type: ignore[union-attr]
-        if state.status in ("paused", "stopped"):
+        run.feed(event)
+        if run.state.status in ("paused", "stopped"):
             break
-        # The next thing to happen: the call's end, the sleep's end, a user message or another
-        # run's report; at one instant a report first, then the call, the wake, a message.
-        at = call_at
-        if wake_at is not None and state.wait_until is not None and (at is None or wake_at < at):
-            at = wake_at
-        if messages and (at is None or messages[-1] < at):
-            at = messages[-1]
-        if peers and (at is None or peers[-1][0] <= at):
-            at = peers[-1][0]
-        if tally is not None and state.status == "rate_limited":
-            tally.waiting += (until if at is None or at > until else at) - now
-        if at is None or at > until:
+        at = run.next_instant()
+        if tally is not None and run.state.status == "rate_limited":
+            tally.waiting += (run.until if at is None or at > run.until else at) - run.now
+        if at is None or at > run.until:
             break
-        if events >= max_events:
-            raise ConfigError(
-                f"the run needs more than {max_events:,} events (calls, wakes, messages) before "
-                f"it ends; it had reached {_stamp(at, config.zone)} — set an earlier 'until' "
-                "or give the calls a longer duration",
-                source=source,
-            )
-        if peers and peers[-1][0] == at:
-            report = peers.pop()[1]
-            reset = report.reset
-            event = LimitObserved(
-                now=at,
-                engine=report.engine,
-                until=reset if reset is not None else at + default_limit_wait(
-                    report.engine.provider
-                ),
-                read=reset is not None,
-                seen=at,
-                source=report.source,
-            )
-        elif call is not None and call_at == at:
-            event = call
-            call_at = call = None
-            if tally is not None:
-                tally.ended(event)
-        elif wake_at is not None and state.wait_until is not None and wake_at == at:
-            event = new_woke(at)  # `at` is a Sleep's `until`: an aware UTC instant
-            wake_at = None
-        else:
-            event = MessageArrived(now=at)
-            messages.pop()
-        if at == now:
-            same_instant += 1
-            if same_instant > MAX_EVENTS_AT_ONE_INSTANT:
-                raise ConfigError(
-                    f"calls: time never moves past {at.isoformat()} "
-                    "(calls lasting 0 seconds answer without end); give them a duration",
-                    source=source,
-                )
-        else:
-            now = at
-            same_instant = 0
-    over = state.status in ("paused", "stopped")
-    ended_at = now if over else until
-    if tally is not None:
-        tally.calls = machine.calls
-    return SimulationResult(
-        lines=_Pending(logs),  # type: ignore[arg-type]  # SimulationResult.lines builds them
-        state=state, events=events, calls=machine.calls, ended_at=ended_at,
-        horizon_reached=not over and scenario.until is None,
-    )
+        run.check_progress(at)
+        event = run.event_at(at)
+        run.move_to(at)
+    return run.result()
 
 
 def iter_output(scenario: Scenario, *, source: str = "<string>") -> Iterator[str]:

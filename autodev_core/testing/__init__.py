@@ -1,9 +1,10 @@
 """Reusable Hypothesis harnesses (SPEC 0.4), shipped inside the package like `zarr.testing`.
 
-- `autodev_core.testing.scheduler`: strategies for teams, chains and outcomes, and
-  `SchedulerMachine`, which drives `step` through random interleavings and checks SPEC A's
-  invariants after every step.
-- `autodev_core.testing.persistence`: strategies for run ids, tiers and persistence events, and
+- `autodev_core.testing.scheduler_machine`: `SchedulerMachine`, which drives `step` through
+  random interleavings and checks SPEC A's invariants after every step against the model in
+  `scheduler_model`, drawing teams, chains and outcomes from `scheduler_strategies`.
+- `autodev_core.testing.persistence_machine`: strategies for run ids, tiers and persistence
+  events, and
   `PersistenceMachine`, which checks the persistence reducer, the B8 planner and the turn gate
   against a model of B6-B8.
 
@@ -28,7 +29,7 @@ from .orchestrator import (
     cli_outputs,
     notice_outputs,
 )
-from .persistence import (
+from .persistence_machine import (
     PersistenceMachine,
     PersistenceModel,
     accepted_events,
@@ -39,25 +40,28 @@ from .persistence import (
     queued_events,
     recoveries,
 )
-from .scheduler import (
+from .scheduler_machine import SchedulerMachine
+from .scheduler_model import back_at, expected_wait, is_learned, near_limit
+from .scheduler_strategies import (
     OUTCOME_WEIGHTS,
+    UTILIZATIONS,
+    WINDOWS,
     ZONES,
-    SchedulerMachine,
-    back_at,
     durations,
     engines,
-    expected_wait,
     instants,
-    is_learned,
     participants,
     reset_offsets,
     scheduler_configs,
+    usage_readings,
 )
 
 __all__ = [
     "OUTCOME_WEIGHTS",
     "OUTPUT_KINDS",
     "RESET_FORMS",
+    "UTILIZATIONS",
+    "WINDOWS",
     "ZONES",
     "CliOutput",
     "Orchestrator",
@@ -76,6 +80,7 @@ __all__ = [
     "instants",
     "is_learned",
     "markers",
+    "near_limit",
     "notice_outputs",
     "participants",
     "persistence_events",
@@ -84,4 +89,5 @@ __all__ = [
     "recoveries",
     "reset_offsets",
     "scheduler_configs",
+    "usage_readings",
 ]

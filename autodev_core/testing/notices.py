@@ -1,5 +1,5 @@
 # ruff: noqa: E501
-"""Real CLI outputs, shipped for `cli_outputs` (issue 12 item 5): generated from the project's
+"""Real CLI outputs, shipped for `cli_outputs` (docs/testing-your-orchestrator.md): generated from the project's
 notice corpus, `tests/fixtures/notices/*.yaml` (each case cites its source there), and checked
 against it by `tests/core/test_orchestrator_harness.py` so the two cannot drift.
 

@@ -1,4 +1,5 @@
-"""A harness for YOUR orchestrator's loop (issue 12 item 5), as zarr's store tests take yours.
+"""A harness for YOUR orchestrator's loop (docs/testing-your-orchestrator.md), as zarr's store
+tests take yours.
 
 `SchedulerMachine` checks autodev's core; `OrchestratorMachine` checks the code you wrap around
 it: the effect handler that runs CLIs, sleeps, writes logs and saves the state. Subclass it and
@@ -51,7 +52,7 @@ from ..scheduler.restore import restore_state
 from ..scheduler.state import SchedulerConfig, SchedulerState, initial_state
 from ..scheduler.step import TRANSITIONS, step
 from .notices import NOTICE_CASES
-from .scheduler import scheduler_configs
+from .scheduler_strategies import scheduler_configs
 
 #: What `cli_outputs` can draw: a post, each kind of notice, and plain failures (A28, A31).
 OUTPUT_KINDS: tuple[str, ...] = (

@@ -177,6 +177,7 @@ def _strings(value: Any, field: str, source: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+# Long for the per-key checks of one `commands:` entry, each with its own message (C5).
 def templates_from_config(
     config: Mapping[str, Any] | None, *, source: str = "<config>", field: str = "commands"
 ) -> Mapping[str, CommandTemplate]:

@@ -3,7 +3,7 @@
 `_Capture` is fed each chunk a CLI writes and keeps: a tail of stdout and of stderr (the stderr
 tail led by a line saying what was cut, `_StderrTail`), the first bytes of a plain stdout, and the
 structured events the core decides by (`_Events`; their types are the core's own list,
-`autodev_core.detection.events`) even once the tail has moved past them — a post event too long
+`autodev_core.detection.cli_events`) even once the tail has moved past them — a post event too long
 to keep whole is kept cut, still valid JSON (`_CutLine`). One post keeps at most
 `POST_MAX_BYTES`; beyond, the answer is cut with `CUT_MARKER`, never dropped.
 """
@@ -14,7 +14,7 @@ import re
 from collections import deque
 from collections.abc import Callable
 
-from autodev_core.detection.events import (
+from autodev_core.detection.cli_events import (
     EVENT_OPENING_KEYS,
     ITEM_DONE_EVENT,
     KEPT_EVENT_TYPES,

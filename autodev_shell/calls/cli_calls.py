@@ -1,6 +1,6 @@
 """Running a participant's CLI for one `StartCall` (SPEC C1, C8): the lane that shows it, the
 adapter that runs it, and the record of its process group that outlives a kill -9 of the daemon
-(issue 9.7).
+(C1).
 
 `CliCalls` is the part of `Runner` (autodev_shell/runner.py) that spawns: `call` is the loop's
 default `perform_call`; `cancel` is the loop's own check, asked several times a second while the
@@ -81,7 +81,7 @@ class CliCalls:
 
     def _call_started(self, pid: int) -> None:
         """Record the call's process group (its pid, C1) so a daemon that follows a kill -9
-        of this one can end it before starting the owed turn again (issue 9.7)."""
+        of this one can end it before starting the owed turn again (C1)."""
         try:
             self.store.record_call_process(pid, pid, start_ticks(pid), now=self.clock.now())
         except StoreError as exc:  # the CLI still dies with this daemon (PR_SET_PDEATHSIG)

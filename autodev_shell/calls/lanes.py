@@ -95,7 +95,7 @@ _SECRET_ASSIGNMENT = re.compile(
 
 
 def secret_spans(text: str) -> list[tuple[int, int]]:
-    """Where `text` (a line of a lane, issue 23) holds a secret as `redact_argv` would hide it:
+    """Where `text` (a line of a lane, docs/panel.md) holds a secret as `redact_argv` would hide it:
     a value that looks like a key or token, or the value of a `NAME=value` named like a secret.
     Sorted, not overlapping; each span is replaced by `REDACTED` when shown."""
     spans = [m.span() for m in _SECRET_VALUE.finditer(text)]

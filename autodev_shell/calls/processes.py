@@ -1,4 +1,4 @@
-"""The CLI processes a daemon starts, and the ones a dead daemon left behind (issue 9.7, C1).
+"""The CLI processes a daemon starts, and the ones a dead daemon left behind (C1).
 
 Every call runs in its own process group (C1). To leave no CLI running without its daemon:
 

@@ -162,6 +162,7 @@ def _why_not_started(exc: BaseException, args: tuple[str, ...]) -> tuple[int, st
     return EXIT_NOT_EXECUTABLE, f"cannot start: {exc}"
 
 
+# Long for its 14 parameters and their contract; the body is one spawn, stream, wait.
 def run_call(
     argv: Sequence[str],
     *,
@@ -182,7 +183,7 @@ def run_call(
 
     The CLI runs in its own process group (C1) and, on Linux, dies with the calling process
     (`processes.die_with_parent`); `started` is told its pid (= its process group id) as soon
-    as it runs, so the daemon can record it (issue 9.7).
+    as it runs, so the daemon can record it (C1).
 
     `timeout` is in real seconds. `clock` stamps the call and gives `now` to the detectors;
     `local_tz` is the machine's zone for clock times in notices (A3). `input` is written to the
@@ -209,7 +210,7 @@ def run_call(
             env=dict(env) if env is not None else None,
             cwd=cwd,
             close_fds=True,
-            # No CLI outlives a daemon killed with -9 (issue 9.7).
+            # No CLI outlives a daemon killed with -9 (C1).
             preexec_fn=functools.partial(die_with_parent, os.getpid()),
         )
     except (OSError, ValueError, subprocess.SubprocessError) as exc:

@@ -48,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=None,
         help="run the scenario with policy.headroom off and with hand_over_at AT (e.g. 0.95) "
-        "and print what limits cost each run, as a Markdown table (issue 25)",
+        "and print what limits cost each run, as a Markdown table (docs/limits.md)",
     )
     simulate.set_defaults(handler=_simulate)
     demo = commands.add_parser(
@@ -118,7 +118,7 @@ def quick_status_args(argv: Sequence[str]) -> SimpleNamespace | None:
     full and given at most once, DIR not starting with `-`; None for anything else, which the
     parser reads (and refuses, abbreviates, or prints help for) as always. `autodev status` then
     builds no parser: argparse, with the gettext, locale and shutil it loads, is a fifth of a
-    bare interpreter's start (issue 13). tests/project/test_cold_start.py holds the two
+    bare interpreter's start (docs/performance.md). tests/project/test_cold_start.py holds the two
     readings equal."""
     from types import SimpleNamespace
 

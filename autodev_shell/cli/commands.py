@@ -27,7 +27,7 @@ from ..store.folder import (
 )
 
 # Each command imports what it uses when it runs: `autodev --help` builds the parser alone, and
-# `autodev status` does not load the loop, the CLIs' adapters or YAML (issue 13).
+# `autodev status` does not load the loop, the CLIs' adapters or YAML (docs/performance.md).
 if TYPE_CHECKING:
     import argparse
     from types import SimpleNamespace
@@ -35,16 +35,16 @@ if TYPE_CHECKING:
     from autodev_core.scheduler import SchedulerConfig
 
     from ..clock import Clock
-    from ..runner import RunSummary, StreamLog
+    from ..runner import Runner, RunSummary, StreamLog
     from ..sharing import LimitSharing, ShareSettings
-    from ..store.run_store import StoreError
+    from ..store.run_store import RunStore, StoreError
     from ..team import Team
 
 #: `autodev run`'s exit code after SIGTERM (128 + 15, as a shell reports it).
 EXIT_TERMINATED: Final = 143
 #: `autodev run`'s exit code after SIGHUP, its terminal closed (128 + 1).
 EXIT_HANGUP: Final = 129
-#: `autodev run`'s exit code when its run store was removed under it (issue 9.6).
+#: `autodev run`'s exit code when its run store was removed under it (C2).
 EXIT_FOLDER_GONE: Final = 1
 
 
@@ -89,18 +89,13 @@ def start_run(
     """Lock the run (C4), open its store, and drive the loop until the run stops. Everything
     is checked before anything is made: a refused team leaves no run folder behind.
 
-    `share`: a redis:// URL to share limits on (issue 14), overriding the team's `share:`
+    `share`: a redis:// URL to share limits on (docs/sharing.md), overriding the team's `share:`
     setting; only the accounts named under `accounts:` are shared (docs/sharing.md)."""
     import socket
 
-    from autodev_core.control.identity import resolve_active_identity
-
     from ..calls.argv import installed_providers
-    from ..calls.lanes import Lanes
     from ..clock import local_zone
-    from ..durability.writes import Durability
     from ..private import make_private, private_dir
-    from ..runner import Runner, StreamLog, default_countdown
     from ..sharing import share_settings
     from ..store.run_store import RunStore
     from ..store.runlock import RunLock
@@ -119,70 +114,20 @@ def start_run(
         else installed_providers(team.templates, path=(env or os.environ).get("PATH"))
     )
     config = scheduler_config_for(team, have, zone_key)
-    private_dir(run_dir)  # folders made here are 0700 (issue 9 item 8)
+    private_dir(run_dir)  # folders made here are 0700 (docs/shell.md, private files)
     db = run_db(run_dir)
     lock = RunLock.acquire(db, run=run_id)
     restore_sigterm = _raise_on_sigterm()
     try:
         make_private(run_dir)  # run files an older autodev (or another umask) left readable
-        from autodev_core.control.mutation import MutationContext, mutation_block_reason
-
-        from ..durability.paths import restore_in_progress
-
-        if restore_in_progress(db):  # B10-B11: a restore died half-way; nothing writes now
-            blocked = mutation_block_reason("start the run", MutationContext(
-                resolve_active_identity(run_id=run_id), restore_lock=True))
-            raise AutodevError(f"{blocked} Run `autodev restore --run {run_dir}` again to "
-                               "finish it.")
+        _refuse_half_restored(db, run_id=run_id, run_dir=run_dir)
         store = RunStore.open(db, create=True, run_id=run_id, now=clock.now())
         try:
-            identity = resolve_active_identity(run_id=store.run_id)
-            if not identity.names(run_id):
-                raise AutodevError(
-                    f"The run store at {db} belongs to run {store.run_id!r}, not {run_id!r}; "
-                    "use another --run directory."
-                )
-            durability = Durability.open(store, identity)
-            try:
-                log = StreamLog(
-                    config.zone,
-                    stream=stream if stream is not None else sys.stderr,
-                    file=run_dir / LOG_FILE,
-                    json_lines=json_lines,
-                )
-                kwargs = {} if slice_seconds is None else {"slice_seconds": slice_seconds}
-                sharing = _open_sharing(sharing_settings, log, clock, run_dir)
-                runner = Runner(
-                    config=config,
-                    store=store,
-                    durability=durability,
-                    identity=identity,
-                    clock=clock,
-                    log=log,
-                    templates=team.templates,
-                    env=env,
-                    countdown=None if json_lines else default_countdown(),
-                    lanes=Lanes(run_dir / LANES_DIR),
-                    prompt_dir=run_dir,
-                    sharing=sharing,
-                    **kwargs,  # type: ignore[arg-type]
-                )
-            except (Terminated, KeyboardInterrupt):
-                # A signal while the daemon starts, its store open: as clean an end as one
-                # in the loop (below); the backup catches up first (B14).
-                durability.sync_replicas(now=clock.now(), flush=True)
-                raise
-            try:
-                return runner.run(stop_at=stop_at)
-            except (Terminated, KeyboardInterrupt):
-                # A shutdown asked for by a signal is a clean one: the backup catches up first
-                # (B14; a kill -9 leaves it at most a cadence behind, the store holds it all).
-                runner.flush_replicas()
-                raise
-            finally:
-                if sharing is not None:
-                    sharing.close()
-                log.close()
+            runner, closing = _daemon(
+                store, team=team, config=config, run_dir=run_dir, run_id=run_id, clock=clock,
+                sharing_settings=sharing_settings, json_lines=json_lines, stream=stream,
+                env=env, slice_seconds=slice_seconds)
+            return _drive(runner, stop_at=stop_at, closing=closing)
         finally:
             store.close()
     finally:
@@ -190,10 +135,96 @@ def start_run(
         lock.release()
 
 
+def _refuse_half_restored(db: Path, *, run_id: str, run_dir: Path) -> None:
+    """B10-B11: a restore died half-way; nothing writes until it is run again to its end."""
+    from autodev_core.control.identity import resolve_active_identity
+    from autodev_core.control.mutation import MutationContext, mutation_block_reason
+
+    from ..durability.paths import restore_in_progress
+
+    if restore_in_progress(db):
+        blocked = mutation_block_reason("start the run", MutationContext(
+            resolve_active_identity(run_id=run_id), restore_lock=True))
+        raise AutodevError(f"{blocked} Run `autodev restore --run {run_dir}` again to "
+                           "finish it.")
+
+
+def _daemon(
+    store: RunStore,
+    *,
+    team: Team,
+    config: SchedulerConfig,
+    run_dir: Path,
+    run_id: str,
+    clock: Clock,
+    sharing_settings: ShareSettings | None,
+    json_lines: bool,
+    stream: TextIO | None,
+    env: dict[str, str] | None,
+    slice_seconds: float | None,
+) -> tuple[Runner, Callable[[], None]]:
+    """The run's `Runner` on its open store, and what closes its log and sharing after it."""
+    from autodev_core.control.identity import resolve_active_identity
+
+    from ..calls.lanes import Lanes
+    from ..durability.writes import Durability
+    from ..runner import Runner, StreamLog, default_countdown
+
+    identity = resolve_active_identity(run_id=store.run_id)
+    if not identity.names(run_id):
+        raise AutodevError(
+            f"The run store at {store.path} belongs to run {store.run_id!r}, not {run_id!r}; "
+            "use another --run directory."
+        )
+    durability = Durability.open(store, identity)
+    try:
+        log = StreamLog(
+            config.zone,
+            stream=stream if stream is not None else sys.stderr,
+            file=run_dir / LOG_FILE,
+            json_lines=json_lines,
+        )
+        kwargs = {} if slice_seconds is None else {"slice_seconds": slice_seconds}
+        sharing = _open_sharing(sharing_settings, log, clock, run_dir)
+        runner = Runner(
+            config=config, store=store, durability=durability, identity=identity,
+            clock=clock, log=log, templates=team.templates, env=env,
+            countdown=None if json_lines else default_countdown(),
+            lanes=Lanes(run_dir / LANES_DIR), prompt_dir=run_dir, sharing=sharing,
+            **kwargs,  # type: ignore[arg-type]
+        )
+    except (Terminated, KeyboardInterrupt):
+        # A signal while the daemon starts, its store open: as clean an end as one in the loop
+        # (`_drive`); the backup catches up first (B14).
+        durability.sync_replicas(now=clock.now(), flush=True)
+        raise
+
+    def closing() -> None:
+        if sharing is not None:
+            sharing.close()
+        log.close()
+
+    return runner, closing
+
+
+def _drive(runner: Runner, *, stop_at: datetime | None,
+           closing: Callable[[], None]) -> RunSummary:
+    """The loop until the run stops; a shutdown asked for by a signal is a clean one."""
+    try:
+        return runner.run(stop_at=stop_at)
+    except (Terminated, KeyboardInterrupt):
+        # The backup catches up first (B14; a kill -9 leaves it at most a cadence behind, the
+        # store holds it all).
+        runner.flush_replicas()
+        raise
+    finally:
+        closing()
+
+
 def _open_sharing(
     settings: ShareSettings | None, log: StreamLog, clock: Clock, run_dir: Path
 ) -> LimitSharing | None:
-    """Connect to the shared registry (issue 14). Redis being down is not an error (the run
+    """Connect to the shared registry (docs/sharing.md). Redis being down is not an error (the run
     carries on with its own limits and says so); redis-py missing is."""
     from ..sharing import LimitSharing
 
@@ -371,7 +402,7 @@ def cmd_lane(args: argparse.Namespace) -> int:
 
 
 def cmd_panel(args: argparse.Namespace) -> int:
-    """`autodev panel`: serve the run's panel in a browser (issue 23, docs/panel.md)."""
+    """`autodev panel`: serve the run's panel in a browser (docs/panel.md)."""
     try:
         import jinja2  # noqa: F401
         import starlette  # noqa: F401
@@ -441,18 +472,26 @@ def _speed(text: str) -> float:
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register every command but `simulate` and `demo` on the CLI's parser."""
+    _add_run(commands)
+    _add_controls(commands)
+    _add_team_and_store(commands)
+    _add_panel(commands)
 
-    def with_run(parser: argparse.ArgumentParser) -> None:
-        parser.add_argument(
-            "--run",
-            default=DEFAULT_RUN_DIR,
-            metavar="DIR",
-            help=f"the run's directory (default {DEFAULT_RUN_DIR})",
-        )
 
+def _with_run(parser: argparse.ArgumentParser) -> None:
+    """`--run DIR`: the run folder a command acts on."""
+    parser.add_argument(
+        "--run",
+        default=DEFAULT_RUN_DIR,
+        metavar="DIR",
+        help=f"the run's directory (default {DEFAULT_RUN_DIR})",
+    )
+
+
+def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     run = commands.add_parser("run", help="run a team of participant files on a thread")
     run.add_argument("team", metavar="TEAM_DIR", help="directory of participant .md files")
-    with_run(run)
+    _with_run(run)
     run.add_argument("--thread", default="", help="the run id (default: the team's folder name)")
     run.add_argument("--json", action="store_true", help="log JSON lines")
     run.add_argument(
@@ -471,8 +510,10 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     run.set_defaults(handler=cmd_run)
 
+
+def _add_controls(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     status = commands.add_parser("status", help="show status, limits, outages, persistence")
-    with_run(status)
+    _with_run(status)
     status.add_argument("--json", action="store_true", help="the same facts as one JSON object")
     status.set_defaults(handler=cmd_status)
 
@@ -482,13 +523,15 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         ("resume", "resume a paused run"),
     ):
         sub = commands.add_parser(name, help=text)
-        with_run(sub)
+        _with_run(sub)
         sub.set_defaults(handler=cmd_control)
     say = commands.add_parser("say", help="post a user message to the thread")
     say.add_argument("message", nargs="+", help="the message; - reads it from standard input")
-    with_run(say)
+    _with_run(say)
     say.set_defaults(handler=cmd_control)
 
+
+def _add_team_and_store(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     team = commands.add_parser("team", help="team commands")
     team_commands = team.add_subparsers(dest="team_command", metavar="SUBCOMMAND", required=True)
     edit = team_commands.add_parser("edit", help="print the path of a participant's file")
@@ -504,20 +547,22 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     restore = commands.add_parser(
         "restore", help="restore the run store from its checkpoint, when the audit allows"
     )
-    with_run(restore)
+    _with_run(restore)
     restore.set_defaults(handler=cmd_restore)
 
     lane = commands.add_parser("lane", help="print a participant's lane")
     lane.add_argument("id", help="participant id")
-    with_run(lane)
+    _with_run(lane)
     lane.set_defaults(handler=cmd_lane)
 
+
+def _add_panel(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     panel = commands.add_parser(
         "panel", help="watch and steer the run in a browser (needs autodev[panel])",
         description="Serve one run's panel: status, participants, limits, the thread, lanes, "
         "controls and prompt editing. Prints one URL with a one-time token and runs until "
         "Ctrl-C. docs/panel.md.")
-    with_run(panel)
+    _with_run(panel)
     panel.add_argument("--team", default=None, metavar="TEAM_DIR",
                        help="the team folder, for editing prompts (off without it)")
     panel.add_argument("--host", default="127.0.0.1",

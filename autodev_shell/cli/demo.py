@@ -53,6 +53,7 @@ TEAM: Final = {
 ORDER: Final = ("ana", "rui", "eva")
 
 
+# Long as a script is: the demo's story, one answer per line, read best in one piece.
 def demo_script(start: datetime) -> dict[str, Any]:
     """The stand-ins' answers: per CLI a queue, then posts (see `standins._standin`).
 

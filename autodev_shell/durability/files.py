@@ -46,7 +46,7 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o600) -> None:
     """`atomic_write_text` of bytes; the file gets `mode` whatever the umask (private by
-    default, issue 9 item 8: a replica holds the thread)."""
+    default, docs/store.md: a replica holds the thread)."""
     directory = path.parent
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=_temp_prefix(path), suffix=TEMP_SUFFIX)
     try:

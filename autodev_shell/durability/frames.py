@@ -15,7 +15,7 @@ frame, when it is incomplete or its payload does not match its checksum, is a to
 kill or a full disk in the middle of one) and is ignored. Anything else that does not read as
 a frame is damage, named by its frame number and byte.
 
-Read with json, os and zlib alone: `autodev status` loads no attrs (issue 13).
+Read with json, os and zlib alone: `autodev status` loads no attrs (docs/performance.md).
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 the daemon (`Durability.open`) and `autodev status` both start from.
 
 Kept apart from `writes`, `checkpoint` and `shadow_file` so that `autodev status` reads it
-without loading the replica planner, the checkpoint and the write path (issue 13): the shadow
+without loading the replica planner, the checkpoint and the write path (docs/performance.md): the
+shadow
 file's format is imported only when a shadow copy is there to read.
 """
 

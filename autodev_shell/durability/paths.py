@@ -2,7 +2,7 @@
 checkpoint, the shadow copy, the restore lock and a replaced store.
 
 Names only, no dependency: `autodev status` and a daemon's start read where the files are
-without loading how they are written (issue 13).
+without loading how they are written (docs/performance.md).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 drives them.
 
 - `commits.py`: the runner's writes, one revision per step, the turn gate (B4-B9);
-- `controls.py`: the commands other processes queued (stop, pause, resume, say);
+- `operator_commands.py`: the commands other processes queued (stop, pause, resume, say);
 - `sleeper.py`: sleeping in slices with a heartbeat (C2, A19, A20);
 - `logsink.py`: where the log lines go (C7).
 """

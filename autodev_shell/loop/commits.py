@@ -29,8 +29,8 @@ from ..store.runlock import lock_path
 if TYPE_CHECKING:
     from autodev_core.scheduler import SchedulerState
 
-    from .controls import Controls
     from .logsink import LogSink
+    from .operator_commands import Controls
 
 #: Real seconds between attempts to write a revision the turn gate is waiting for (B9).
 GATE_RETRY_SECONDS: Final = 1.0

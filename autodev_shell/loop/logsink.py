@@ -97,7 +97,7 @@ class StreamLog:
         self._write(at, message, "log")
 
     def entry(self, log: Log) -> None:
-        """A core line with its structured fields (issue 12: `event` is the `Log.kind`)."""
+        """A core line with its structured fields (C7: `event` is the `Log.kind`)."""
         self.lines.append((log.at, log.message))
         record = log_fields(log)
         fields: dict[str, object] = {"event": record.pop("kind")}

@@ -1,4 +1,4 @@
-"""`autodev panel` (issue 23): watch and steer one run in a browser.
+"""`autodev panel` (docs/panel.md): watch and steer one run in a browser.
 
 A part of the shell: it reads the run's store read-only and queues controls in the store's
 control table as `autodev say|pause|resume|stop` do; it never signals a process. Needs the
@@ -34,6 +34,7 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+# Long for the checks a user sees before the server starts, each one sentence (C6).
 def serve(run_dir: str | Path, *, team_dir: str | Path | None = None, host: str = "127.0.0.1",
           port: int = 0, read_only: bool = False, token: str | None = None,
           out: TextIO | None = None, err: TextIO | None = None) -> int:

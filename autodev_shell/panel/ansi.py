@@ -1,4 +1,4 @@
-"""A lane as the panel shows it (issue 23): CLI output made safe to put in a page.
+"""A lane as the panel shows it (docs/panel.md): CLI output made safe to put in a page.
 
 In this order, per line: decode (bad UTF-8 is U+FFFD), keep what a `\\r` redraw left last,
 turn SGR colour codes into classes, drop every other escape and control character (cursor

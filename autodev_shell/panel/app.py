@@ -1,4 +1,4 @@
-"""`autodev panel`'s web application (issue 23): routes over the run's store, read-only, and
+"""`autodev panel`'s web application (docs/panel.md): routes over the run's store, read-only, and
 the control table, the way `autodev status|say|pause|resume|stop` use them.
 
 See docs/panel.md for every view, the security model and the page contract.
@@ -30,10 +30,10 @@ from ..status.report import status_json
 from ..store.folder import open_existing, run_db
 from ..store.runlock import daemon_holding
 from .ansi import render_text
-from .events import LANE_TAIL_BYTES, Hub
+from .live import LANE_TAIL_BYTES, Hub
 from .prompts import PROMPT_MAX_BYTES, PromptError, read_prompt, save_prompt
-from .reader import FIRST_PAGE, MAX_PAGE, RunReader
 from .security import Guard, allowed_hosts
+from .store_reads import FIRST_PAGE, MAX_PAGE, RunReader
 from .view import status_view
 
 STATIC_DIR: Final = Path(__file__).parent / "static"

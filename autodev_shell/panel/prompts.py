@@ -1,4 +1,4 @@
-"""Editing a participant's file from the panel (issue 23, A14).
+"""Editing a participant's file from the panel (docs/panel.md, A14).
 
 The file is found by the team loader (`Team.file_of`: the id must be a participant of the
 team, the path is the loader's, never one built from the request). A save is checked against

@@ -1,4 +1,4 @@
-"""The panel's guard (issue 23, docs/panel.md "Security model"), one ASGI layer in front of
+"""The panel's guard (docs/panel.md "Security model"), one ASGI layer in front of
 every route, the event stream and the static files included:
 
 1. `Host` must be one of the loopback names at the panel's port (or the explicit `--host`):

@@ -1,4 +1,4 @@
-"""What the page shows of a run's state (issue 23), as one JSON value: the `status` event.
+"""What the page shows of a run's state (docs/panel.md), as one JSON value: the `status` event.
 
 Every value is the core's or the shell's as `autodev status` reads it: `facts` is exactly
 `status --json`'s object (`status.report.status_report`); the participants, limits and outages come

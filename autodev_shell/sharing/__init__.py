@@ -1,4 +1,4 @@
-"""Limits shared between daemons on one Redis server (issue 14; docs/sharing.md).
+"""Limits shared between daemons on one Redis server (docs/sharing.md).
 
 The core decides (`LimitObserved`, `scheduler.registry.merge_limit`); this module only moves
 records between a run's registry and Redis:
@@ -12,14 +12,14 @@ records between a run's registry and Redis:
 - one round trip for the team's engines at each turn start (`sync`: an `MGET` of the limits,
   pipelined with the readings' `HGETALL`s), plus the pub/sub
   messages received meanwhile by a background subscriber (which also wakes a sleeping daemon);
-- issue 26: that round trip is skipped while the subscriber's mirror of those keys can be
+- that round trip is skipped while the subscriber's mirror of those keys can be
   trusted (`mirror.Mirror`: a live subscription confirmed by PING/PONG within
   `LIVE_SECONDS`, and a rebuild since it was confirmed); the turn start then reads memory;
 - every Redis operation has a short timeout; when Redis is down, slow or partitioned the run
   carries on with its own registry, says once that sharing is lost and once that it is back, and
   re-publishes what it learned meanwhile. Outages (A26) are never shared: only limits.
 
-Usage readings (issue 25) travel the same way beside them: one hash per account and engine,
+Usage readings (docs/sharing.md) travel the same way beside them: one hash per account and engine,
 `<prefix>:usage:<account>:<engine>`, a field per window holding the last reading (utilization,
 reset, whether it was read, who saw it and when, the provider's threshold), set by a second
 script by the core's rule (`registry.merge_usage`: the newest reading wins per engine and

@@ -1,4 +1,4 @@
-"""A run's link to the shared registry (issue 14, 25, 26): `LimitSharing` publishes this run's
+"""A run's link to the shared registry (docs/sharing.md): `LimitSharing` publishes this run's
 limits and readings through the merge scripts, reads the others' at each turn start (from the
 subscriber's mirror while it can be trusted, else in one round trip), and carries on with the
 run's own registry, saying so once, while Redis is down.
@@ -25,7 +25,7 @@ from .records import Shared, SharedUsage, _parse, _parse_usage, _text, millis
 from .scripts import MERGE_SCRIPT, USAGE_SCRIPT
 from .settings import ShareSettings, connection_options, lost_reason
 
-if TYPE_CHECKING:  # the scheduler is loaded only by a run that shares (cold start, issue 13)
+if TYPE_CHECKING:  # the scheduler is loaded only by a run that shares (cold start)
     from autodev_core.scheduler import EngineLimit, EngineUsage, LimitObserved, UsageObserved
 
 #: Real seconds between attempts to reach Redis again once sharing is lost.
@@ -73,12 +73,12 @@ class LimitSharing:
         self._news = threading.Event()
         self._delivered: dict[str, Shared] = {}
         self._mine: dict[str, Shared] = {}  # this run's latest record per key (re-published)
-        # Issue 25: the same for usage readings, per (hash key, window).
+        # The same for usage readings, per (hash key, window).
         self._heard: dict[tuple[str, str], SharedUsage] = {}
         self._mine_usage: dict[tuple[str, str], SharedUsage] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        # Issue 26: the mirror (touched by the daemon's loop only) and what the subscriber
+        # The mirror (touched by the daemon's loop only) and what the subscriber
         # vouches for: the live subscription's generation (None: none) and the monotonic time
         # of the last PING it saw answered (or of its SUBSCRIBE).
         self._mirror = Mirror()
@@ -105,7 +105,7 @@ class LimitSharing:
 
     @property
     def subscription(self) -> int | None:
-        """Issue 26: the live subscription's generation (None: the subscriber is not
+        """The live subscription's generation (None: the subscriber is not
         subscribed now)."""
         with self._live_lock:
             return self._liveness.generation
@@ -140,7 +140,7 @@ class LimitSharing:
 
     def _lost(self, error: BaseException) -> None:
         self._next_try = time.monotonic() + self.retry_seconds
-        self._mirror.invalidate()  # issue 26: rebuilt by the next round trip that works
+        self._mirror.invalidate()  # docs/sharing.md: rebuilt by the next round trip that works
         if self._up:
             self._up = False
             self.lost_count += 1
@@ -217,7 +217,7 @@ class LimitSharing:
         return bool(changed)
 
     def publish_usage(self, records: Iterable[EngineUsage], now: datetime) -> None:
-        """Issue 25: offer this run's own usage readings (source empty) to the shared registry;
+        """Offer this run's own usage readings (source empty) to the shared registry;
         a reading whose window has reset by `now` is dropped."""
         for record in records:
             if record.source:
@@ -260,42 +260,22 @@ class LimitSharing:
     def sync(
         self, engines: Iterable[Engine], now: datetime
     ) -> list[LimitObserved | UsageObserved]:
-        """At a turn start: the team's engines' limits and (issue 25) usage readings, plus the
-        messages received meanwhile; the records other runs wrote that this run has not been
-        told of yet — limits first, then readings whose window has not reset at `now`.
+        """At a turn start: the team's engines' limits and usage readings (docs/sharing.md),
+        plus the messages received meanwhile; the records other runs wrote that this run has not
+        been told of yet — limits first, then readings whose window has not reset at `now`.
 
-        Issue 26: read from the mirror when it can be trusted (`Mirror.trusted`), else in one
-        round trip (which also rebuilds the mirror)."""
+        Read from the mirror when it can be trusted (`Mirror.trusted`, docs/sharing.md "The
+        local mirror"), else in one round trip (which also rebuilds the mirror)."""
         self._news.clear()
         with self._live_lock:  # before the inbox: older messages are all in it by now
             generation, confirmed = self._liveness.generation, self._liveness.confirmed
-        quiet = self._quiet
-        if (
-            quiet is not None
-            and quiet[0] is engines
-            and quiet[1] == self._mirror.version
-            and now >= quiet[2]
-            and self._up
-            and self._inbox.empty()
-            and self._mirror.live(generation=generation, confirmed=confirmed,
-                                  clock=time.monotonic())
-        ):
+        if self._still_quiet(engines, now, generation, confirmed):
             # Nothing heard since the last read from the mirror for these engines: it reads
             # what it read then, less what has reset since, all of it told already.
             self.mirror_reads += 1
             return []
         self._quiet = None
-        found: list[Shared | SharedUsage] = []
-        while True:
-            try:
-                item = self._inbox.get_nowait()
-            except queue.Empty:
-                break
-            found.append(item)
-            if isinstance(item, SharedUsage):
-                self._mirror.apply_usage(item)
-            else:
-                self._mirror.apply_limit(item)
+        found: list[Shared | SharedUsage] = self._drain_inbox()
         wanted = [(e, self.settings.key(e)) for e in dict.fromkeys(engines)]
         keyed = [(e, k) for e, k in wanted if k is not None]
         places: list[Where] = [(self.settings.accounts[e.provider], e) for e, _k in keyed]
@@ -308,40 +288,82 @@ class LimitSharing:
             self.mirror_reads += 1
             self._quiet = (engines, self._mirror.version, now)  # all told below
         elif keyed and self._may_try():
+            found += self._round_trip(keyed, places, generation, now)
+        return self._untold(found, now)
+
+    def _still_quiet(self, engines: Iterable[Engine], now: datetime, generation: int | None,
+                     confirmed: float | None) -> bool:
+        """Whether nothing was heard since the last read from a live mirror for `engines`."""
+        quiet = self._quiet
+        return (
+            quiet is not None
+            and quiet[0] is engines
+            and quiet[1] == self._mirror.version
+            and now >= quiet[2]
+            and self._up
+            and self._inbox.empty()
+            and self._mirror.live(generation=generation, confirmed=confirmed,
+                                  clock=time.monotonic())
+        )
+
+    def _drain_inbox(self) -> list[Shared | SharedUsage]:
+        """The records the subscriber received since the last sync, applied to the mirror."""
+        found: list[Shared | SharedUsage] = []
+        while True:
             try:
-                pipe = self._client.pipeline(transaction=False)
-                pipe.mget([k for _e, k in keyed])
-                for engine, _key in keyed:
-                    pipe.hgetall(self.settings.usage_key(engine))
-                values, *hashes = pipe.execute(raise_on_error=False)
-                if isinstance(values, Exception):
-                    raise values
-            except self._errors() as error:
-                self._lost(error)
+                item = self._inbox.get_nowait()
+            except queue.Empty:
+                return found
+            found.append(item)
+            if isinstance(item, SharedUsage):
+                self._mirror.apply_usage(item)
             else:
-                self.round_trips += 1
-                self._back(now)
-                snapshot: dict[Where, Shared | None] = {}
-                windows: dict[Where, list[SharedUsage]] = {}
-                for place, raw in zip(places, values, strict=True):
-                    shared = None if raw is None else _parse(place[0], place[1], raw)
-                    snapshot[place] = shared
-                    if shared is not None:
-                        found.append(shared)
-                for place, fields in zip(places, hashes, strict=True):
-                    if not isinstance(fields, dict):
-                        continue  # a key this version cannot read (the mirror is not trusted)
-                    kept = windows.setdefault(place, [])
-                    for window in sorted(fields):
-                        name = window.decode("utf-8", "replace") if isinstance(
-                            window, bytes) else str(window)
-                        reading = _parse_usage(place[0], place[1], name, fields[window])
-                        if reading is not None:
-                            found.append(reading)
-                            kept.append(reading)
-                # Issue 26: a read that began while subscription `generation` was live is a
-                # rebuild of the mirror (None: no live subscription, so it is not trusted).
-                self._mirror.rebuild(generation, snapshot, windows)
+                self._mirror.apply_limit(item)
+
+    def _round_trip(self, keyed: list[tuple[Engine, str]], places: list[Where],
+                    generation: int | None, now: datetime) -> list[Shared | SharedUsage]:
+        """The engines' records in one round trip, which rebuilds the mirror; none when Redis
+        cannot be reached (the run carries on with its own)."""
+        try:
+            pipe = self._client.pipeline(transaction=False)
+            pipe.mget([k for _e, k in keyed])
+            for engine, _key in keyed:
+                pipe.hgetall(self.settings.usage_key(engine))
+            values, *hashes = pipe.execute(raise_on_error=False)
+            if isinstance(values, Exception):
+                raise values
+        except self._errors() as error:
+            self._lost(error)
+            return []
+        self.round_trips += 1
+        self._back(now)
+        found: list[Shared | SharedUsage] = []
+        snapshot: dict[Where, Shared | None] = {}
+        windows: dict[Where, list[SharedUsage]] = {}
+        for place, raw in zip(places, values, strict=True):
+            shared = None if raw is None else _parse(place[0], place[1], raw)
+            snapshot[place] = shared
+            if shared is not None:
+                found.append(shared)
+        for place, fields in zip(places, hashes, strict=True):
+            if not isinstance(fields, dict):
+                continue  # a key this version cannot read (the mirror is not trusted)
+            kept = windows.setdefault(place, [])
+            for window in sorted(fields):
+                name = window.decode("utf-8", "replace") if isinstance(
+                    window, bytes) else str(window)
+                reading = _parse_usage(place[0], place[1], name, fields[window])
+                if reading is not None:
+                    found.append(reading)
+                    kept.append(reading)
+        # A read that began while subscription `generation` was live is a rebuild of the
+        # mirror (None: no live subscription, so it is not trusted).
+        self._mirror.rebuild(generation, snapshot, windows)
+        return found
+
+    def _untold(self, found: list[Shared | SharedUsage],
+                now: datetime) -> list[LimitObserved | UsageObserved]:
+        """What of `found` this run was not told yet, as events: limits first, then readings."""
         limits: list[LimitObserved | UsageObserved] = []
         readings: list[LimitObserved | UsageObserved] = []
         for item in found:
@@ -381,7 +403,7 @@ class LimitSharing:
     def _listen(self) -> None:
         """The subscriber: its own connection, reconnecting quietly (the loop says lost/back).
 
-        Issue 26: it also says how far it can be trusted. Once both channels are confirmed it
+        It also says how far it can be trusted. Once both channels are confirmed it
         starts a new generation (the mirror must be rebuilt under it); it sends a PING every
         PING_SECONDS and, when the PONG comes back (after every message published before the
         PING), records when that PING was sent. An error ends the generation."""
@@ -396,52 +418,7 @@ class LimitSharing:
                     **connection_options(self.settings),
                 )
                 pubsub = client.pubsub()
-                channels = {self.settings.channel, self.settings.usage_channel}
-                subscribed_at = time.monotonic()
-                pubsub.subscribe(*channels)
-                usage = self.settings.usage_channel.encode("utf-8")
-                pending: set[str] = set(channels)
-                pings: dict[str, float] = {}
-                count = 0
-                next_ping = subscribed_at + PING_SECONDS
-                while not self._stop.is_set():
-                    clock = time.monotonic()
-                    if not pending and clock >= next_ping:
-                        count += 1
-                        pings[f"autodev-{count}"] = clock
-                        pubsub.ping(f"autodev-{count}")
-                        next_ping = clock + PING_SECONDS
-                    message = pubsub.get_message(
-                        timeout=max(0.01, min(PING_SECONDS, next_ping - time.monotonic()))
-                    )
-                    if message is None:
-                        continue
-                    kind = message.get("type")
-                    if kind == "subscribe":
-                        if not pending:
-                            # redis-py reconnected and subscribed again by itself: what was
-                            # published meanwhile was not heard. A new generation once every
-                            # channel is confirmed, vouched for only by a PING sent after it.
-                            self._end_generation()
-                            pending, pings = set(channels), {}
-                            subscribed_at = float("-inf")
-                        pending.discard(_text(message.get("channel")))
-                        if not pending:
-                            with self._live_lock:
-                                self._liveness.subscribed(subscribed_at)
-                        continue
-                    if kind == "pong":
-                        sent = pings.pop(_text(message.get("data")), None)
-                        if sent is not None:
-                            with self._live_lock:
-                                self._liveness.answered(sent)
-                        continue
-                    if kind != "message":
-                        continue
-                    if message.get("channel") in (usage, self.settings.usage_channel):
-                        self._receive_usage(message.get("data"))
-                    else:
-                        self._receive(message.get("data"))
+                self._read_channels(pubsub)
             except self._errors():
                 self._end_generation()
                 self._stop.wait(min(self.retry_seconds, 1.0))
@@ -452,6 +429,55 @@ class LimitSharing:
                         pubsub.close()
                     except self._errors():
                         pass
+
+    def _read_channels(self, pubsub: Any) -> None:
+        """One subscription's messages, until the run stops or the connection fails."""
+        channels = {self.settings.channel, self.settings.usage_channel}
+        subscribed_at = time.monotonic()
+        pubsub.subscribe(*channels)
+        usage = self.settings.usage_channel.encode("utf-8")
+        pending: set[str] = set(channels)
+        pings: dict[str, float] = {}
+        count = 0
+        next_ping = subscribed_at + PING_SECONDS
+        while not self._stop.is_set():
+            clock = time.monotonic()
+            if not pending and clock >= next_ping:
+                count += 1
+                pings[f"autodev-{count}"] = clock
+                pubsub.ping(f"autodev-{count}")
+                next_ping = clock + PING_SECONDS
+            message = pubsub.get_message(
+                timeout=max(0.01, min(PING_SECONDS, next_ping - time.monotonic()))
+            )
+            if message is None:
+                continue
+            kind = message.get("type")
+            if kind == "subscribe":
+                if not pending:
+                    # redis-py reconnected and subscribed again by itself: what was
+                    # published meanwhile was not heard. A new generation once every
+                    # channel is confirmed, vouched for only by a PING sent after it.
+                    self._end_generation()
+                    pending, pings = set(channels), {}
+                    subscribed_at = float("-inf")
+                pending.discard(_text(message.get("channel")))
+                if not pending:
+                    with self._live_lock:
+                        self._liveness.subscribed(subscribed_at)
+                continue
+            if kind == "pong":
+                sent = pings.pop(_text(message.get("data")), None)
+                if sent is not None:
+                    with self._live_lock:
+                        self._liveness.answered(sent)
+                continue
+            if kind != "message":
+                continue
+            if message.get("channel") in (usage, self.settings.usage_channel):
+                self._receive_usage(message.get("data"))
+            else:
+                self._receive(message.get("data"))
 
     def _end_generation(self) -> None:
         """The subscription is gone: the mirror is not trusted until rebuilt under another."""
@@ -475,7 +501,7 @@ class LimitSharing:
             self._news.set()
 
     def _receive_usage(self, raw: Any) -> None:
-        """Issue 25: a reading published on the usage channel, for an account of this run."""
+        """A reading published on the usage channel, for an account of this run."""
         try:
             data = json.loads(raw)
             account = str(data["account"])

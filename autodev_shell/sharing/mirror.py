@@ -1,4 +1,4 @@
-"""Issue 26: a local mirror of the shared limits and usage readings (docs/sharing.md).
+"""A local mirror of the shared limits and usage readings (docs/sharing.md).
 
 The pub/sub subscriber hears every change the merge scripts make; kept in memory, those changes
 let a turn start read memory instead of making a round trip to Redis. The mirror is only a cache

@@ -1,4 +1,4 @@
-"""A shared record as Redis holds it (issue 14, 25): a limit (`Shared`) or a usage reading
+"""A shared record as Redis holds it (docs/sharing.md): a limit (`Shared`) or a usage reading
 (`SharedUsage`), times in epoch milliseconds, read back leniently (a record this version cannot
 read is not this run's business) and handed to the core as the event it stands for.
 """
@@ -13,7 +13,7 @@ import attrs
 
 from autodev_core.engine import Engine
 
-if TYPE_CHECKING:  # the scheduler is loaded only by a run that shares (cold start, issue 13)
+if TYPE_CHECKING:  # the scheduler is loaded only by a run that shares (cold start)
     from autodev_core.scheduler import LimitObserved, UsageObserved
 
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
@@ -62,7 +62,7 @@ class Shared:
 
 @attrs.frozen
 class SharedUsage:
-    """Issue 25: one usage reading as Redis holds it (a field of the engine's hash)."""
+    """One usage reading as Redis holds it (a field of the engine's hash)."""
 
     account: str
     engine: Engine

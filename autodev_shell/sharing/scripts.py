@@ -1,4 +1,4 @@
-"""The core's merge rules, server-side (issue 14, 25): Lua scripts Redis runs atomically, so a
+"""The core's merge rules, server-side (docs/sharing.md): Lua scripts Redis runs atomically, so a
 shared record moves only as `autodev_core.scheduler.registry.merge_limit` and `merge_usage` move
 it, whoever writes it. `tests/shell/test_sharing_mirror.py` holds a Python transcription of both to
 the core's functions.
@@ -47,7 +47,7 @@ return 1
 """
 
 
-#: Issue 25: the core's usage rule (`autodev_core.scheduler.registry.merge_usage`), server-side
+#: The core's usage rule (`autodev_core.scheduler.registry.merge_usage`), server-side
 #: and atomic. KEYS[1]: the account's engine's hash. ARGV: the reading as JSON ({util, reset,
 #: read, seen, who, threshold}, times in epoch ms), now (ms), the channel, the account, the
 #: engine, the window. The newest reading (by `seen`) wins; on a tie the higher utilization, the

@@ -1,4 +1,4 @@
-"""Where and how a run shares (issue 14, 26; docs/sharing.md): `share:` and `accounts:` read from
+"""Where and how a run shares (docs/sharing.md): `share:` and `accounts:` read from
 autodev.yaml or `--share`, checked into `ShareSettings` (a mistake is one `ConfigError` naming the
 file and the field, never the password); the URL as every line shows it (`redacted`); redis-py's
 connection options for TLS (`connection_options`); and a lost connection's reason in a few words
@@ -44,7 +44,7 @@ def redacted(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
-#: What a share URL's query may say (issue 26): redis-py hands every query key to its connection
+#: What a share URL's query may say: redis-py hands every query key to its connection
 #: as an argument, so an unknown one would fail at the first command, not at reading the
 #: settings; these are the ones a run can use. The `ssl_` ones are for `rediss://` alone, and
 #: the files they name must be readable (checked when a run starts sharing, `share_settings`).
@@ -148,7 +148,7 @@ class ShareOptions:
     name: str | None = None
     timeout: float = DEFAULT_TIMEOUT
     accounts: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_accounts)
-    #: Issue 26: the CA file (PEM) that signed a `rediss://` server's certificate, as an
+    #: The CA file (PEM) that signed a `rediss://` server's certificate, as an
     #: absolute path (a relative one in autodev.yaml is read from the team directory).
     ca: str | None = None
 
@@ -236,7 +236,7 @@ class ShareSettings:
     name: str
     prefix: str = DEFAULT_PREFIX
     timeout: float = DEFAULT_TIMEOUT
-    #: Issue 26: the CA file for a rediss:// server (`share.ca`), or None (the URL's
+    #: The CA file for a rediss:// server (`share.ca`), or None (the URL's
     #: `ssl_ca_certs`, else the system's CAs).
     ca: str | None = None
 
@@ -250,7 +250,7 @@ class ShareSettings:
 
     @property
     def usage_channel(self) -> str:
-        """Issue 25: where changed usage readings are published (apart from limits, so a run
+        """Where changed usage readings are published (apart from limits, so a run
         of an older version never reads a reading as a limit)."""
         return f"{self.prefix}:usage"
 
@@ -259,7 +259,7 @@ class ShareSettings:
         return None if account is None else f"{self.prefix}:limit:{account}:{engine}"
 
     def usage_key(self, engine: Engine) -> str | None:
-        """Issue 25: the hash of `engine`'s usage readings on its account, a field per window."""
+        """The hash of `engine`'s usage readings on its account, a field per window."""
         account = self.accounts.get(engine.provider)
         return None if account is None else f"{self.prefix}:usage:{account}:{engine}"
 
@@ -321,7 +321,7 @@ def _check_pem(path: str, field: str, *, source: str) -> None:
 
 
 def connection_options(settings: ShareSettings) -> dict[str, Any]:
-    """Issue 26: what redis-py's `Redis.from_url` takes beside the URL for these settings (the
+    """What redis-py's `Redis.from_url` takes beside the URL for these settings (the
     URL's own query, e.g. `?ssl_ca_certs=`, redis-py reads itself)."""
     if settings.ca is not None and urlsplit(settings.url).scheme == "rediss":
         return {"ssl_ca_certs": settings.ca}
@@ -329,7 +329,7 @@ def connection_options(settings: ShareSettings) -> dict[str, Any]:
 
 
 def lost_reason(error: BaseException, url: str) -> str:
-    """The short reason a `limit sharing lost (...)` line gives (issue 26): one line, TLS
+    """The short reason a `limit sharing lost (...)` line gives (docs/sharing.md): one line, TLS
     failures in words (redis-py wraps them in its own text), never the password (the caller
     scrubs it)."""
     import ssl

@@ -298,7 +298,7 @@ def _spawn_grandchild(pidfile: str) -> None:
 
 def _standins_alive(log: str) -> list[int]:
     """Earlier stand-in calls of this log still running as this one starts (Linux /proc): a
-    daemon must never run two calls at once (issue 9.7)."""
+    daemon must never run two calls at once (C1)."""
     here = os.path.dirname(os.path.realpath(sys.argv[0]))
     alive = []
     try:

@@ -1,5 +1,5 @@
 """`autodev status` read straight from the run's SQLite file, without opening a `RunStore`
-(C6, issue 13).
+(C6, docs/performance.md).
 
 Opening a `RunStore` loads attrs (the store's records are attrs classes) and the persistence
 line loads the core's planner (attrs classes too): together more than a bare interpreter's
@@ -64,7 +64,7 @@ class _Unusual(Exception):
 def read_status(db: Path, *, read_only: bool = False) -> StatusReading | None:
     """The values `autodev status` shows of the store at `db`, or None when anything is not as
     a run normally holds it (the caller then opens a `RunStore` and asks the core).
-    `read_only`: through a `mode=ro` connection (the panel, issue 23)."""
+    `read_only`: through a `mode=ro` connection (the panel, docs/panel.md)."""
     try:
         return _read(db, read_only)
     except sqlite3.Error as exc:

@@ -1,9 +1,9 @@
 """What `autodev status` shows (SPEC C6, B1-B9, A19, A23): the facts of a run folder as plain
 values with stable keys (`status --json`), and the lines they are written as. `autodev status` and
-the panel's `/api/status` (issue 23) both call `status_report`, so the two cannot differ.
+the panel's `/api/status` (docs/panel.md) both call `status_report`, so the two cannot differ.
 
 What a run normally holds is read with sqlite3 and json alone (`read.py`, no attrs, no planner:
-issue 13); anything else through a `RunStore` and the core, which decide.
+docs/performance.md); anything else through a `RunStore` and the core, which decide.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def status_facts(store: RunStore, now: datetime) -> dict[str, Any]:
 
 def _stored_status(text: str) -> StoredStatus | None:
     """The fields status shows of the stored scheduler state: read from its JSON, without the
-    scheduler or cattrs (issue 13); restored in full only when that reading fails, so that the
+    scheduler or cattrs (cold start); restored in full only when that reading fails, so that the
     restore decides what an older or damaged state shows. None when nothing is stored yet;
     raises when the state cannot be restored."""
     from .stored import read_stored_status
@@ -93,11 +93,12 @@ def _status(store: RunStore, now: datetime) -> tuple[dict[str, Any], tzinfo]:
     ), now)
 
 
+# Long as the `--json` object is: one key after another, in the order documented.
 def _facts(read: StatusReading, now: datetime) -> tuple[dict[str, Any], tzinfo]:
     """`_status` from what was read of the store (by a `RunStore`, or by `status_read` alone),
     with the lock and the sharing file beside it."""
     from ..store.runlock import daemon_holding
-    from .replicas import replica_facts
+    from .replica_status import replica_facts
     from .sharing import sharing_facts
 
     state = read.state
@@ -160,7 +161,7 @@ def _facts(read: StatusReading, now: datetime) -> tuple[dict[str, Any], tzinfo]:
 
 
 def usage_facts(state: StoredStatus, now: datetime, zone: tzinfo) -> list[dict[str, Any]]:
-    """Issue 25, the forecast: each engine window's last usage reading whose window has not
+    """The forecast (docs/limits.md): each engine window's last usage reading whose window has not
     reset at `now` (A38), highest first, with the line status prints for it."""
     if not state.readings:
         return []  # (and the scheduler's modules stay unloaded: status starts fast)
@@ -199,12 +200,13 @@ def status_lines(store: RunStore, now: datetime) -> list[str]:
     return format_status(facts, now, zone)
 
 
+# Long as the status page is: one line of output after another, in the order printed.
 def format_status(facts: dict[str, Any], now: datetime, zone: tzinfo) -> list[str]:
     """The lines of `autodev status`, from `status_facts`."""
     from autodev_core.times import clock as clock_text
     from autodev_core.times import format_left
 
-    from .replicas import replica_line
+    from .replica_status import replica_line
     from .sharing import sharing_line
 
     def at(text: str) -> str:
@@ -235,7 +237,7 @@ def format_status(facts: dict[str, Any], now: datetime, zone: tzinfo) -> list[st
         peer = f" (reported by {record['reported_by']})" if record.get("reported_by") else ""
         lines.append(f"limit: {record['engine']} until {at(record['until'])}{peer}")
     for reading in facts.get("usage") or ():
-        lines.append(f"usage: {reading['forecast']}")  # issue 25
+        lines.append(f"usage: {reading['forecast']}")  # docs/limits.md
     for outage in facts["outages"]:
         lines.append(
             f"outage: {outage['provider']} unreachable ({outage['attempts']} tries); "
@@ -325,7 +327,7 @@ def status_report(run_dir: Path, *, now: datetime | None = None,
                   read_only: bool = False) -> tuple[dict[str, Any], tzinfo, datetime]:
     """What `autodev status` shows of the run in `run_dir` (C6): its facts, the zone it writes
     times in and the instant it read them at. `autodev status` and the panel's `/api/status`
-    (issue 23) both call this, so the two cannot differ. `open_store` opens the store for the
+    (docs/panel.md) both call this, so the two cannot differ. `open_store` opens the store for the
     full path (default `open_existing`); `read_only` reads the fast path through a
     `mode=ro` connection (the panel never opens the store for writing)."""
     from .read import read_status
@@ -333,7 +335,7 @@ def status_report(run_dir: Path, *, now: datetime | None = None,
     db = run_db(run_dir)
     try:
         # What a run normally holds is read with sqlite3 and json alone (no attrs, no planner:
-        # issue 13); anything else through a `RunStore` and the core, which decide.
+        # docs/performance.md); anything else through a `RunStore` and the core, which decide.
         read = read_status(db, read_only=True) if read_only else read_status(db)
         if read is not None:
             now = now or datetime.now(UTC)

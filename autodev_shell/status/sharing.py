@@ -1,6 +1,6 @@
-"""What `autodev status` says about limit sharing (issue 14), from the file the daemon writes
+"""What `autodev status` says about limit sharing (docs/sharing.md), from the file the daemon writes
 beside the store (no password in it). Apart from `sharing` so that `autodev status` reads it
-without loading the sharing client (issue 13); `sharing` re-exports these names."""
+without loading the sharing client (docs/performance.md); `sharing` re-exports these names."""
 
 from __future__ import annotations
 

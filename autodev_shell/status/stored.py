@@ -1,4 +1,5 @@
-"""What `autodev status` shows of a stored scheduler state, read from its JSON (C6, issue 13).
+"""What `autodev status` shows of a stored scheduler state, read from its JSON (C6;
+docs/performance.md).
 
 Restoring the whole state (`from_json(text, SchedulerState)`) loads the scheduler and cattrs,
 generates structuring code and rebuilds every participant, the policy and the zone: several
@@ -39,7 +40,7 @@ class StoredOutage(NamedTuple):
 
 
 class StoredReading(NamedTuple):
-    """A usage reading of one engine's window (issue 25): `utilization` a fraction, `until`
+    """A usage reading of one engine's window (docs/limits.md): `utilization` a fraction, `until`
     the window's reset (or, `read` False, the A6 default standing in for an unsaid one)."""
 
     engine: str
@@ -62,7 +63,7 @@ class StoredStatus(NamedTuple):
     outages: tuple[StoredOutage, ...]
     failures: int
     iterations: int
-    #: Issue 25: the last usage readings, and `Policy.headroom`'s threshold (None: off).
+    #: The last usage readings, and `Policy.headroom`'s threshold (None: off).
     readings: tuple[StoredReading, ...] = ()
     hand_over_at: float | None = None
 
@@ -132,7 +133,7 @@ def _read(data: dict[str, Any]) -> StoredStatus:
         outages=tuple(outages),
         failures=_of(data["failures"], int),
         iterations=_of(data["iterations"], int),
-        # Issue 25: a state written before readings existed has none.
+        # A state written before readings existed has none.
         readings=tuple(
             StoredReading(_engine(_of(r["engine"], str)), _of(r["window"], str),
                           _fraction(r["utilization"]), _instant(r["until"]),

@@ -1,7 +1,7 @@
 """What a run folder holds (SPEC C2, C6, C7, C8): its store, its log, its lanes, its sharing
 status; where a run lives when `--run` is not given. The commands, the daemon, `autodev status`
 and the panel all take the names from here (sqlite3 and the standard library only: `autodev
-status` loads it, issue 13).
+status` loads it, docs/performance.md).
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ DEFAULT_RUN_DIR: Final = ".autodev/run"
 DB_FILE: Final = "run.db"
 LOG_FILE: Final = "autodev.log"
 LANES_DIR: Final = "lanes"
-#: Whether the run shares its limits, and where (no password): written by the daemon (issue 14).
+#: Whether the run shares its limits, and where (no password): written by the daemon
+#: (docs/sharing.md).
 SHARING_FILE: Final = "sharing.json"
 
 

@@ -1,4 +1,5 @@
-"""The run store's layout versions and the step from layout 1 to layout 2 (issue 13, SPEC C3).
+"""The run store's layout versions and the step from layout 1 to layout 2 (SPEC C3;
+docs/performance.md).
 
 Layout 2 keeps the commit marker in the run state's row, so a revision's commit rewrites one
 row instead of a row and a second table, and drops the index of posts by revision, which no
@@ -6,11 +7,11 @@ query used: a short revision writes about five 1 KiB pages to the WAL instead of
 `commit_marker` stays readable under its name, as a view of that row, so every reader works on
 both layouts.
 
-A layout-1 store (written before issue 13's commit work) opens and reads as it is; the first
+A layout-1 store (written before layout 2's commit work) opens and reads as it is; the first
 revision committed to it migrates it inside that revision's own transaction, so a store is
 never left half migrated, only a writer migrates (never `autodev status`), and a failing disk
 fails the commit as it would have failed anyway. A store's page size is fixed when it is made:
-a migrated store keeps its own (4 KiB before issue 13's first round, 1 KiB since).
+a migrated store keeps its own (4 KiB in layout 1, 1 KiB since).
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from .sql import (
 )
 from .thread import NewPost, Post, _posts, _save_turn_input
 
-if TYPE_CHECKING:  # loaded where used: `autodev pause` reads no state (issue 13)
+if TYPE_CHECKING:  # loaded where used: `autodev pause` reads no state (docs/performance.md)
     from autodev_core.control.persistence import CommitMarker
     from autodev_core.control.turn_input import InputRecord
 
@@ -120,9 +120,8 @@ class StoreRevisions(StoreConnection):
                 raise TypeError(f"{name} is JSON text from the core's converter, not {value!r}")
         stamp = _text(now)
         marker_run = (self.run_id if run_id is None else run_id).strip()
-        added = 0
         conn = self._conn
-        # `_transaction`, spelt out on the hot path (issue 13): no generator, no message built
+        # `_transaction`, spelt out on the hot path (each commit): no generator, no message built
         # unless something fails.
         if conn.in_transaction:  # A failed ROLLBACK earlier left one open; start clean.
             _rollback(conn)
@@ -136,32 +135,10 @@ class StoreRevisions(StoreConnection):
             if not self._wal_sized:
                 size_wal(conn)
                 self._wal_sized = True
-            for index, post in enumerate(posts):
-                cursor = conn.execute(
-                    "INSERT INTO posts (post_key, revision, at, participant, engine, text) "
-                    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (post_key) DO NOTHING",
-                    (post.key or f"r{revision}.{index}", revision, _text(post.at),
-                     post.participant, post.engine, post.text),
-                )
-                added += max(cursor.rowcount, 0)
-            for control in taken_controls:
-                conn.execute(
-                    "UPDATE controls SET taken_at = ? WHERE id = ? AND taken_at IS NULL",
-                    (stamp, int(control)),
-                )
-            for record in turn_inputs:  # saved when the store could not take them (B19)
-                _save_turn_input(conn, record, stamp)
-            # The run state and its marker are one row (layout 2): one statement, and it
-            # changes nothing for a replay (a revision not above the stored one).
-            replayed = conn.execute(
-                "UPDATE run_state SET revision = ?, scheduler_json = ?, persistence_json = ?, "
-                "updated_at = ?, marker_run_id = ?, marker_revision = ?, marker_tier = ?, "
-                "marker_at = ? WHERE id = 1 AND revision < ?",
-                (revision, scheduler_state_json, persistence_state_json, stamp, marker_run,
-                 revision, self.tier, stamp, revision),
-            ).rowcount == 0
-            if replayed:  # the run state is there and not below `revision`, or nothing is
-                _scalar(conn, "SELECT revision FROM run_state WHERE id = 1")
+            added, replayed = _write_revision(
+                conn, revision, posts, scheduler_state_json, persistence_state_json,
+                stamp=stamp, marker=(marker_run, self.tier), taken_controls=taken_controls,
+                turn_inputs=turn_inputs)
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
             _rollback(conn)
@@ -234,7 +211,7 @@ class StoreRevisions(StoreConnection):
 
     def committed_state(self) -> CommittedState:
         """The run state and marker as last committed, read in one transaction without the
-        thread: what `autodev status` and `read_on_disk` start from (issue 13: a status of a
+        thread: what `autodev status` and `read_on_disk` start from (cold start: a status of a
         long run read every post's text twice to count them)."""
         with self._transaction("read the run state", write=False) as conn:
             return _run_state(conn)
@@ -264,3 +241,49 @@ def _marker(conn: sqlite3.Connection) -> Marker | None:
     row = conn.execute("SELECT run_id, revision, tier, at FROM commit_marker WHERE id = 1"
                        ).fetchone()
     return None if row is None else Marker(row[0], int(row[1]), row[2], _time(row[3]))
+
+
+def _write_revision(
+    conn: sqlite3.Connection,
+    revision: int,
+    posts: Sequence[NewPost],
+    scheduler_state_json: str,
+    persistence_state_json: str,
+    *,
+    stamp: str,
+    marker: tuple[str, str],
+    taken_controls: Sequence[int],
+    turn_inputs: Sequence[InputRecord],
+) -> tuple[int, bool]:
+    """The statements of one revision, inside the caller's transaction (C3): its posts (keyed,
+    so a replay adds none twice), the controls it carries out, the turn inputs the store could
+    not take before (B19), the run state and its marker. Returns (posts added, replayed)."""
+    added = 0
+    for index, post in enumerate(posts):
+        cursor = conn.execute(
+            "INSERT INTO posts (post_key, revision, at, participant, engine, text) "
+            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (post_key) DO NOTHING",
+            (post.key or f"r{revision}.{index}", revision, _text(post.at),
+             post.participant, post.engine, post.text),
+        )
+        added += max(cursor.rowcount, 0)
+    for control in taken_controls:
+        conn.execute(
+            "UPDATE controls SET taken_at = ? WHERE id = ? AND taken_at IS NULL",
+            (stamp, int(control)),
+        )
+    for record in turn_inputs:
+        _save_turn_input(conn, record, stamp)
+    # The run state and its marker are one row (layout 2): one statement, and it changes
+    # nothing for a replay (a revision not above the stored one).
+    marker_run, tier = marker
+    replayed = conn.execute(
+        "UPDATE run_state SET revision = ?, scheduler_json = ?, persistence_json = ?, "
+        "updated_at = ?, marker_run_id = ?, marker_revision = ?, marker_tier = ?, "
+        "marker_at = ? WHERE id = 1 AND revision < ?",
+        (revision, scheduler_state_json, persistence_state_json, stamp, marker_run,
+         revision, tier, stamp, revision),
+    ).rowcount == 0
+    if replayed:  # the run state is there and not below `revision`, or nothing is
+        _scalar(conn, "SELECT revision FROM run_state WHERE id = 1")
+    return added, replayed

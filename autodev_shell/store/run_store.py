@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Final
 
 from ..private import open_private
-from .controls import CONTROL_COMMANDS, CallProcess, Control, Heartbeat, StoreControls
+from .command_queue import CONTROL_COMMANDS, CallProcess, Control, Heartbeat, StoreControls
 from .layout import LAYOUT, MARKER_VIEW
 from .revisions import CommitResult, Marker, Snapshot, StoreRevisions
 from .sql import (
@@ -109,9 +109,9 @@ class RunStore(StoreRevisions, StoreThread, StoreControls):
     """One run's SQLite database. Open with `RunStore.open`; close when done (or use `with`).
 
     This class opens the file and keeps the run's identity; its other jobs are its parts, each
-    in its own module over the one connection (`store_sql.StoreConnection`): the revisions
-    (`store_revisions`), the thread and turn inputs (`store_thread`), and the controls,
-    heartbeat and call process (`store_controls`).
+    in its own module over the one connection (`sql.StoreConnection`): the revisions
+    (`revisions`), the thread and turn inputs (`thread`), and the controls, heartbeat and call
+    process (`command_queue`).
 
     `factory` is handed to `sqlite3.connect`: tests pass a `sqlite3.Connection` subclass whose
     `execute` fails on demand, to inject disk errors as root (who can write read-only files).
@@ -301,7 +301,7 @@ def _set_orphans_aside(path: Path, now: datetime) -> None:
     """Move aside what SQLite left beside a database that is gone (`rm run.db` after a kill -9,
     a file emptied): SQLite finds a WAL or a rollback journal by its name alone and would
     replay the old store's pages onto the new file, bringing the old run back under the new
-    one, or making it corrupt once the pages no longer fit (tests/e2e/test_operator_orphan_wal.py).
+    one, or making it corrupt once the pages no longer fit (tests/e2e/test_store_orphan_wal.py).
     Kept, never deleted: the WAL may be the only copy of the old run's last revisions. Called
     by the store's creator (the daemon or a restore, both holding the run lock) before the new
     file is linked into place, so no process ever opens the new file beside them."""
@@ -332,7 +332,7 @@ def _create_file(path: Path, run_id: str, integrity_id: str, aliases: Iterable[s
     for leftover in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
         leftover.unlink(missing_ok=True)
     try:
-        # Private whatever the umask (issue 9 item 8): SQLite gives the `-wal` and `-shm` files
+        # Private whatever the umask (docs/store.md): SQLite gives the `-wal` and `-shm` files
         # the database file's own mode, so an empty file made 0600 here keeps all three 0600.
         os.close(open_private(tmp, os.O_RDWR | os.O_EXCL))
         conn = sqlite3.connect(str(tmp), isolation_level=None, factory=factory,
@@ -340,7 +340,7 @@ def _create_file(path: Path, run_id: str, integrity_id: str, aliases: Iterable[s
         try:
             # Small pages: a revision rewrites a handful of pages (the post, its key, the run
             # state, the marker), each whole in the WAL; at 1 KiB a short revision writes ~7 KiB
-            # instead of ~21 KiB at SQLite's default 4 KiB (issue 13). Set before the first
+            # instead of ~21 KiB at SQLite's default 4 KiB (store layout 2). Set before the first
             # table; a store made earlier keeps its page size.
             conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
             _configure(conn, tmp)

@@ -34,7 +34,7 @@ def path_lock_dir() -> Path:
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     if runtime and Path(runtime).is_dir():
         return Path(runtime) / "autodev"
-    import tempfile  # here, not at import: `autodev status` never takes a lock (issue 13)
+    import tempfile  # here, not at import: `autodev status` never takes a lock (cold start)
 
     return Path(tempfile.gettempdir()) / f"autodev-{os.getuid()}"
 
@@ -134,7 +134,7 @@ class RunLock:
     def _take(cls, path: Path, name: str) -> RunLock:
         # A CLI the daemon spawns must not inherit (and so prolong) the lock: Python opens
         # descriptors non-inheritable already (PEP 446); O_CLOEXEC says so explicitly.
-        fd = open_private(path, os.O_RDWR)  # 0600 (issue 9 item 8), close-on-exec
+        fd = open_private(path, os.O_RDWR)  # 0600 (docs/store.md), close-on-exec
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

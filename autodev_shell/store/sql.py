@@ -4,8 +4,8 @@
 through: one connection in autocommit mode, explicit `BEGIN IMMEDIATE … COMMIT` transactions,
 and every SQLite failure turned into a `StoreError` whose message is one sentence naming the
 file (SPEC C3). The tables themselves are made in store.py; the thread, the revisions and the
-controls each have their own module (store_thread.py, store_revisions.py, store_controls.py).
-`size_wal` gives the WAL its working size at a connection's first commit (issue 13).
+controls each have their own module (store/thread.py, store/revisions.py, store/command_queue.py).
+`size_wal` gives the WAL its working size at a connection's first commit (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ def size_wal(conn: sqlite3.Connection) -> None:
     A WAL grows by each commit's frames until its automatic checkpoint, after which commits
     overwrite it from its start. While it grows, each commit's `fdatasync` also makes the
     file's new blocks and size durable, which on a quiet disk costs about half as much again
-    as the commit (issue 13). Sized once, those blocks are then only overwritten.
+    as the commit (docs/performance.md). Sized once, those blocks are then only overwritten.
 
     Call it inside a write transaction (`BEGIN IMMEDIATE`): SQLite's write lock keeps every
     other connection from appending frames meanwhile. Only whole frames past the file's end

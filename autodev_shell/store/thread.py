@@ -15,7 +15,7 @@ import attrs
 
 from .sql import StoreConnection, _check_aware, _text, _time, clean_text
 
-if TYPE_CHECKING:  # loaded where used: `autodev status` reads no turn input (issue 13)
+if TYPE_CHECKING:  # loaded where used: `autodev status` reads no turn input (docs/performance.md)
     from autodev_core.control.turn_input import InputRecord
 
 

@@ -45,7 +45,7 @@ from autodev_core.control.turn_input import InputRecord, TurnInputPlan, TurnStar
 from autodev_core.serialization import from_json, from_yaml, to_json, to_yaml
 
 # --- strategies: the shipped harness's (SPEC 0.4) ---------------------------------------------
-from autodev_core.testing.persistence import (
+from autodev_core.testing.persistence_machine import (
     REVISIONS,
     RUN_IDS,
     TIER_NAMES,
@@ -55,8 +55,8 @@ from autodev_core.testing.persistence import (
     queued_events,
     recoveries,
 )
-from autodev_core.testing.persistence import persistence_events as events
-from autodev_core.testing.persistence import persistence_states as states
+from autodev_core.testing.persistence_machine import persistence_events as events
+from autodev_core.testing.persistence_machine import persistence_states as states
 
 NON_CANONICAL = TIER_NAMES.filter(lambda t: tier_role(t) != "canonical")
 

@@ -19,7 +19,7 @@ from helpers.corpus import notice_cases
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autodev_core.detection import _streams
+from autodev_core.detection import _sieve
 from autodev_core.detection._bounded import keyword_hits
 from autodev_core.detection._streams import (
     Output,
@@ -303,7 +303,7 @@ def test_D_the_fast_reader_agrees_on_arbitrary_text(
 
 
 # Long outputs go through a sieve first (blocks of the text with the letters no keyword needs
-# dropped, see `_streams._latin1_spans`); its blocks are made tiny here, so that they start and
+# dropped, see `_sieve.latin1_spans`); its blocks are made tiny here, so that they start and
 # end inside keywords, escapes and line breaks of these short outputs.
 
 
@@ -318,7 +318,7 @@ def test_D_the_sieve_over_blocks_of_any_size_finds_what_reading_all_finds(
     block: int, provider: str, stdout: str, stderr: str, exit_code: int | None
 ) -> None:
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(_streams, "_BLOCK", block)
+        patch.setattr(_sieve, "_BLOCK", block)
         _agree(provider, stdout, stderr, exit_code, UTC)
 
 
@@ -338,7 +338,7 @@ def test_D_the_sieve_finds_one_notice_among_many_lines(
     lines = [line] * repeat
     lines.insert(min(at, repeat), shape.format(json.dumps(notice)))
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(_streams, "_BLOCK", block)
+        patch.setattr(_sieve, "_BLOCK", block)
         for provider in PROVIDERS:
             _agree(provider, newline.join(lines), "", 1, UTC)
 

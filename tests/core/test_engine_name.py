@@ -1,10 +1,7 @@
-"""An engine writes its name (A8, A9: `provider` or `provider:model`) however it was made.
-
-Issue 13: the name is written once when the engine is built and kept beside its fields, so the
-scheduler's log lines read it instead of calling `__str__`. An engine made any other way — a
-copy, a deep copy, unpickled by any protocol, `attrs.evolve`, read back from JSON — must still
-write the right name, in `str()` and in every log line naming it, and the kept name must stay
-invisible to what compares, hashes, orders, shows or stores an engine.
+"""An engine writes its name (A8, A9: `provider` or `provider:model`) however it was made — a
+copy, a deep copy, unpickled by any protocol, `attrs.evolve`, read back from JSON — in `str()`
+and in every log line naming it; what compares, hashes, orders, shows or stores an engine sees
+its provider and model alone.
 """
 
 from __future__ import annotations
@@ -63,7 +60,7 @@ def test_A9_an_engine_writes_its_name_however_it_was_made(
 
 
 @given(engine=engines, other=engines)
-def test_the_kept_name_is_not_a_field(engine: Engine, other: Engine) -> None:
+def test_an_engine_is_its_provider_and_model_alone(engine: Engine, other: Engine) -> None:
     """eq, hash, order, repr, the fields and the stored form are the provider and model alone."""
     assert [f.name for f in attrs.fields(Engine)] == ["provider", "model"]
     assert attrs.asdict(engine) == {"provider": engine.provider, "model": engine.model}

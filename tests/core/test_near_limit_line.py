@@ -26,7 +26,7 @@ from autodev_core import (
     step,
 )
 from autodev_core.scheduler import SchedulerState
-from autodev_core.testing.scheduler import near_limit
+from autodev_core.testing import near_limit
 
 M = timedelta(minutes=1)
 H = timedelta(hours=1)

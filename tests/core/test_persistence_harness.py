@@ -23,7 +23,7 @@ from autodev_core.control.persistence import (
     RecoveryCopy,
     StalePendingPlan,
 )
-from autodev_core.testing.persistence import PersistenceMachine
+from autodev_core.testing.persistence_machine import PersistenceMachine
 
 real_role = core.tier_role
 real_plan = core.plan_stale_pending_clear

@@ -55,15 +55,9 @@ NAMED = ["\x85", "\u2028", "\u2029", "\r", "\r\n", "\x00", "\ud800", "\udfff", "
 #: internal working records, not part of any state, event, effect or result.
 NOT_SERIALIZED = {
     "Candidate", "Found", "Piece", "PreparedCandidate", "PreparedClassification", "Meter",
-    "RateLimitEvent", "WindowUsage", "Output", "_Known", "_PreparedLimit", "_Draft",
-    "_CallEndedTwin",
+    "RateLimitEvent", "WindowUsage", "Output", "_Known", "_PreparedLimit", "_Working",
+    "Limited",
 }
-
-
-def _twin(cls: type) -> bool:
-    """A twin (`_twins.twin_of`): a subclass of a frozen class that adds nothing, which a value
-    is only while a builder fills it; it is no class of its own to serialize."""
-    return any(attrs.has(base) for base in cls.__bases__) and vars(cls).get("__slots__") == ()
 
 
 def serializable_classes() -> dict[str, type]:
@@ -74,7 +68,7 @@ def serializable_classes() -> dict[str, type]:
         module = importlib.import_module(info.name)
         for obj in vars(module).values():
             if (inspect.isclass(obj) and attrs.has(obj) and obj.__module__ == module.__name__
-                    and obj.__qualname__ not in NOT_SERIALIZED and not _twin(obj)):
+                    and obj.__qualname__ not in NOT_SERIALIZED):
                 found[obj.__qualname__] = obj
     return found
 

@@ -1,5 +1,5 @@
 """h2's discipline: transitions are a table, anything outside it is refused, and the documented
-diagram is exactly the one generated from the table."""
+diagram and table are exactly the ones generated from the table."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ from autodev_core.scheduler import (
     initial_state,
     step,
 )
-from autodev_core.scheduler.diagram import mermaid
+from autodev_core.scheduler.diagram import mermaid, table
 from autodev_core.serialization import from_json, from_yaml, to_json, to_yaml
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "scheduler.md"
@@ -46,6 +46,22 @@ def test_docs_embed_exactly_the_generated_diagram() -> None:
     text = DOC.read_text(encoding="utf-8")
     block = text.split("```mermaid\n", 1)[1].split("```", 1)[0]
     assert block == mermaid()
+
+
+def test_docs_embed_exactly_the_generated_transition_table() -> None:
+    text = DOC.read_text(encoding="utf-8")
+    block = text.split("<!-- transitions:", 1)[1].split("-->\n", 1)[1]
+    assert block.split("<!-- end transitions -->", 1)[0] == table()
+
+
+def test_the_table_has_an_entry_for_every_status_and_event() -> None:
+    rows = table().splitlines()[2:]
+    assert [row.split(" | ")[0] for row in rows] == [f"| `{t.__name__}`" for t in EVENT_TYPES]
+    for row, event_type in zip(rows, EVENT_TYPES, strict=True):
+        cells = row.strip("|").split(" | ")[1:]
+        assert len(cells) == len(STATUSES)
+        for cell, status in zip(cells, STATUSES, strict=True):
+            assert (cell.strip() == "—") == ((status, event_type) not in TRANSITIONS)
 
 
 def test_the_diagram_shows_every_status() -> None:

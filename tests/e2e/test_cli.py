@@ -83,7 +83,7 @@ def test_A14_team_edit_of_an_unknown_id_is_a_clear_error(
             {"ana.md": "---\nprovider: claude\n---\n", "autodev.yaml": "order: [ana, ana]\n"},
             "order: 'ana' is listed twice",
         ),
-        # Issue 9 item 10: one clear line, exit 2, for each of these.
+        # C5, C6: one clear line, exit 2, for each of these.
         (
             {"ana.md": "---\nprovider: claude\nmodel: opus\nprovider: codex\n---\n"},
             "ana.md:4: duplicate key 'provider' (first given on line 2)",
@@ -136,7 +136,7 @@ def test_C5_a_bad_team_is_one_clear_line_and_nothing_starts(
 
 
 def test_C6_a_missing_cli_leaves_no_run_folder_behind(tmp_path: Path) -> None:
-    # Issue 9 item 10: the team is checked before anything is made.
+    # C5: the team is checked before anything is made.
     team = _team(tmp_path, {"ana.md": "---\nprovider: agy\n---\n"})
     empty = tmp_path / "empty-path"
     empty.mkdir()
@@ -202,6 +202,7 @@ def test_C6_a_corrupt_database_is_one_clear_sentence(tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr and "run.db" in done.stderr
 
 
+# One run's story through every command, in the order a user types them.
 def test_C6_run_status_say_stop_through_real_stand_in_clis(tmp_path: Path) -> None:
     """A run on stand-in CLIs: `say` posts to the thread, `status` reads it, `stop` ends it."""
     team = _team(
@@ -361,7 +362,7 @@ def test_C6_a_file_system_refusal_is_one_clear_line(tmp_path: Path) -> None:
 
 
 def test_the_demo_summary_counts_calls_as_status_does() -> None:
-    """The summary takes the stored count when it has it (issue 12 item 7: 140 vs 141)."""
+    """The summary takes the stored count when it has it (C7: 140 vs 141)."""
     from autodev_shell.cli.demo import summary_lines
     from autodev_shell.runner import RunSummary
 

@@ -18,7 +18,7 @@ from helpers.daemons import Daemon, wait_for
 
 from autodev_shell.cli import main
 from autodev_shell.durability.checkpoint import load_checkpoint, read_checkpoint
-from autodev_shell.status.replicas import read_checkpoint_head
+from autodev_shell.status.replica_status import read_checkpoint_head
 from autodev_shell.store.run_store import RunStore
 
 #: docs/store.md: "at most 25 revisions behind".

@@ -1,4 +1,4 @@
-"""Issue 9.1 with the real daemon: `pause` during a call, a limit wait or a failure backoff, then
+"""C6 with the real daemon: `pause` during a call, a limit wait or a failure backoff, then
 `resume`, goes on with the owed turn (A33) — it never ends the run; `stop`, then a new
 `autodev run` on the same run, starts the owed turn again. Real processes, real SQLite,
 stand-in CLIs."""

@@ -1,4 +1,4 @@
-"""Issue 9.6: the run folder, or its write-ahead log, removed under a live daemon. The daemon
+"""C2: the run folder, or its write-ahead log, removed under a live daemon. The daemon
 notices (same device and inode, every slice and before every write), stops writing with one
 clear line and a non-zero exit; and while it lives, a second daemon on a folder made again at
 the same path is refused (C4: the run-path lock lives outside the folder)."""

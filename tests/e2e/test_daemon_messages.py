@@ -1,4 +1,4 @@
-"""Issue 9.2: an acknowledged `autodev say` reaches the thread exactly once whatever happens
+"""C6: an acknowledged `autodev say` reaches the thread exactly once whatever happens
 after, and at once — also during a call and during a long limit wait, which it does not end
 (A19). Real daemon, real SQLite, stand-in CLIs; plus a crash placed exactly between reading a
 message and posting it."""

@@ -1,4 +1,4 @@
-"""Issue 9.7: no CLI outlives its daemon, and never two calls of one turn alive together. A
+"""C1: no CLI outlives its daemon, and never two calls of one turn alive together. A
 kill -9 of the daemon during a slow call: the restart ends that call's process group (the CLI's
 own child outlives the CLI) before it starts the owed turn again. SIGTERM: the daemon ends the
 call's group before it exits. Real daemon, stand-in CLIs with a grandchild."""

@@ -1,4 +1,4 @@
-"""The soak of issue 9: the real daemon (`autodev run`, stand-in CLIs) runs turn after turn while
+"""A soak (C3, C6): the real daemon (`autodev run`, stand-in CLIs) runs turn after turn while
 this test, as another process would, sends `say`, `pause` and `resume` at random and kills the
 daemon with -9 at random moments, restarting it each time. Then: every acknowledged message and
 every acknowledged post is in the thread exactly once, no two calls were ever alive together,
@@ -31,6 +31,7 @@ def _acknowledged_posts(log: Path) -> int:
     return sum(1 for line in text.splitlines() if " posted via " in line)
 
 
+# One soak's loop and its checks, in order: splitting it would hide what each check follows.
 @pytest.mark.slow
 def test_soak_random_controls_and_kill_9_lose_nothing_and_never_overlap_calls(
     tmp_path: Path,

@@ -1,4 +1,4 @@
-"""Issue 9.9: `autodev status` tells the truth. A daemon killed with -9 is shown as not running
+"""C6: `autodev status` tells the truth. A daemon killed with -9 is shown as not running
 (its lock, not the heartbeat alone, says so); `status | head -1` prints no `Broken pipe`, nor
 does any command whose reader goes away; `status --json` has the same facts under stable keys."""
 

@@ -1,4 +1,4 @@
-"""A full disk never kills the daemon (issue 9 item 5; SPEC B6-B9, C2, C3).
+"""A full disk never kills the daemon (SPEC B6-B9, C2, C3; docs/store.md "A full disk").
 
 The run folder is a small tmpfs that another process fills and frees while the real daemon
 runs on stand-in CLIs. The store, the shadow copy, the log file and the lanes all fail while it

@@ -1,4 +1,4 @@
-"""A long answer is never silently lost (issue 9 item 3; SPEC A5, A17, A28, A31, C1, C8).
+"""A long answer is never silently lost (SPEC A5, A17, A28, A31, C1, C8).
 
 A model may answer with one enormous line (a generated file, a minified blob): codex and agy
 print it as plain text, claude as one stream-json `result` event. Such an answer is a post —

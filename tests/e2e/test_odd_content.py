@@ -1,4 +1,4 @@
-"""One post can never brick the run (issue 9 items 3, 4; SPEC A28, C3, C8).
+"""One post can never brick the run (SPEC A28, C3, C8).
 
 The real daemon (`autodev run` in its own process) on stand-in CLIs whose posts hold a NUL
 byte, a lone surrogate escape, invalid UTF-8, two 70 KB posts and a 10 MB output, and a
@@ -61,7 +61,8 @@ def _kill(daemon: subprocess.Popen[bytes]) -> None:
     daemon.wait(timeout=30)
 
 
-def test_item3_odd_posts_never_brick_the_run_and_a_restart_goes_on(tmp_path: Path) -> None:
+# One daemon's story, told in order: splitting it would hide which post came when.
+def test_C3_C8_odd_posts_never_brick_the_run_and_a_restart_goes_on(tmp_path: Path) -> None:
     team = tmp_path / "team"
     team.mkdir()
     (team / "1-ana.md").write_text("---\nprovider: claude\n---\n", encoding="utf-8")  # empty body

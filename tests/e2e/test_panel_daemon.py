@@ -1,4 +1,4 @@
-"""The panel on a real daemon (`autodev run` on stand-in CLIs, issue 23): a say sent from the
+"""The panel on a real daemon (`autodev run` on stand-in CLIs, docs/panel.md): a say sent from the
 panel reaches the thread exactly once and the panel says at which revision; pause, resume and
 stop from the panel act through the control table as `autodev pause|resume|stop` (C6); the
 status the panel streams is the status the command prints."""

@@ -1,4 +1,4 @@
-"""The panel's page (issue 23, docs/panel.md "Page contract"): the ids and roles the browser
+"""The panel's page (docs/panel.md "Page contract"): the ids and roles the browser
 tests and assistive technology rely on, and no third-party or remote code — the page works
 with no build step and no CDN."""
 

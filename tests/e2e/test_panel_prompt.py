@@ -1,4 +1,4 @@
-"""Edit prompt from the panel (issue 23, A14, C5): the loader's own validation with its one
+"""Edit prompt from the panel (docs/panel.md, A14, C5): the loader's own validation with its one
 line, a stale edit refused with 409 and the current text, an atomic write keeping `.bak`, and
 nothing written on any refusal."""
 

@@ -1,4 +1,4 @@
-"""The panel's routes (issue 23): `/api/status` is `status --json`, the thread pages without
+"""The panel's routes (docs/panel.md): `/api/status` is `status --json`, the thread pages without
 loss, the event stream delivers new posts live and resumes from `Last-Event-ID` without a
 duplicate, controls go through the control table (C6), lanes arrive cleaned."""
 
@@ -290,8 +290,8 @@ def test_a_store_replaced_under_the_panel_makes_every_page_start_again(
 
 
 def test_a_failing_status_read_does_not_lose_the_posts_of_its_tick(tmp_path: Path) -> None:
-    from autodev_shell.panel.events import Hub
-    from autodev_shell.panel.reader import RunReader
+    from autodev_shell.panel.live import Hub
+    from autodev_shell.panel.store_reads import RunReader
 
     def broken() -> dict[str, Any]:
         raise RuntimeError("the status could not be read")

@@ -1,4 +1,4 @@
-"""The panel's security model, each item a test (issue 23, docs/panel.md "Security model"),
+"""The panel's security model, each item a test (docs/panel.md "Security model"),
 against the real `autodev panel` command over real HTTP on loopback."""
 
 from __future__ import annotations
@@ -303,7 +303,7 @@ def test_without_the_extra_the_command_says_what_to_install(tmp_path: Path) -> N
 
 def test_the_store_is_opened_read_only(tmp_path: Path) -> None:
     """The panel's reads go through `mode=ro` connections: SQLite refuses a write."""
-    from autodev_shell.panel.reader import RunReader, connect_ro, open_ro_store
+    from autodev_shell.panel.store_reads import RunReader, connect_ro, open_ro_store
 
     run = make_run(tmp_path, posts=2)
     conn = connect_ro(run / "run.db")

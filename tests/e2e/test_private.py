@@ -1,6 +1,6 @@
-"""Private by default (issue 9 item 8): the run folder is 0700 and every run file 0600 whatever
-the umask — run.db and its -wal/-shm, lanes, the log, the checkpoint, the shadow copy, the lock,
-prompt files — and lane headers never show secrets passed in command templates."""
+"""Private by default (docs/store.md, "Permissions"): the run folder is 0700 and every run file 0600
+whatever the umask — run.db and its -wal/-shm, lanes, the log, the checkpoint, the shadow copy, the
+lock, prompt files — and lane headers never show secrets passed in command templates."""
 
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ def _run_files(run_dir: Path) -> dict[Path, int]:
 
 
 @pytest.mark.parametrize("umask", [0o022, 0o000], ids=["umask-022", "umask-000"])
-def test_item8_a_run_folder_is_0700_and_its_files_0600_whatever_the_umask(
+def test_private_by_default_a_run_folder_is_0700_and_its_files_0600_whatever_the_umask(
     tmp_path: Path, umask: int, standins: Callable[..., dict[str, str]]
 ) -> None:
     team = write_team(tmp_path, {"ana": ("claude", "Review."), "rui": ("codex", "Fix.")})
@@ -93,7 +93,7 @@ def test_item8_a_run_folder_is_0700_and_its_files_0600_whatever_the_umask(
         store.close()
 
 
-def test_item8_an_old_run_folder_is_tightened_when_its_daemon_starts(
+def test_private_by_default_an_old_run_folder_is_tightened_when_its_daemon_starts(
     tmp_path: Path, standins: Callable[..., dict[str, str]]
 ) -> None:
     team = write_team(tmp_path, {"ana": ("claude", "Review.")})
@@ -112,7 +112,9 @@ def test_item8_an_old_run_folder_is_tightened_when_its_daemon_starts(
     assert _mode(mine) == 0o644
 
 
-def test_item8_checkpoint_and_shadow_writes_are_0600_whatever_the_umask(tmp_path: Path) -> None:
+def test_private_by_default_checkpoint_and_shadow_writes_are_0600_whatever_the_umask(
+    tmp_path: Path,
+) -> None:
     old = os.umask(0)
     try:
         for name in ("run.db.checkpoint.json", "run.db.shadow.json"):
@@ -143,7 +145,7 @@ def test_item8_checkpoint_and_shadow_writes_are_0600_whatever_the_umask(tmp_path
         (["env", "DB_PASSWORD=pw-plain", "agy", "-p", "{prompt}"], "pw-plain", "DB_PASSWORD=***"),
     ],
 )
-def test_item8_lane_headers_redact_secrets_in_command_templates(
+def test_private_by_default_lane_headers_redact_secrets_in_command_templates(
     tmp_path: Path, argv: list[str], secret: str, shown: str
 ) -> None:
     lanes = Lanes(tmp_path / "lanes")
@@ -153,7 +155,7 @@ def test_item8_lane_headers_redact_secrets_in_command_templates(
     assert shown in header
 
 
-def test_item8_redaction_leaves_ordinary_arguments_alone(tmp_path: Path) -> None:
+def test_private_by_default_redaction_leaves_ordinary_arguments_alone(tmp_path: Path) -> None:
     argv = ["codex", "exec", "--dangerously-bypass-approvals-and-sandbox",
             "--skip-git-repo-check", "-m", "gpt-5", "--api-key", "--verbose"]
     lanes = Lanes(tmp_path / "lanes")

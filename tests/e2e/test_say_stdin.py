@@ -1,4 +1,4 @@
-"""`autodev say -` reads the message from standard input (C6; issue 9.2's exactly-once holds for
+"""`autodev say -` reads the message from standard input (C6's exactly-once holds for
 it as for an argument): a message longer than a command line may be (the kernel refuses one
 argument over 128 KiB) still reaches the queue whole, and a mistake is one sentence."""
 

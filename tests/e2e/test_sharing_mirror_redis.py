@@ -1,4 +1,4 @@
-"""Issue 26 (shell): the subscriber's mirror on a real redis-server.
+"""docs/sharing.md (shell): the subscriber's mirror on a real redis-server.
 
 A turn start reads memory while the subscription is live (a PONG within LIVE_SECONDS) and the
 mirror was rebuilt under it; after a kill and restart, a paused server or a stale subscriber, it
@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from helpers.redis_server import RedisServer, needs_redis
+from helpers.sharing_redis import CLAUDE, CODEX, SONNET, TEAM, WAIT, settings_for, wait_for
 
 from autodev_core.engine import Engine
 from autodev_core.scheduler import EngineLimit, EngineUsage
@@ -27,12 +28,6 @@ redis = pytest.importorskip("redis", reason="the redis extra is not installed: p
 from autodev_shell.sharing import LimitSharing, ShareSettings, millis  # noqa: E402
 from autodev_shell.sharing import mirror as sharing_mirror  # noqa: E402
 
-CLAUDE = Engine("claude")
-SONNET = Engine("claude", "sonnet")
-CODEX = Engine("codex")
-TEAM = [CLAUDE, SONNET, CODEX]
-WAIT = 30.0  # seconds: a loaded machine is slow, never this slow
-
 _counter = iter(range(10**9))
 
 
@@ -42,22 +37,17 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
         yield srv
 
 
-def settings_for(server: RedisServer, name: str, prefix: str, *,
-                 timeout: float = 0.25) -> ShareSettings:
-    return ShareSettings(url=server.url, accounts={"claude": "work-max", "codex": "team"},
-                         name=name, prefix=prefix, timeout=timeout)
-
-
-def wait_for(what: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + WAIT
-    while not what():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
-
-
 def limit(until: datetime, seen: datetime, *, engine: Engine = CLAUDE,
           read: bool = True) -> EngineLimit:
     return EngineLimit(engine=engine, until=until, read=read, seen=seen)
+
+
+def read_from_the_mirror(sharer: LimitSharing, now: datetime) -> None:
+    """Once subscribed, a turn start rebuilds the mirror (one round trip) and the next reads it."""
+    wait_for(lambda: sharer.subscription is not None)
+    sharer.sync(TEAM, now)
+    sharer.sync(TEAM, now)
+    assert (sharer.round_trips, sharer.mirror_reads) == (1, 1)
 
 
 def heard(sharer: LimitSharing) -> Callable[[], bool]:
@@ -133,10 +123,7 @@ def test_after_a_kill_and_restart_the_first_turn_start_makes_the_round_trip(
     s = settings_for(own_redis, "ci", "k", timeout=0.3)
     b = LimitSharing(s, say=lines.append, retry_seconds=0.2)
     now = datetime.now(UTC)
-    wait_for(lambda: b.subscription is not None)
-    b.sync(TEAM, now)
-    b.sync(TEAM, now)
-    assert (b.round_trips, b.mirror_reads) == (1, 1)
+    read_from_the_mirror(b, now)
     old = b.subscription
     own_redis.kill()
     own_redis.start()  # the same port, empty
@@ -169,10 +156,7 @@ def test_a_paused_server_makes_the_turn_start_fall_back_to_the_round_trip(
     b = LimitSharing(settings_for(own_redis, "ci", "p", timeout=0.3), say=lines.append,
                      retry_seconds=60)
     now = datetime.now(UTC)
-    wait_for(lambda: b.subscription is not None)
-    b.sync(TEAM, now)
-    b.sync(TEAM, now)
-    assert (b.round_trips, b.mirror_reads) == (1, 1)
+    read_from_the_mirror(b, now)
     own_redis.pause()
     try:
         time.sleep(sharing_mirror.LIVE_SECONDS + 0.5)
@@ -189,10 +173,7 @@ def test_a_stale_subscriber_makes_the_turn_start_fall_back_to_the_round_trip(
 ) -> None:
     b = LimitSharing(settings_for(server, "ci", f"m{next(_counter)}"))
     now = datetime.now(UTC)
-    wait_for(lambda: b.subscription is not None)
-    b.sync(TEAM, now)
-    b.sync(TEAM, now)
-    assert (b.round_trips, b.mirror_reads) == (1, 1)
+    read_from_the_mirror(b, now)
     # No PONG is recent enough (as when this daemon was stopped and its subscriber did not run).
     monkeypatch.setattr(sharing_mirror, "LIVE_SECONDS", -1.0)
     b.sync(TEAM, now)
@@ -213,7 +194,7 @@ def test_a_stale_subscriber_makes_the_turn_start_fall_back_to_the_round_trip(
 def test_a_limit_seen_while_redis_is_down_is_published_to_an_empty_server(
     own_redis: RedisServer,
 ) -> None:
-    """Issue 26: killed, then started again with an EMPTY database: what this run saw before
+    """Killed, then started again with an EMPTY database: what this run saw before
     and during the outage is re-published, and a second run receives it."""
     lines: list[str] = []
     s = settings_for(own_redis, "laptop", "e", timeout=0.3)
@@ -257,10 +238,7 @@ def test_a_dropped_subscriber_connection_is_a_gap_the_mirror_is_rebuilt_after(
     a = LimitSharing(settings_for(server, "laptop", prefix), subscribe=False)
     b = LimitSharing(settings_for(server, "ci", prefix))
     now = datetime.now(UTC)
-    wait_for(lambda: b.subscription is not None)
-    b.sync(TEAM, now)
-    b.sync(TEAM, now)
-    assert (b.round_trips, b.mirror_reads) == (1, 1)
+    read_from_the_mirror(b, now)
     old = b.subscription
     admin = redis.Redis.from_url(server.url)
     assert admin.client_kill_filter(_type="pubsub") >= 1

@@ -1,4 +1,4 @@
-"""Issue 14 (shell): the shared limit registry on a real redis-server.
+"""docs/sharing.md (shell): the shared limit registry on a real redis-server.
 
 Each test starts its own server on a free loopback port in a temp dir (helpers.redis_server).
 The server-side script must follow the core's rule; the model below states that rule on its own
@@ -313,7 +313,7 @@ def test_accounts_name_providers() -> None:
 
 
 # ------------------------------------------------------------------------------------------------
-# Issue 25: usage readings, shared beside limits by the core's rule (newest wins per window)
+# Usage readings, shared beside limits by the core's rule (newest wins per window)
 
 
 def usage(util: float, until: datetime, *, seen: datetime = T0, window: str = "five_hour",

@@ -9,12 +9,12 @@ tests/shell/test_mirror_unreadable_usage.py."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from helpers.redis_server import RedisServer, needs_redis
+from helpers.sharing_redis import CLAUDE, CODEX, SONNET, TEAM, settings_for, wait_for
 
 from autodev_core.engine import Engine
 from autodev_core.scheduler import EngineLimit, EngineUsage
@@ -24,31 +24,13 @@ pytestmark = needs_redis
 redis = pytest.importorskip("redis", reason="the redis extra is not installed: pip install "
                             "'autodev[redis]'")
 
-from autodev_shell.sharing import LimitSharing, ShareSettings  # noqa: E402
-
-CLAUDE = Engine("claude")
-SONNET = Engine("claude", "sonnet")
-CODEX = Engine("codex")
-TEAM = [CLAUDE, SONNET, CODEX]
-WAIT = 30.0  # seconds: a loaded machine is slow, never this slow
+from autodev_shell.sharing import LimitSharing  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
     with RedisServer(tmp_path_factory.mktemp("redis")) as srv:
         yield srv
-
-
-def settings_for(server: RedisServer, name: str, prefix: str) -> ShareSettings:
-    return ShareSettings(url=server.url, accounts={"claude": "work-max", "codex": "team"},
-                         name=name, prefix=prefix, timeout=0.25)
-
-
-def wait_for(what: Callable[[], object]) -> None:
-    deadline = time.monotonic() + WAIT
-    while not what():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
 
 
 def usage(engine: Engine, now: datetime, window: str = "five_hour") -> EngineUsage:

@@ -1,5 +1,5 @@
 """A layout-1 store written by a real daemon, brought forward by today's daemon under an
-operator's controls and a kill -9 (issue 13 row 4's store layout 2; issue 9's exactly-once).
+operator's controls and a kill -9 (store layout 2, docs/performance.md row 4; C6's exactly-once).
 
 `tests/fixtures/store_v1_daemon/run.db` was left by `autodev demo` on the code of layout 1 (see
 the README beside it). Today's daemon opens it, migrates it in its first commit, and meanwhile

@@ -1,5 +1,5 @@
 """Shared by the builder tests: an unchecked value must be indistinguishable from the checked
-one built from the same arguments (issue 13)."""
+one built from the same arguments (docs/performance.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Driving the real daemon (`autodev run` in its own process) on stand-in CLIs, for the tests of
-issue 9: controls, messages, kills. Nothing here decides what a test expects."""
+its controls, messages and kills (C2-C6). Nothing here decides what a test expects."""
 
 from __future__ import annotations
 

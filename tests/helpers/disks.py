@@ -1,5 +1,6 @@
-"""A full disk on demand (issue 9 item 5): a small tmpfs mounted for a test (root only; the test
-skips where it cannot mount one) and a filler file that takes every free byte of it."""
+"""A full disk on demand (docs/store.md, "A full disk"): a small tmpfs mounted for a test (root
+only; the test skips where it cannot mount one) and a filler file that takes every free byte of
+it."""
 
 from __future__ import annotations
 

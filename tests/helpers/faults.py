@@ -6,7 +6,7 @@ read-only" injects nothing. Instead the store is opened with a `sqlite3.Connecti
 disk, `sqlite3.OperationalError("disk I/O error")`, for the statements a `DiskSwitch` names.
 
 The same class is the seam through which a test looks at what the store does, instead of
-patching its private names (issue 27 item 5): a `DiskSwitch` keeps every connection opened
+patching its private names (docs/design.md): a `DiskSwitch` keeps every connection opened
 through it (`connection` is the store's own once the store is open) and calls its `listeners`
 with each statement before the statement runs.
 """

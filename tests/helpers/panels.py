@@ -1,5 +1,5 @@
 """A run to show and a real `autodev panel` process serving it, for tests/test_panel_*.py
-(issue 23). Requests go over real HTTP on loopback (http.client). Nothing here decides what a
+(docs/panel.md). Requests go over real HTTP on loopback (http.client). Nothing here decides what a
 test expects."""
 
 from __future__ import annotations

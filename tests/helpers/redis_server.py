@@ -3,7 +3,7 @@
 Nothing else on the machine is touched: no config file, no persistence, no service. Tests that
 need it skip with a clear reason only when the binary is absent (CI installs it, .ci/run).
 
-Issue 26: `tls=` serves TLS only (`--port 0 --tls-port`), with a throwaway CA and a server
+docs/sharing.md: `tls=` serves TLS only (`--port 0 --tls-port`), with a throwaway CA and a server
 certificate for 127.0.0.1 and localhost made by `openssl` in a temp dir (`make_certificates`);
 `user=` with `password=` makes an ACL user (`--user NAME on >PASSWORD ~* &* +@all`) and turns
 the default user off, so only that user gets in. Tests that need TLS skip with one clear line

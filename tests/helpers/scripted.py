@@ -23,6 +23,35 @@ from autodev_shell.store.run_store import RunStore
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
 
+#: Two members taking turns for an hour, every call posting after a minute: the run the message
+#: tests say things into (tests/e2e/test_message_order.py, test_messages_said_as_a_call_ends.py).
+TWO_TAKING_TURNS = """
+start: 2026-12-02T09:00:00
+timezone: UTC
+until: 2026-12-02T10:00:00
+team:
+  - {id: ana, provider: claude}
+  - {id: rui, provider: codex}
+calls:
+  default: {post: "ok", duration: 60}
+"""
+
+
+def one_member_whose_first_call(answer: str) -> str:
+    """A scenario of ana on claude for three hours whose first call answers `answer` (a YAML
+    flow mapping) and every later one posts after a minute."""
+    return f"""
+start: 2026-12-02T09:00:00
+timezone: UTC
+until: 2026-12-02T12:00:00
+team:
+  - {{id: ana, provider: claude}}
+calls:
+  claude:
+    - {answer}
+  default: {{post: "ok", duration: 60}}
+"""
+
 
 class ScriptedCLIs:
     """Answers calls from a scenario's scripts, moving the fake clock by each call's duration.

@@ -1,5 +1,5 @@
 """A real daemon for the sharing tests: `start_run` in its own process, on stand-in CLIs, on a
-fast clock shared by every daemon of a test (issue 14).
+fast clock shared by every daemon of a test (docs/sharing.md).
 
     python share_daemon.py TEAM RUN_DIR RUN_ID URL FACTOR VIRTUAL_START REAL_START SECONDS
 

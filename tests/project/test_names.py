@@ -153,7 +153,7 @@ def test_C6_control_names_map_to_events_once() -> None:
         StopRequested,
     )
     from autodev_shell import runner
-    from autodev_shell.store.controls import CONTROL_COMMANDS
+    from autodev_shell.store.command_queue import CONTROL_COMMANDS
 
     assert {"stop", "pause", "resume", "say"} == CONTROL_COMMANDS  # C6
     assert dict(runner._CONTROL_EVENTS) == {"stop": StopRequested, "pause": PauseRequested,

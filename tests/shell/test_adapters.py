@@ -46,7 +46,7 @@ PROMPT = "Review the change in {model} and say {prompt}."  # braces must pass th
 
 
 def test_C1_claude_argv_with_its_pin_and_the_prompt_on_stdin() -> None:
-    # Issue 9 item 3: claude `-p` reads the prompt from stdin when no prompt argument is given.
+    # C1: claude `-p` reads the prompt from stdin when no prompt argument is given.
     assert argv_for(ANA, Engine("claude"), PROMPT) == (
         "claude", "-p", "--output-format", "stream-json", "--verbose", "--model", "opus",
     )
@@ -395,7 +395,7 @@ def test_C1_a_cli_that_closes_its_pipes_is_still_waited_for() -> None:
     assert (result.exit_code, result.timed_out) == (3, False)
 
 
-# -- the prompt's way in, and calls that cannot start (issue 9 items 3, 4; A28, C8) --------------
+# -- the prompt's way in, and calls that cannot start (A28, C1, C8) ------------------------------
 
 
 def _calls(tmp_path: Path) -> list[dict[str, Any]]:

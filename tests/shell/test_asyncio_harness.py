@@ -1,4 +1,4 @@
-"""`AsyncOrchestratorMachine` catches what an asyncio loop gets wrong (issue 28 item 3).
+"""`AsyncOrchestratorMachine` catches what an asyncio loop gets wrong (SPEC 0.4).
 
 An asyncio loop on the virtual clock of `autodev_shell.asyncio_harness`: a heartbeat task
 beside `handle`, a store whose writes take time, CLI calls that take their duration while other
@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from helpers.clock import T0
-from helpers.machines import planted, run_machine
+from helpers.machines import assert_caught, planted, run_machine
 from hypothesis.stateful import RuleBasedStateMachine
 
 from autodev_core import (
@@ -167,8 +167,7 @@ BUGS = [
 def test_the_async_machine_catches_a_planted_bug_in_the_ci_draw(
     loop: type[Loop], message: str
 ) -> None:
-    with pytest.raises(AssertionError, match=message):
-        run_machine(machine(loop), None)
+    assert_caught(machine(loop), message, None)
 
 
 @pytest.mark.parametrize("draw", SEEDS)
@@ -176,8 +175,7 @@ def test_the_async_machine_catches_a_planted_bug_in_the_ci_draw(
 def test_the_async_machine_catches_a_planted_bug_under_any_seed(
     loop: type[Loop], message: str, draw: int
 ) -> None:
-    with pytest.raises(AssertionError, match=message):
-        run_machine(machine(loop), draw)
+    assert_caught(machine(loop), message, draw)
 
 
 @pytest.mark.parametrize("draw", [None, *SEEDS[:3]])

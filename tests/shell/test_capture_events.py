@@ -1,9 +1,9 @@
-"""The CLIs' own event types are named once, in the core (issue 27 item 2; SPEC A2, A4, A5).
+"""The CLIs' own event types are named once, in the core (docs/design.md; SPEC A2, A4, A5).
 
 The reader decides by claude's `rate_limit_event` and `result`, codex's `error`, `turn.failed`,
 `stream_error`, `turn.completed` and agent messages; a chatty call's stdout tail (256 KiB) may move
 past such an event before the call ends, so the bounded capture keeps it whole. Both sides take
-the list from `autodev_core.detection.events`: an event the reader reads but the capture let go
+the list from `autodev_core.detection.cli_events`: an event the reader reads but the capture let go
 would make a limit or a network outage of a long call unseen.
 """
 
@@ -17,7 +17,7 @@ from helpers.clock import T0 as NOW
 
 import autodev_shell.adapters as old_name
 import autodev_shell.calls as calls
-from autodev_core.detection import events
+from autodev_core.detection import cli_events as events
 from autodev_core.detection.reader import classify_output
 from autodev_shell.calls.capture import STDOUT_TAIL_BYTES, _Capture
 

@@ -1,4 +1,4 @@
-"""The appending checkpoint (SPEC B13-B16, C3; issue 13 row 4″; docs/store.md, "The checkpoint
+"""The appending checkpoint (SPEC B13-B16, C3; docs/store.md, "The checkpoint
 file").
 
 A checkpoint is a base (the whole snapshot) and records appended after it (what changed since
@@ -39,7 +39,7 @@ from autodev_shell.durability.checkpoint import (
 )
 from autodev_shell.durability.files import ReplicaFileError
 from autodev_shell.durability.paths import checkpoint_path
-from autodev_shell.status.replicas import read_checkpoint_head
+from autodev_shell.status.replica_status import read_checkpoint_head
 from autodev_shell.store.run_store import NewPost, RunStore
 
 # --- the growth rule (the core's policy) --------------------------------------------------------

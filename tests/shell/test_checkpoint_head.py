@@ -1,4 +1,4 @@
-"""`autodev status` reads only the head of the checkpoint (SPEC B14, C6; issue 13).
+"""`autodev status` reads only the head of the checkpoint (SPEC B14, C6; docs/performance.md).
 
 The checkpoint's revision and time are written before its payload (docs/store.md, "The
 checkpoint file"), so status reads a bounded prefix however long the thread is; a checkpoint
@@ -26,7 +26,7 @@ from autodev_shell.durability.checkpoint import (
 )
 from autodev_shell.durability.files import ReplicaFileError
 from autodev_shell.durability.paths import checkpoint_path
-from autodev_shell.status.replicas import read_checkpoint_head, replica_facts
+from autodev_shell.status.replica_status import read_checkpoint_head, replica_facts
 from autodev_shell.store.run_store import NewPost, RunStore
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "checkpoint_v1" / "run.db.checkpoint.json"

@@ -1,4 +1,4 @@
-"""Issue 25: act before the limit. A healthy call's usage reading, read from the CLI's own
+"""Act before the limit. A healthy call's usage reading, read from the CLI's own
 structured output (never model text, A5; never polled, A1), and the opt-in `Policy.headroom`
 that hands a turn over before the limit (in A10-A17's order) and never waits because of it.
 The stateful properties are in the shipped `SchedulerMachine`
@@ -52,7 +52,7 @@ WARNING = rate_limit_event(
     utilization=0.97, surpassedThreshold=0.9, overageStatus="rejected")
 
 
-# -- reading (issue 25 item 1; A1, A2, A5) ---------------------------------------------------
+# -- reading (docs/limits.md; A1, A2, A5) ---------------------------------------------------
 
 
 def test_A2_an_allowed_warning_is_no_limit_but_a_usage_reading() -> None:
@@ -141,7 +141,7 @@ def test_a_reading_is_checked_when_built() -> None:
         UsageReading(provider="gemini", utilization=0.5)
 
 
-# -- the knob (issue 25 item 2) ----------------------------------------------------------------
+# -- the knob (docs/limits.md) ----------------------------------------------------------------
 
 
 def test_the_knob_is_off_by_default_and_reads_a_fraction() -> None:
@@ -212,7 +212,7 @@ def test_a_bad_knob_in_autodev_yaml_is_one_line_naming_file_line_and_field(
     assert "autodev.yaml:2" in err and "policy.headroom.hand_over_at" in err
 
 
-# -- deciding (issue 25 item 2; A10-A17, A18, A23, A24, A33) --------------------------------------
+# -- deciding (docs/limits.md; A10-A17, A18, A23, A24, A33) --------------------------------------
 
 
 ANA = Participant(id="ana", provider="claude", failover=(Engine("codex"),))
@@ -334,7 +334,7 @@ def test_0_3_a_state_with_readings_and_the_knob_round_trips() -> None:
     assert from_json(to_json(state), SchedulerState) == state
 
 
-# -- the forecast (issue 25 item 4; C6) ----------------------------------------------------
+# -- the forecast (docs/limits.md; C6) ----------------------------------------------------
 
 
 def test_C6_status_forecasts_each_window_from_the_readings() -> None:
@@ -378,7 +378,7 @@ def test_C6_an_older_stored_state_without_readings_reads_as_none() -> None:
     assert read_stored_status(json.dumps(raw)).readings == ()
 
 
-# -- simulate (issue 25 item 4; SPEC D) --------------------------------------------------
+# -- simulate (docs/limits.md; SPEC D) --------------------------------------------------
 
 WARNED = """\
 start: 2026-12-01T09:00:00

@@ -1,4 +1,4 @@
-"""Lanes as the panel shows them (issue 23, C8): SGR colours become classes, every other
+"""Lanes as the panel shows them (docs/panel.md, C8): SGR colours become classes, every other
 escape and control character is dropped, secrets are hidden as in lane headers, calls are
 told apart by their frames, and a lane read in pieces shows as read whole."""
 
@@ -17,7 +17,7 @@ pytest.importorskip("starlette")
 
 from autodev_shell.calls.lanes import Lanes
 from autodev_shell.panel.ansi import LaneDecoder, Style, line_spans, render_text
-from autodev_shell.panel.events import LaneFollower
+from autodev_shell.panel.live import LaneFollower
 
 
 def spans(line: str) -> list[list[str]]:

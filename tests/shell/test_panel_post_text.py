@@ -34,7 +34,7 @@ POSTS = [
     "\x1b[31mred\x1b[0m and \x1b]0;title\x07 done\r\n",
     "tab\tand\nnewline\r\n\x00\x01",
     "plain text, é, 😀, and no control",
-    # C1 controls and the bidi controls that reorder what follows them (issue 41's
+    # C1 controls and the bidi controls that reorder what follows them (a name such as
     # "evil\u202eexe.txt" reads "evil" + "txt.exe" reversed when shown raw).
     "evil\u202eexe.txt",
     "\x85\x9b31m\x80 \u200e\u200f\u202a\u202b\u202c\u202d\u2066\u2067\u2068\u2069",

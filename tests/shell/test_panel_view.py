@@ -1,4 +1,4 @@
-"""What the panel shows of a stored scheduler state (issue 23 item 2): the core's values,
+"""What the panel shows of a stored scheduler state (docs/panel.md): the core's values,
 arranged — each limit's reset and where it came from (the CLI's notice, A6's default, another
 daemon sharing the account), the failover chain's next candidate (A23/A24), outages (A26)."""
 

@@ -1,4 +1,4 @@
-"""The policy as a value (issue 12 item 4): frozen, validated, the SPEC's numbers by default
+"""The policy as a value (C7): frozen, validated, the SPEC's numbers by default
 (A6, A27-A31), settable from Python, a team's autodev.yaml and a scenario file."""
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from autodev_shell.cli import main
 from autodev_shell.durability import writes as durability
 from autodev_shell.durability.checkpoint import CheckpointFile
 from autodev_shell.durability.paths import CHECKPOINT_SUFFIX, checkpoint_path
-from autodev_shell.status.replicas import (
+from autodev_shell.status.replica_status import (
     CHECKPOINT_REPLICA,
     audit_status,
     read_checkpoint_head,

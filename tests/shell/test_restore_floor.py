@@ -1,4 +1,4 @@
-"""A restart keeps the saved instant as a floor (A20, A38; issue 28 item 4): `restore_state`
+"""A restart keeps the saved instant as a floor (A20, A38): `restore_state`
 keeps `last_event_at`, the core refuses an earlier event with a hint, and the daemon started on
 a clock behind the saved state goes on from that instant with one clear line, never a crash."""
 

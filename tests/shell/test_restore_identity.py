@@ -1,4 +1,4 @@
-"""`autodev restore` checks identity (issue 10 item 8; SPEC B1, B3, B14)."""
+"""`autodev restore` checks identity (SPEC B1, B3, B14)."""
 
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ def test_B14_B3_restore_takes_a_checkpoint_of_the_same_run_under_an_alias(
     assert "restored revision 8" in capsys.readouterr().out
 
 
-# --- the mutation gate in the shell (issue 10 item 9; B10-B12) ---------------------------------
+# --- the mutation gate in the shell (B10-B12) ---------------------------------------------------
 
 
 def test_B10_B11_a_restore_that_died_half_way_keeps_every_writer_off_the_run(

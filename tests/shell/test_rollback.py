@@ -1,4 +1,4 @@
-"""B20 for real (issue 10 item 11): the loop keeps its working revision apart from the store's,
+"""B20 for real: the loop keeps its working revision apart from the store's,
 and a retried turn rolls back what the failed attempt left uncommitted."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ RollBack = tuple[int, int, tuple[int, ...]]
 
 
 def watched_durability(rollbacks: list[RollBack]) -> type[Durability]:
-    """The runner's `Durability` (a constructor argument: the seam, issue 27 item 5), keeping
+    """The runner's `Durability` (a constructor argument: the seam, docs/design.md), keeping
     in `rollbacks` each roll-back the runner asks of it."""
 
     class WatchedDurability(Durability):

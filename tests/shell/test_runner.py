@@ -160,7 +160,7 @@ LOG_KEYS = {"event", "participant", "engine", "provider", "target", "colleague",
 
 
 def test_C7_run_json_writes_structured_fields_statuses_and_controls(tmp_path: Path) -> None:
-    """`autodev run --json` (issue 12 item 3): core lines with their kind and fields, every
+    """`autodev run --json` (C7): core lines with their kind and fields, every
     status change, and the pause, resume and stop controls, one JSON object per line."""
     import json
 

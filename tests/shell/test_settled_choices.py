@@ -1,4 +1,4 @@
-"""SPEC points settled in docs/scheduler.md "Choices where the SPEC is silent" (issue 28 item 2):
+"""SPEC points settled in docs/scheduler.md "Choices where the SPEC is silent":
 a timed-out call holding a notice (SPEC D, A1), "reachable again" on any answer (A27 vs A40), a
 clock-time notice seen at its exact minute (A6, A38), and a chain naming the participant's own
 primary engine (A9, C5)."""
@@ -88,18 +88,19 @@ def test_A40_any_answer_ends_the_outage_with_the_A27_line(kind: str, next_line: 
 
 
 # ------------------------------------------------------------------------------------------------
-# A6 + A38: a clock time seen at its own minute has passed, so it is tomorrow's
+# A6 + A38: a clock time seen in its own minute is today's, probed a minute after the notice
 
 
-def test_A6_A38_a_clock_time_notice_seen_at_its_exact_minute_is_tomorrows_reset() -> None:
-    """A38: a reset at t has passed when now >= t; A6: a clock time already past rolls to the
-    next day. A codex call that ends at 14:30:00 saying "try again at 2:30 PM" is limited until
-    tomorrow 14:30 (a second earlier it would be today's 14:30)."""
+def test_A6_A38_a_clock_time_notice_seen_at_its_exact_minute_is_probed_a_minute_later() -> None:
+    """A6: a printed clock time names the start of its minute, and one read at or before now
+    within 10 minutes is today's, never tomorrow's: it is probed again one minute after the
+    notice. A codex call that ends at 14:30:00 saying "try again at 2:30 PM" is limited until
+    14:31 (a second earlier, 14:30 still lies ahead: until 14:30)."""
     team = "team: [{id: ana, provider: codex}, {id: bob, provider: claude}]\n"
     calls = f'calls:\n  codex: [{{stdout: "{CODEX_NOTICE}", duration: 60}}]\n'
     at_minute = _run("start: 2026-12-01T14:29:00\ntimezone: UTC\n"
                      "until: 2026-12-01T14:35:00\n" + team + calls)
-    assert at_minute[0] == "2026-12-01T14:30:00 codex limited until 2026-12-02 14:30"
+    assert at_minute[0] == "2026-12-01T14:30:00 codex limited until 14:31"
     second_before = _run("start: 2026-12-01T14:29:00\ntimezone: UTC\n"
                          "until: 2026-12-01T14:35:00\n" + team
                          + calls.replace("duration: 60", "duration: 59"))

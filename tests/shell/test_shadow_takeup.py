@@ -1,4 +1,4 @@
-"""The shadow copy across restarts (issue 10 items 6, 7; SPEC B9, C3).
+"""The shadow copy across restarts (SPEC B9, C3).
 
 A daemon that died while the store failed leaves `run.db.shadow.json`; the next daemon takes
 its revisions up, goes on counting above them, and commits them to SQLite once it works.

@@ -1,4 +1,4 @@
-"""Issue 14: `autodev run --share`, the `share:` and `accounts:` run settings, and what a user
+"""`autodev run --share`, the `share:` and `accounts:` run settings, and what a user
 sees when they are wrong — one clear line naming the file or option, exit 2, no traceback, and
 never the URL's password."""
 
@@ -125,7 +125,7 @@ def test_status_says_sharing_is_off_for_a_run_that_does_not_share(
 
 
 # ------------------------------------------------------------------------------------------------
-# Issue 26: TLS settings — `share.ca` and the URL's options, checked before anything starts
+# TLS settings — `share.ca` and the URL's options, checked before anything starts
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Issue 26: the mirror against the round-trip reader, on a model Redis (no server).
+"""The mirror against the round-trip reader, on a model Redis (no server).
 
 The model Redis holds what the two merge scripts write (a Python transcription of MERGE_SCRIPT
 and USAGE_SCRIPT: limit keys expiring at their reset, usage hashes by window) and publishes what
@@ -6,7 +6,7 @@ they change to a subscriber whose messages may be delivered late, or lost when i
 drops. Other runs write; time passes (resets pass, PONGs grow old); Redis restarts empty; turn
 starts happen. At each turn start two readers run, fed the same pub/sub messages:
 
-- the round-trip reader (what `LimitSharing.sync` did before issue 26): Redis, read now;
+- the round-trip reader (what `LimitSharing.sync` did before the mirror): Redis, read now;
 - the mirror reader (what it does now): `Mirror` + `Liveness`, read from memory when
   `Mirror.trusted`, else the round trip, which rebuilds the mirror under the subscription that
   was live when it began.
@@ -375,14 +375,14 @@ TestMirrorAgainstRoundTrip.settings = settings(stateful_step_count=100)
 
 
 def test_a_lost_message_whose_reading_reset_before_the_rebuild_changes_no_decision() -> None:
-    """A fresh clone's draw (seed 279565569025575506921222899506214072952, issue 24), with the
+    """A fresh clone's draw (seed 279565569025575506921222899506214072952, docs/cli.md), with the
     clocks of two machines apart: a reading R1 (seen at T0, its window ending T0+0.7 s) is read
     by the round trip while its message is in flight to a trusted mirror; the subscriber's
     connection drops (R1's message is lost), R1's window resets, and a reading R2 of the same
     window from a machine whose clock is a minute behind (seen T0-59.3 s, ending T0+1.4 s) takes
     R1's place in Redis. The round-trip registry joined R1 then R2, the mirror's only R2: both
     must count R2, as Redis does (a reading whose window has reset is gone, A38), not keep the
-    dead R1 because its `seen` is later (`merge_usage` before issue 24's fix)."""
+    dead R1 because its `seen` is later (an older `merge_usage`)."""
     m = MirrorAgainstRoundTrip()
     sonnet = ("work-max", Engine("claude", "sonnet"))
     m.turn_start(fails=False, answered=False)

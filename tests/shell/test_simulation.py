@@ -48,14 +48,17 @@ def test_D_there_are_examples_to_compare_with() -> None:
     assert len(SCENARIOS) >= 5
 
 
+def _simulate_ana(tmp_path: Path, *, until: str) -> int:
+    """`autodev simulate` of ana alone on claude from HEAD's start until `until`: its exit
+    code (what it printed is in capsys)."""
+    team = "team: [{id: ana, provider: claude}]\n"
+    return main(["simulate", str(scenario_file(tmp_path, HEAD + f"until: {until}\n" + team))])
+
+
 def test_C6_cli_prints_the_lines_then_the_status(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = scenario_file(
-        tmp_path,
-        HEAD + "until: 2026-12-01T09:02:30\nteam: [{id: ana, provider: claude}]\n",
-    )
-    assert main(["simulate", str(path)]) == 0
+    assert _simulate_ana(tmp_path, until="2026-12-01T09:02:30") == 0
     out = capsys.readouterr().out.splitlines()
     assert out == [
         "2026-12-01T09:01:00 ana posted via claude",
@@ -190,7 +193,7 @@ def test_D_any_scenario_replays_in_order_and_ends_with_a_status(scenario: Scenar
 
 
 # ------------------------------------------------------------------------------------------------
-# SPEC D `timeout: true`, the horizon, and scenarios at the edges (issue 11 items 2, 4, 5)
+# SPEC D `timeout: true`, the horizon, and scenarios at the edges
 
 RECONNECTING = (
     "ERROR: Reconnecting... 1/5\n"
@@ -335,12 +338,8 @@ def test_D_a_scenario_needing_too_many_events_is_refused_in_one_line() -> None:
 def test_D_a_million_calls_is_a_clear_error_not_minutes_and_gigabytes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 11: 10^6 one-minute calls (about two years) took 425 s and 3.4 GB."""
-    path = scenario_file(
-        tmp_path,
-        HEAD + "until: 2028-11-26T09:00:00\nteam: [{id: ana, provider: claude}]\n",
-    )
-    assert main(["simulate", str(path)]) == 2
+    """Bounded work (SPEC D): 10^6 one-minute calls (about two years) took 425 s and 3.4 GB."""
+    assert _simulate_ana(tmp_path, until="2028-11-26T09:00:00") == 2
     captured = capsys.readouterr()
     assert captured.out == ""
     assert len(captured.err.splitlines()) == 1 and "events" in captured.err

@@ -218,7 +218,7 @@ def test_A3_local_zone_is_named_from_TZ(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_news_from_another_run_wakes_a_sleep_with_its_own_reason() -> None:
-    """Issue 14: a limit reported by another run wakes the sleeper so the core hears of it."""
+    """A limit reported by another run wakes the sleeper so the core hears of it."""
     from datetime import datetime, timedelta
 
     from autodev_shell.clock import FakeClock

@@ -1,5 +1,5 @@
 """`autodev status` reads a run's store with sqlite3 and json alone when the store holds what
-a run normally holds (C6, issue 13: no attrs, no planner). These properties hold that reading
+a run normally holds (C6, cold start: no attrs, no planner). These properties hold that reading
 to the full path (a `RunStore`, the core's restore and its B8 planner) on stores the real code
 writes: by the daemon's `Durability`, by direct commits of any persistence state and marker,
 and with odd or damaged fields written by hand. Either the fast reader steps aside (the full
@@ -29,7 +29,7 @@ from autodev_core.control.identity import resolve_active_identity
 from autodev_core.control.persistence import DEFAULT_TIERS, PersistenceState, tier_role
 from autodev_core.scheduler.state import SchedulerState
 from autodev_core.serialization import to_json
-from autodev_core.testing.persistence import persistence_states
+from autodev_core.testing.persistence_machine import persistence_states
 from autodev_shell.cli import main
 from autodev_shell.durability.paths import shadow_path
 from autodev_shell.durability.shadow_file import PendingRevision, ShadowCopy, write_shadow
@@ -303,7 +303,7 @@ def test_C6_a_damaged_or_odd_store_shows_what_the_full_path_shows(
         _agree(run)
 
 
-#: A store written by the layout-1 code (main before issue 13's commit work, kept as written).
+#: A store written by the layout-1 code (before layout 2, kept as written).
 LAYOUT_1 = Path(__file__).resolve().parents[1] / "fixtures" / "store_v1" / "run.db"
 
 

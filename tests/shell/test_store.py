@@ -68,7 +68,7 @@ def test_C3_commit_writes_posts_state_and_marker_together(tmp_path: Path) -> Non
 
 
 # The commit's write statements: BEGIN, the two posts, the run state with its marker (one row
-# since layout 2, issue 13), COMMIT; each one in turn fails.
+# since layout 2, docs/performance.md), COMMIT; each one in turn fails.
 @pytest.mark.parametrize("after", [0, 1, 2, 3, 4])
 def test_C3_a_failed_commit_writes_nothing_of_its_revision(tmp_path: Path, after: int) -> None:
     switch = DiskSwitch()
@@ -355,7 +355,7 @@ def test_C3_a_new_store_appears_only_with_its_schema(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir() if "creating" in p.name] == []
 
 
-def test_item3_any_text_a_cli_printed_is_stored(tmp_path: Path) -> None:
+def test_C3_any_text_a_cli_printed_is_stored(tmp_path: Path) -> None:
     """NUL bytes are kept as they are; a lone surrogate (a `\\ud800` JSON escape in a CLI's
     event, an undecodable byte in `autodev say`'s argument) cannot be UTF-8: it becomes U+FFFD
     instead of failing the write."""

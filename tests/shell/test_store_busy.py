@@ -1,6 +1,7 @@
 """A store another process holds locked is busy, never corrupt (SPEC C3, C6, B14).
 
-A fresh clone's soak (tests/e2e/test_operator_soak.py) once froze the daemon (SIGSTOP) while it
+A fresh clone's soak (tests/e2e/test_daemon_soak_odd_messages.py)
+once froze the daemon (SIGSTOP) while it
 held the run store's lock, and `autodev status` then called the sound store "corrupt or
 truncated" and advised `autodev restore`: `RunStore.open` took every SQLite error it met while
 opening for a damaged file, "database is locked" after the 5 s busy timeout included. A store is

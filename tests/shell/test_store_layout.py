@@ -1,4 +1,4 @@
-"""The run store's layout 2 and the step from layout 1 (SPEC C3, B1, B8; issue 13 item 5).
+"""The run store's layout 2 and the step from layout 1 (SPEC C3, B1, B8; docs/performance.md).
 
 tests/fixtures/store_v1/run.db was written by the layout-1 store (how: make_run_db.py beside
 it): run `run-v1`, three revisions of two posts each, a `say` taken by revision 2, a `pause`

@@ -1,4 +1,4 @@
-"""The run store's WAL is given its working size by the first commit (SPEC C3; issue 13 item 5).
+"""The run store's WAL is given its working size by the first commit (SPEC C3; docs/performance.md).
 
 A WAL grows by each commit's frames until SQLite's automatic checkpoint, then commits overwrite
 it from its start. The store's first commit writes frames no reader takes (page number 0) past

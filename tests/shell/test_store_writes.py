@@ -1,4 +1,4 @@
-"""What committing a revision writes (issue 13): counted in bytes, not timed."""
+"""What committing a revision writes (docs/performance.md): counted in bytes, not timed."""
 
 from __future__ import annotations
 

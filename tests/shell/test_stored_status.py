@@ -1,4 +1,4 @@
-"""`autodev status` reads the few fields it shows straight from the stored JSON (C6, issue 13):
+"""`autodev status` reads the few fields it shows straight from the stored JSON (C6, cold start):
 the scheduler state's status, zone, due participant, wait, limits, outages, failure streak and
 calls, and the flat persistence state. These properties hold the fast readers to the full
 cattrs restore on every state the scheduler and the serializer produce."""
@@ -30,9 +30,8 @@ from autodev_core.scheduler.state import (
     initial_state,
 )
 from autodev_core.serialization import from_json, json_converter, to_json
-from autodev_core.testing import SchedulerMachine, scheduler_configs
-from autodev_core.testing.persistence import persistence_states
-from autodev_core.testing.scheduler import engines
+from autodev_core.testing import SchedulerMachine, engines, scheduler_configs
+from autodev_core.testing.persistence_machine import persistence_states
 from autodev_shell.status import stored as stored_status
 from autodev_shell.status.stored import read_stored_status, status_of
 
@@ -115,8 +114,9 @@ def test_C6_a_state_the_reader_does_not_expect_is_refused_not_misread(
 def test_C6_a_state_stored_before_shared_limits_is_restored_in_full(
     state: SchedulerState,
 ) -> None:
-    """Limits stored before issue 14 have no `source`: the reader refuses them, and status
-    falls back to the full restore, which fills in the default (this run's own limit)."""
+    """Limits stored before sharing (docs/sharing.md) have no `source`: the reader refuses
+    them, and status falls back to the full restore, which fills in the default (this run's own
+    limit)."""
     from autodev_shell.status.report import _stored_status
 
     raw = json.loads(to_json(state))

@@ -1,4 +1,4 @@
-"""Issue 25 item 4: a scenario scripts an account's usage over time (`usage:` periods,
+"""A scenario scripts an account's usage over time (`usage:` periods,
 docs/scenarios.md), so that handing over before the limit can change what happens, and
 `compare_headroom` (`autodev simulate --compare-headroom AT`) counts what limits cost a run with
 the knob off and on.
@@ -281,7 +281,7 @@ usage:
     assert compared.on == compared.off  # no reading: the knob has nothing to act on
 
 
-# -- the bundled storm, docs/limits.md and docs/performance.md (issue 25 items 4, 5) ----------
+# -- the bundled storm, docs/limits.md and docs/performance.md (docs/limits.md) ----------
 
 
 def _bench() -> object:

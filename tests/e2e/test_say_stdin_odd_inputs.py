@@ -1,4 +1,4 @@
-"""`autodev say -` with a standard input that is odd in the ways an operator meets (C6; issue 9.2's
+"""`autodev say -` with a standard input that is odd in the ways an operator meets (C6's
 exactly-once: once the command returns 0 the whole message is queued; any mistake is one
 sentence, exit 2, nothing queued, no traceback).
 

@@ -2,7 +2,8 @@
 store, and whether it is level with the store, "pending sync" (behind: normal between the
 daemon's syncs, B14) or drifted.
 
-Read with json alone, like the rest of a normal status (issue 13): the checkpoint's revision
+Read with json alone, like the rest of a normal status (docs/performance.md): the checkpoint's
+revision
 and write time come from its frames' heads (autodev_shell/durability/frames.py), never from
 its payloads, so status reads a few hundred bytes a frame however long the thread is. The
 audit is the core's `audit_replicas`; for the cases a daemon leaves (no checkpoint yet, one

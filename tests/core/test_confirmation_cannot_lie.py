@@ -1,4 +1,4 @@
-"""SPEC B4, B7, B8 as tightened (issue 10, items 1-5): confirmation that cannot lie."""
+"""SPEC B4, B7, B8: confirmation that cannot lie."""
 
 from __future__ import annotations
 

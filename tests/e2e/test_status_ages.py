@@ -36,7 +36,7 @@ def test_C6_the_heartbeat_s_age_is_rounded_down(tmp_path: Path, seconds: float) 
 @pytest.mark.parametrize("seconds", [61, 3 * 3600 + 30])
 def test_C6_a_heartbeat_stamped_ahead_of_the_clock_says_so(tmp_path: Path, seconds: int) -> None:
     """After the demo (a virtual clock hours ahead), status said `heartbeat: just now` for a
-    heartbeat stamped in the future (issue 28 item 4)."""
+    heartbeat stamped in the future (A20)."""
     with RunStore.open(tmp_path / "run.db", create=True, run_id="t", now=BEAT) as store:
         store.heartbeat(BEAT)
         lines = status_lines(store, BEAT - timedelta(seconds=seconds))

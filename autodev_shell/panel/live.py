@@ -1,4 +1,4 @@
-"""The live side of the panel (issue 23): one poller per panel process, fanned out to every
+"""The live side of the panel (docs/panel.md): one poller per panel process, fanned out to every
 open page through a bounded queue each.
 
 Every `POLL_SECONDS` the poller asks the store's read-only connection for `PRAGMA
@@ -30,7 +30,7 @@ from typing import Any, Final
 
 from ..calls.lanes import LANE_FILES
 from .ansi import LaneDecoder, render_text
-from .reader import FIRST_PAGE, MAX_PAGE, RunReader
+from .store_reads import FIRST_PAGE, MAX_PAGE, RunReader
 
 POLL_SECONDS: Final = 0.25
 STATUS_SECONDS: Final = 1.0

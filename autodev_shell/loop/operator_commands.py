@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import deque
 
 from ..clock import Clock
-from ..store.controls import ControlCommand
+from ..store.command_queue import ControlCommand
 from ..store.run_store import Control, RunStore, StoreError
 
 

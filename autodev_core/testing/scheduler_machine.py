@@ -9,8 +9,8 @@ Orchestrators that import autodev can property-test the scheduler against their 
 
 `SchedulerMachine` feeds random interleavings of call outcomes (posts, notices with random
 resets, network errors, crashes, timeouts, empty turns, login failures), usage readings on
-healthy calls (issue 25), limits and readings reported by other runs sharing the account
-(issues 14, 25), messages, clock jumps, stops, pauses, resumes and gates to `step`, and after
+healthy calls (docs/limits.md), limits and readings reported by other runs sharing the account
+(docs/sharing.md), messages, clock jumps, stops, pauses, resumes and gates to `step`, and after
 every step checks the invariants of SPEC A against a tiny independent model — with
 `Policy.headroom` off, also that the readings change nothing at all. This module imports
 hypothesis; nothing else in `autodev_core` does.
@@ -32,8 +32,7 @@ from hypothesis.stateful import (
 )
 
 from ..detection.classification import LimitNotice, UsageReading
-from ..engine import PROVIDERS, Engine
-from ..participant import Participant
+from ..engine import Engine
 from ..scheduler import logs
 from ..scheduler.effects import (
     STATUSES,
@@ -59,196 +58,29 @@ from ..scheduler.events import (
     UsageObserved,
     Woke,
 )
-from ..scheduler.policy import Policy
 from ..scheduler.restore import restore_state
 from ..scheduler.state import SchedulerConfig, SchedulerState, initial_state
 from ..scheduler.step import TRANSITIONS, step
 from ..serialization import from_json, from_yaml, to_json, to_yaml
-
-# ------------------------------------------------------------------------------------------------
-# The SPEC's numbers, stated here on their own. The model never imports them from the code under
-# test (`scheduler.policy`): a model that did could never catch a wrong constant.
-
-#: A28: the wait after the 1st, 2nd, ... consecutive failure: 1 s, then 1, 2, 4, 8, 15, 30 min ...
-SPEC_BACKOFF: tuple[timedelta, ...] = (
-    timedelta(seconds=1), timedelta(minutes=1), timedelta(minutes=2), timedelta(minutes=4),
-    timedelta(minutes=8), timedelta(minutes=15), timedelta(minutes=30),
+from .scheduler_model import (
+    SPEC_DEFAULT_RESET,
+    SPEC_EMPTY_TURNS,
+    SPEC_GIVE_UP_AFTER,
+    back_at,
+    expected_wait,
+    is_learned,
+    near_limit,
+    spec_backoff,
+    spec_outage_retry,
 )
-#: ... then one hour each time.
-SPEC_BACKOFF_THEN: timedelta = timedelta(hours=1)
-#: A29: the run pauses at the 12th consecutive failure.
-SPEC_GIVE_UP_AFTER: int = 12
-#: A31: three turns in a row without a post pause the run.
-SPEC_EMPTY_TURNS: int = 3
-#: A27: an unreachable provider is tried again after 1, 2, 4, 8 minutes ...
-SPEC_OUTAGE_RETRIES: tuple[timedelta, ...] = (
-    timedelta(minutes=1), timedelta(minutes=2), timedelta(minutes=4), timedelta(minutes=8),
+from .scheduler_strategies import (
+    OUTCOME_WEIGHTS,
+    durations,
+    instants,
+    reset_offsets,
+    scheduler_configs,
+    usage_readings,
 )
-#: ... then every 15 minutes.
-SPEC_OUTAGE_THEN: timedelta = timedelta(minutes=15)
-#: A6: with no readable reset, claude waits one hour; codex and agy are probed after 30 minutes.
-SPEC_DEFAULT_RESET: dict[str, timedelta] = {
-    "claude": timedelta(hours=1), "codex": timedelta(minutes=30), "agy": timedelta(minutes=30),
-}
-
-
-def spec_backoff(failures: int) -> timedelta:
-    """A28: the wait after `failures` consecutive failures (1-based)."""
-    return SPEC_BACKOFF[failures - 1] if failures <= len(SPEC_BACKOFF) else SPEC_BACKOFF_THEN
-
-
-def spec_outage_retry(attempts: int) -> timedelta:
-    """A27: the wait before trying a provider that could not be reached `attempts` times."""
-    if attempts <= len(SPEC_OUTAGE_RETRIES):
-        return SPEC_OUTAGE_RETRIES[attempts - 1]
-    return SPEC_OUTAGE_THEN
-
-
-ZONES: tuple[str, ...] = ("UTC", "Europe/Lisbon", "America/New_York", "Asia/Tokyo")
-MODELS: tuple[str, ...] = ("opus", "sonnet", "haiku", "gpt-5", "flash")
-#: Failures are drawn often enough that the 12-failure and 3-empty-turn pauses get reached.
-OUTCOME_WEIGHTS: tuple[str, ...] = (
-    "post", "post", "post", "limit", "limit", "limit", "limit", "limit", "network", "network",
-    "exit", "exit", "timeout", "empty", "empty", "login",
-)
-
-
-# ------------------------------------------------------------------------------------------------
-# Strategies
-
-
-def engines(providers: tuple[str, ...] = PROVIDERS) -> st.SearchStrategy[Engine]:
-    """`provider` or `provider:model` (A9)."""
-    return st.builds(
-        Engine,
-        provider=st.sampled_from(providers),
-        model=st.none() | st.sampled_from(MODELS),
-    )
-
-
-@st.composite
-def participants(draw: st.DrawFn, *, id: str, installed: frozenset[str]) -> Participant:
-    """A participant with at least one installed entry (A10, A12)."""
-    provider = draw(st.sampled_from(PROVIDERS))
-    chain = draw(st.lists(engines(), max_size=3, unique=True))
-    chain = [e for e in chain if e != Engine(provider)]
-    entries = [Engine(provider), *chain]
-    if not any(e.provider in installed for e in entries):
-        chain.append(Engine(draw(st.sampled_from(sorted(installed)))))
-    return Participant(
-        id=id,
-        provider=provider,
-        model=draw(st.none() | st.sampled_from(MODELS)),
-        failover=tuple(chain),
-        gate=draw(st.sampled_from((False, False, False, True))),
-    )
-
-
-@st.composite
-def scheduler_configs(
-    draw: st.DrawFn, *, max_team: int = 6, limited_iterations: bool = True
-) -> SchedulerConfig:
-    """Random teams, chains, installed CLIs, zones and (sometimes) an iteration limit."""
-    installed = frozenset(draw(st.sets(st.sampled_from(PROVIDERS), min_size=1)))
-    size = draw(st.integers(min_value=1, max_value=max_team))
-    team = tuple(draw(participants(id=f"p{i}", installed=installed)) for i in range(size))
-    max_iterations = None
-    if limited_iterations:
-        # Mostly unlimited (A43), sometimes a small budget to reach the stop.
-        max_iterations = draw(
-            st.one_of(st.none(), st.none(), st.none(), st.integers(min_value=0, max_value=60))
-        )
-    # Issue 25: `Policy.headroom` off (the SPEC) half the time, else a threshold.
-    hand_over_at = draw(st.sampled_from((None, None, None, 0.5, 0.9, 0.95, 1.0)))
-    return SchedulerConfig(
-        team=team,
-        installed=installed,
-        timezone=draw(st.sampled_from(ZONES)),
-        max_iterations=max_iterations,
-        policy=Policy(headroom=hand_over_at),
-    )
-
-
-def instants() -> st.SearchStrategy[datetime]:
-    return st.datetimes(
-        min_value=datetime(2026, 1, 1), max_value=datetime(2027, 12, 31)
-    ).map(lambda naive: naive.replace(microsecond=0, tzinfo=UTC))
-
-
-def durations(max_hours: int = 6) -> st.SearchStrategy[timedelta]:
-    """Mostly short call durations and clock jumps, sometimes hours."""
-    return st.one_of(
-        st.integers(min_value=0, max_value=600).map(lambda s: timedelta(seconds=s)),
-        st.integers(min_value=0, max_value=max_hours * 60).map(lambda m: timedelta(minutes=m)),
-    )
-
-
-#: Issue 25: the utilizations a reading reports, around the thresholds `scheduler_configs` draws.
-UTILIZATIONS: tuple[float, ...] = (0.2, 0.49, 0.5, 0.9, 0.94, 0.95, 0.97, 1.0)
-#: ... and the windows it names (claude's `rateLimitType`; empty when not said).
-WINDOWS: tuple[str, ...] = ("five_hour", "seven_day", "")
-
-
-@st.composite
-def usage_readings(draw: st.DrawFn, *, provider: str, now: datetime) -> UsageReading:
-    """Issue 25: a healthy call's usage reading: its window resets from two hours ago (a stale
-    reading) to two days ahead, or is not said."""
-    offset = draw(st.none() | st.integers(min_value=-120, max_value=48 * 60))
-    return UsageReading(
-        provider=provider,
-        utilization=draw(st.sampled_from(UTILIZATIONS)),
-        window=draw(st.sampled_from(WINDOWS)),
-        resets_at=None if offset is None else now + timedelta(minutes=offset),
-        threshold=draw(st.sampled_from((None, 0.75, 0.9))),
-    )
-
-
-def near_limit(state: SchedulerState, now: datetime) -> frozenset[Engine]:
-    """Issue 25: the engines some window of which was last read at or above the policy's
-    threshold and has not reset (A38); empty with `Policy.headroom` off."""
-    headroom = state.config.policy.headroom
-    if headroom is None:
-        return frozenset()
-    return frozenset(r.engine for r in state.readings
-                     if r.utilization >= headroom.hand_over_at and now < r.until)
-
-
-def reset_offsets() -> st.SearchStrategy[timedelta | None]:
-    """A notice's reset relative to the call's end: none readable, past, or up to two days."""
-    return st.none() | st.integers(min_value=-120, max_value=48 * 60).map(
-        lambda m: timedelta(minutes=m)
-    )
-
-
-# ------------------------------------------------------------------------------------------------
-# Expectations, computed independently of the reducer
-
-
-def back_at(state: SchedulerState, engine: Engine, now: datetime) -> datetime | None:
-    """When a lane entry is usable again (its engine's reset and its provider's retry), or None
-    when it is usable now (A8, A26, A38)."""
-    times = [r.until for r in state.limits if r.engine == engine and r.until > now]
-    times += [o.retry_at for o in state.outages if o.provider == engine.provider
-              and o.retry_at > now]
-    return max(times) if times else None
-
-
-def expected_wait(state: SchedulerState, now: datetime, runners: list[int]) -> datetime:
-    """A18/A35: the first instant any entry of `runners` is usable again."""
-    found = [back_at(state, e, now) for r in runners for e in state.config.lanes[r]]
-    assert all(t is not None for t in found), "a wait was chosen while an entry was usable"
-    return min(t for t in found if t is not None)
-
-
-def is_learned(message: str) -> bool:
-    """A39: the lines that say what was learned (the rest say what was decided)."""
-    return (
-        " limited until " in message
-        or " posted via " in message
-        or message.endswith(" is reachable again")
-        or " could not be reached; trying it again at " in message
-        or " window — handing over until " in message  # issue 25
-    )
 
 
 class SchedulerMachine(RuleBasedStateMachine):
@@ -318,7 +150,7 @@ class SchedulerMachine(RuleBasedStateMachine):
         read: bool,
     ) -> None:
         usage = None
-        if read and kind not in ("limit", "network", "login"):  # issue 25: a healthy call's
+        if read and kind not in ("limit", "network", "login"):  # docs/limits.md: a healthy call's
             call = self.s.call
             assert call is not None
             usage = data.draw(usage_readings(provider=call.engine.provider,
@@ -394,7 +226,7 @@ class SchedulerMachine(RuleBasedStateMachine):
     def peer_limit(
         self, data: st.DataObject, reset: int, read: bool, seen_ago: int, source: str
     ) -> None:
-        """Another run on the same account reports a limit (issue 14): on an engine of the
+        """Another run on the same account reports a limit (docs/sharing.md): on an engine of the
         team, seen up to three hours ago (a late delivery), its reset past or to come."""
         engines = sorted({e for lane in self.s.config.lanes for e in lane}, key=str)
         engine = data.draw(st.sampled_from(engines), label="peer engine")
@@ -415,7 +247,7 @@ class SchedulerMachine(RuleBasedStateMachine):
         source=st.sampled_from(("laptop", "ci-runner")),
     )
     def peer_usage(self, data: st.DataObject, seen_ago: int, source: str) -> None:
-        """Another run on the same account reports a usage reading (issues 14, 25), seen up to
+        """Another run on the same account reports a usage reading (docs/sharing.md), seen up to
         three hours ago, on an engine of the team."""
         engines = sorted({e for lane in self.s.config.lanes for e in lane}, key=str)
         engine = data.draw(st.sampled_from(engines), label="peer engine")
@@ -528,9 +360,9 @@ class SchedulerMachine(RuleBasedStateMachine):
         after: SchedulerState,
         effects: tuple[Effect, ...],
     ) -> None:
-        """Issue 25: with `Policy.headroom` off, usage readings change nothing but the readings
-        themselves: the same step from the same state without any reading, on the same event
-        without its reading, makes the same effects and the same state."""
+        """docs/limits.md: with `Policy.headroom` off, usage readings change nothing but the
+        readings themselves: the same step from the same state without any reading, on the
+        same event without its reading, makes the same effects and the same state."""
         bare = attrs.evolve(before, readings=())
         if isinstance(event, UsageObserved):
             assert effects == ()
@@ -551,13 +383,50 @@ class SchedulerMachine(RuleBasedStateMachine):
         after: SchedulerState,
         starts: list[StartCall],
     ) -> None:
-        """Issue 25 (`Policy.headroom`): a reading joins its window's record (a live one over
-        one whose window has reset, then the newest); a turn start takes the owner's earliest
-        free entry when no window of it is near its limit (the return); on one that is, it
-        prefers the owner's earliest free entry that is not (A10-A13), else — when the owner
-        may hand over (A16, A22) — the first colleague in team order with one (A15, A33); it
-        runs on an engine near its limit only when no such entry is free, and a reading never
-        makes it wait (`check_limit_wait`)."""
+        """docs/limits.md, Usage readings (`Policy.headroom`): a reading joins its window's
+        record (`check_reading_joined`); a turn start takes the owner's earliest free entry
+        when no window of it is near its limit (the return); on one that is, it prefers the
+        owner's earliest free entry that is not (A10-A13), else — when the owner may hand over
+        (A16, A22) — the first colleague in team order with one (A15, A33); it runs on an
+        engine near its limit only when no such entry is free, and a reading never makes it
+        wait (`check_limit_wait`)."""
+        now = event.now
+        self.check_reading_joined(before, event, after)
+        if after.config.policy.headroom is None:
+            return
+        if isinstance(event, CallEnded) and event.kind in ("limit", "network") and (
+            not event.posted
+        ):
+            return  # a hop or handover of A11-A15, A26, A36: the same call's turn, not a start
+        near = near_limit(after, now)
+        config = after.config
+        for start in starts:
+            owner = config.index[start.turn_owner]
+
+            def cool(runner: int) -> Engine | None:
+                return next((e for e in config.lanes[runner]
+                             if back_at(after, e, now) is None and e not in near), None)
+
+            free = next((e for e in config.lanes[owner] if back_at(after, e, now) is None), None)
+            if free is not None and free not in near:
+                # The earliest free entry is not near its limit: taken, as without the knob.
+                assert (start.participant, start.engine) == (start.turn_owner, free), start
+                continue
+            if start.engine not in near:
+                continue
+            assert cool(owner) is None, (start, near)
+            hands_over = not (
+                len(config.team) == 1 or after.approved == start.turn_owner
+                or start.turn_owner in after.gates
+            )
+            if hands_over:
+                assert all(cool(r) is None for r in range(len(config.team))), (start, near)
+
+    def check_reading_joined(
+        self, before: SchedulerState, event: Event, after: SchedulerState
+    ) -> None:
+        """A reading joins its window's record: a live one over one whose window has reset,
+        then the newest (`registry.merge_usage`)."""
         now = event.now
         reading: UsageReading | None = None
         seen = now
@@ -589,35 +458,6 @@ class SchedulerMachine(RuleBasedStateMachine):
                 assert record.seen >= seen or held == record
                 if held is None or (held.seen is not None and held.seen < seen):
                     assert record.utilization == reading.utilization and record.seen == seen
-        if after.config.policy.headroom is None:
-            return
-        if isinstance(event, CallEnded) and event.kind in ("limit", "network") and (
-            not event.posted
-        ):
-            return  # a hop or handover of A11-A15, A26, A36: the same call's turn, not a start
-        near = near_limit(after, now)
-        config = after.config
-        for start in starts:
-            owner = config.index[start.turn_owner]
-
-            def cool(runner: int) -> Engine | None:
-                return next((e for e in config.lanes[runner]
-                             if back_at(after, e, now) is None and e not in near), None)
-
-            free = next((e for e in config.lanes[owner] if back_at(after, e, now) is None), None)
-            if free is not None and free not in near:
-                # The earliest free entry is not near its limit: taken, as without the knob.
-                assert (start.participant, start.engine) == (start.turn_owner, free), start
-                continue
-            if start.engine not in near:
-                continue
-            assert cool(owner) is None, (start, near)
-            hands_over = not (
-                len(config.team) == 1 or after.approved == start.turn_owner
-                or start.turn_owner in after.gates
-            )
-            if hands_over:
-                assert all(cool(r) is None for r in range(len(config.team))), (start, near)
 
     def check_step(
         self,
@@ -626,22 +466,54 @@ class SchedulerMachine(RuleBasedStateMachine):
         after: SchedulerState,
         effects: tuple[Effect, ...],
     ) -> None:
-        now = event.now
+        """Every invariant of one step, each group checked by its own method below."""
         # The table (h2): the status reached is one the table allows.
         _handler, targets = TRANSITIONS[(before.status, type(event))]
         assert after.status in targets
         starts = [e for e in effects if isinstance(e, StartCall)]
         sleeps = [e for e in effects if isinstance(e, Sleep)]
         messages = [e.message for e in effects if isinstance(e, Log)]
+        self.check_effects(event, effects, starts, sleeps, messages)
+        self.check_starts(before, event, after, starts)
+        self.check_turn_decided(before, event, after, effects, starts, sleeps)
+        self.check_resets_never_earlier(before, event, after)
+        if isinstance(event, LimitObserved):
+            self.check_peer_limit(before, event, after, effects)
+        self.check_headroom(before, event, after, starts)
+        self.check_status(before, after, effects)
+        # Failures and empty turns, counted by the model (A28-A31, A41).
+        if isinstance(event, (RunStarted, ResumeRequested)):
+            self.failures = 0
+            self.empties = dict.fromkeys(self.empties, 0)
+        if isinstance(event, CallEnded):
+            self.check_call_end(before, event, after, messages, sleeps)
+        for sleep in sleeps:
+            self.check_sleep(before, event, after, effects, sleep, messages)
+        # SPEC 0.3: lossless round trips.
+        assert from_json(to_json(after), SchedulerState) == after
+        if self.steps % 7 == 0:
+            assert from_yaml(to_yaml(after), SchedulerState) == after
+
+    def check_effects(
+        self, event: Event, effects: tuple[Effect, ...], starts: list[StartCall],
+        sleeps: list[Sleep], messages: list[str],
+    ) -> None:
+        """At most one call or one sleep; A39: stamped at the instant, learned before decided."""
         assert len(starts) <= 1 and len(sleeps) <= 1 and not (starts and sleeps)
         for effect in effects:
-            assert getattr(effect, "at", now) == now  # A39: lines stamped at the instant
-        # A39: what was learned is written before what was decided.
+            assert getattr(effect, "at", event.now) == event.now
         learned = [is_learned(m) for m in messages]
         assert learned == sorted(learned, reverse=True), messages
-        # A8/A26: no call on an engine known limited or a provider known down at decision time.
+
+    def check_starts(
+        self, before: SchedulerState, event: Event, after: SchedulerState,
+        starts: list[StartCall],
+    ) -> None:
+        """A8/A26: no call on an engine known limited or a provider known down at decision
+        time; A12, A15, A16, A22."""
         for start in starts:
-            assert back_at(after, start.engine, now) is None, (start, after.limits, after.outages)
+            assert back_at(after, start.engine, event.now) is None, (
+                start, after.limits, after.outages)
             lane = after.config.lanes[after.config.index[start.participant]]
             assert start.engine in lane  # A12: installed entries only
             if isinstance(event, CallEnded) and event.kind == "limit":
@@ -655,33 +527,43 @@ class SchedulerMachine(RuleBasedStateMachine):
                 assert start.participant == start.turn_owner or (
                     before.call is not None and before.call.participant == start.participant
                 )
+
+    def check_turn_decided(
+        self, before: SchedulerState, event: Event, after: SchedulerState,
+        effects: tuple[Effect, ...], starts: list[StartCall], sleeps: list[Sleep],
+    ) -> None:
+        """A33: a cancelled call leaves its turn owed; a start or resume decides it at once."""
         if isinstance(event, CallCancelled):
-            # The cut-short call has no outcome: nothing learned, counted or decided; the turn it
-            # ran stays owed (A33).
+            # The cut-short call has no outcome: nothing learned, counted or decided.
             assert after.call is None and not effects and after.status == before.status
             assert (after.due, after.approved, after.failures, after.empties) == (
                 before.due, before.approved, before.failures, before.empties)
             assert (after.limits, after.outages, after.iterations) == (
                 before.limits, before.outages, before.iterations)
         if isinstance(event, (RunStarted, ResumeRequested)) and before.call is None:
-            # A33: with no call in flight, a start or resume decides the owed turn at once: a
-            # call for it, a wait, or the stop of A43 — never `running` with nothing to do.
+            # With no call in flight: a call for the owed turn, a wait, or the stop of A43 —
+            # never `running` with nothing to do.
             assert starts or sleeps or after.status == "stopped", (before, effects)
             owner = before.approved or before.config.team[before.due].id
             for start in starts:
                 assert start.turn_owner == owner
-        # A23: a recorded reset never moves earlier except by lifting — or when a reset read
-        # from a notice replaces one the A6 default stood in for (issue 14).
+
+    def check_resets_never_earlier(
+        self, before: SchedulerState, event: Event, after: SchedulerState
+    ) -> None:
+        """A23: a recorded reset never moves earlier except by lifting — or when a reset read
+        from a notice replaces one the A6 default stood in for (docs/sharing.md)."""
         old = {r.engine: r for r in before.limits}
         for record in after.limits:
             previous = old.get(record.engine)
-            if previous is not None and previous.until > now:
+            if previous is not None and previous.until > event.now:
                 assert record.until >= previous.until or (record.read and not previous.read), (
                     previous, record)
-        if isinstance(event, LimitObserved):
-            self.check_peer_limit(before, event, after, effects)
-        self.check_headroom(before, event, after, starts)
-        # A42: status and the state agree.
+
+    def check_status(
+        self, before: SchedulerState, after: SchedulerState, effects: tuple[Effect, ...]
+    ) -> None:
+        """A42: status and the state agree, and each change of it is announced."""
         assert after.status in STATUSES
         if after.status == "running":
             assert after.call is not None
@@ -694,35 +576,30 @@ class SchedulerMachine(RuleBasedStateMachine):
             assert changes[-1] == after.status
         else:
             assert after.status == before.status
-        # Failures and empty turns, counted by the model (A28-A31, A41).
-        if isinstance(event, (RunStarted, ResumeRequested)):
-            self.failures = 0
-            self.empties = dict.fromkeys(self.empties, 0)
-        if isinstance(event, CallEnded):
-            self.check_call_end(before, event, after, messages, sleeps)
-        for sleep in sleeps:
-            assert sleep.until > now and sleep.until == after.wait_until
-            assert sleep.status == after.status
-            early = before.wait_until is not None and now < before.wait_until
-            if isinstance(event, Woke) and early:
-                assert sleep.until == before.wait_until  # woke early: same deadline
-            elif isinstance(event, LimitObserved) and not any(
-                not is_learned(m) for m in messages
-            ):
-                assert sleep.status == before.status  # nothing decided: the same wait ...
-                if sleep.status != "backing_off":
-                    assert sleep.until == before.wait_until
-                else:  # ... or a failure wait brought forward to a limit's end (A30)
-                    assert before.wait_until is not None
-                    ends = [r.until for r in after.limits if now < r.until < before.wait_until]
-                    assert sleep.until == min([before.wait_until, *ends])
-            elif sleep.status != "backing_off":
-                self.check_limit_wait(after, now, sleep, messages)
-                self.check_wait_names(after, now, sleep, effects)
-        # SPEC 0.3: lossless round trips.
-        assert from_json(to_json(after), SchedulerState) == after
-        if self.steps % 7 == 0:
-            assert from_yaml(to_yaml(after), SchedulerState) == after
+
+    def check_sleep(
+        self, before: SchedulerState, event: Event, after: SchedulerState,
+        effects: tuple[Effect, ...], sleep: Sleep, messages: list[str],
+    ) -> None:
+        """A sleep ends after now at the state's deadline: the same one when woken early, a
+        failure wait brought forward to a limit's end (A30), else the wait of A18/A35."""
+        now = event.now
+        assert sleep.until > now and sleep.until == after.wait_until
+        assert sleep.status == after.status
+        early = before.wait_until is not None and now < before.wait_until
+        if isinstance(event, Woke) and early:
+            assert sleep.until == before.wait_until  # woke early: same deadline
+        elif isinstance(event, LimitObserved) and not any(not is_learned(m) for m in messages):
+            assert sleep.status == before.status  # nothing decided: the same wait ...
+            if sleep.status != "backing_off":
+                assert sleep.until == before.wait_until
+            else:  # ... or a failure wait brought forward to a limit's end (A30)
+                assert before.wait_until is not None
+                ends = [r.until for r in after.limits if now < r.until < before.wait_until]
+                assert sleep.until == min([before.wait_until, *ends])
+        elif sleep.status != "backing_off":
+            self.check_limit_wait(after, now, sleep, messages)
+            self.check_wait_names(after, now, sleep, effects)
 
     def check_call_end(
         self,
@@ -762,6 +639,19 @@ class SchedulerMachine(RuleBasedStateMachine):
         if not live:
             assert after.status == before.status and after.call is None
             return
+        self.check_call_decided(before, event, after, messages, sleeps)
+
+    def check_call_decided(
+        self,
+        before: SchedulerState,
+        event: CallEnded,
+        after: SchedulerState,
+        messages: list[str],
+        sleeps: list[Sleep],
+    ) -> None:
+        """What a live run decides at a call's end: the pauses of A29, A31, A32, the backoff of
+        A28 (brought forward by A30), or anything but a pause."""
+        now = event.now
         empty_pause = event.kind == "empty" and (
             self.empties[event.participant] >= SPEC_EMPTY_TURNS
         )
@@ -800,7 +690,8 @@ class SchedulerMachine(RuleBasedStateMachine):
         after: SchedulerState,
         effects: tuple[Effect, ...],
     ) -> None:
-        """Issue 14: a limit another run saw is learned as a local one is, and written once."""
+        """docs/sharing.md: a limit another run saw is learned as a local one is, and written
+        once."""
         now = event.now
         messages = [e.message for e in effects if isinstance(e, Log)]
         record = next((r for r in after.limits if r.engine == event.engine), None)
@@ -827,14 +718,15 @@ class SchedulerMachine(RuleBasedStateMachine):
     ) -> None:
         """A6/A8/A23: the engine is out until its reset (A6's default when none is readable or it
         has passed), never earlier than a reset already recorded for it, except that a read reset
-        replaces a defaulted one (issue 14)."""
+        replaces a defaulted one (docs/sharing.md)."""
         read = reset_at is not None and reset_at > now
         until = reset_at if reset_at is not None and read else (
             now + SPEC_DEFAULT_RESET[engine.provider]
         )
         for record in before.limits:
-            # Issue 14: a read reset outranks a defaulted one (even an earlier one); between two
-            # of a kind the later wins. A record that has already ended is a new limit's past.
+            # docs/sharing.md: a read reset outranks a defaulted one (even an earlier one);
+            # between two of a kind the later wins. A record that has already ended is a new
+            # limit's past.
             if record.engine == engine and record.until > now and (
                 (record.read, record.until) > (read, until)
             ):
@@ -899,20 +791,5 @@ class SchedulerMachine(RuleBasedStateMachine):
 
 
 __all__ = [
-    "OUTCOME_WEIGHTS",
-    "UTILIZATIONS",
-    "WINDOWS",
-    "ZONES",
     "SchedulerMachine",
-    "back_at",
-    "durations",
-    "engines",
-    "expected_wait",
-    "instants",
-    "is_learned",
-    "near_limit",
-    "participants",
-    "reset_offsets",
-    "scheduler_configs",
-    "usage_readings",
 ]

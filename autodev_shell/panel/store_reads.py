@@ -1,4 +1,4 @@
-"""The panel's reading of a run (issue 23): the store through `mode=ro` connections only, in
+"""The panel's reading of a run (docs/panel.md): the store through `mode=ro` connections only, in
 autocommit (no read transaction is ever left open: it would freeze `PRAGMA data_version` and
 hold back the daemon's WAL checkpoints), the lanes from their files.
 

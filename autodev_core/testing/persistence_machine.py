@@ -303,7 +303,7 @@ class PersistenceMachine(RuleBasedStateMachine):
     def an_earlier_ack_comes_again(self, data: st.DataObject) -> None:
         """B7: a duplicate or late acknowledgement, replayed at any moment, never changes whose
         revision was accepted, so it never turns a turn the gate lets start into a deferred one
-        (the issue 28 repro: a replayed ack left `accepted_run_id` empty)."""
+        (once, a replayed ack left `accepted_run_id` empty)."""
         ack = data.draw(st.sampled_from(self.acks), label="replayed ack")
         before = [self.ask_gate(other, 0)[0].may_start for other in (False, True)]
         accepted = (self.state.last_accepted_revision, self.state.accepted_tier,

@@ -1,6 +1,7 @@
-"""Tests for rules the suite let through when small bugs were planted in the core (issue 11).
+"""Rules at their edges: instants exactly at a reset, waits for the later of a limit and an
+outage, the search order from any due participant, the budget lines, readings at their bounds.
 
-Each test names the planted bug it catches. Times are UTC; numbers (1 s after a first failure,
+Each test names the slip it catches. Times are UTC; numbers (1 s after a first failure,
 the outage retries of 1, 2, 4 minutes) are SPEC A27/A28's, written here on their own.
 """
 

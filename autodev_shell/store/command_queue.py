@@ -1,6 +1,6 @@
 """What passes between the daemon and other processes through the run store: the control
 queue fed by `autodev stop|pause|resume|say` (SPEC C6), the heartbeat (C2), and the process
-group of the call in flight (issue 9.7).
+group of the call in flight (C1).
 
 A part of `RunStore` (autodev_shell/store/run_store.py).
 """
@@ -115,7 +115,7 @@ class StoreControls(StoreConnection):
             row = conn.execute("SELECT at, pid FROM heartbeat WHERE id = 1").fetchone()
         return None if row is None else Heartbeat(_time(row[0]), int(row[1]))
 
-    # --- the call's process group (issue 9.7) ----------------------------------------------
+    # --- the call's process group (C1) ----------------------------------------------
 
     def record_call_process(self, pid: int, pgid: int, ticks: int | None, *,
                             now: datetime) -> None:

@@ -14,7 +14,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from helpers.scripted import ScriptedCLIs, scripted_runner, store_and_say
+from helpers.scripted import (
+    TWO_TAKING_TURNS,
+    ScriptedCLIs,
+    one_member_whose_first_call,
+    scripted_runner,
+    store_and_say,
+)
 
 from autodev_core.simulation.scenario import parse_scenario
 from autodev_shell.clock import FakeClock
@@ -22,16 +28,7 @@ from autodev_shell.store.run_store import RunStore
 
 NOW = datetime(2026, 12, 2, 9, 0, tzinfo=UTC)
 
-SCENARIO = """
-start: 2026-12-02T09:00:00
-timezone: UTC
-until: 2026-12-02T10:00:00
-team:
-  - {id: ana, provider: claude}
-  - {id: rui, provider: codex}
-calls:
-  default: {post: "ok", duration: 60}
-"""
+SCENARIO = TWO_TAKING_TURNS
 
 
 def test_C6_a_message_said_as_a_call_ends_is_posted_before_the_next_call(
@@ -69,17 +66,8 @@ def test_C6_a_message_said_as_a_call_ends_is_posted_before_the_next_call(
     assert said[0] in prompts[1] and said[2] in prompts[2]
 
 
-LIMITED = """
-start: 2026-12-02T09:00:00
-timezone: UTC
-until: 2026-12-02T12:00:00
-team:
-  - {id: ana, provider: claude}
-calls:
-  claude:
-    - {stdout: "Claude AI usage limit reached|1796205600", exit: 1, duration: 30}
-  default: {post: "ok", duration: 60}
-"""
+LIMITED = one_member_whose_first_call(
+    '{stdout: "Claude AI usage limit reached|1796205600", exit: 1, duration: 30}')
 
 
 def test_A19_a_message_said_as_a_call_ends_in_a_limit_is_posted_as_the_wait_starts(
@@ -117,7 +105,7 @@ def test_C3_a_long_message_is_cleaned_before_the_store_s_write_lock(
     seconds: done holding the store's write lock, the daemon's commits failed meanwhile
     ("database is locked": revisions shadowed, turns deferred). The daemon must be able to
     write while the text is made storable."""
-    from autodev_shell.store import controls as store_controls
+    from autodev_shell.store import command_queue as store_controls
 
     db = tmp_path / "run.db"
     RunStore.open(db, create=True, run_id="t", now=NOW).close()
@@ -143,17 +131,7 @@ def test_C3_a_long_message_is_cleaned_before_the_store_s_write_lock(
     assert writable == [True]
 
 
-FAILED = """
-start: 2026-12-02T09:00:00
-timezone: UTC
-until: 2026-12-02T12:00:00
-team:
-  - {id: ana, provider: claude}
-calls:
-  claude:
-    - {stderr: "panic: something broke", exit: 2, duration: 30}
-  default: {post: "ok", duration: 60}
-"""
+FAILED = one_member_whose_first_call('{stderr: "panic: something broke", exit: 2, duration: 30}')
 
 
 def test_A30_a_message_said_as_a_call_fails_ends_the_failure_wait_at_once(
