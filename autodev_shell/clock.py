@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta, tzinfo
 from pathlib import Path
 from typing import Protocol, TypeAlias
@@ -62,11 +62,12 @@ def _real_wait(seconds: float, interrupt: Interrupt) -> bool:
         time.sleep(min(POLL_SECONDS, left))
 
 
-def local_zone() -> tzinfo:
-    """The machine's zone, as a named zone when it can be found (A3, A6: clock times in notices
-    are read in it): `$TZ`, else the `/etc/localtime` link, else the current fixed offset."""
+def local_zone(environ: Mapping[str, str] | None = None) -> tzinfo:
+    """The zone a process with the environment `environ` (None: this one's) keeps its clock in,
+    as a named zone when it can be found (A3, A6: the clock times a CLI prints are read in its
+    zone): its `$TZ`, else the machine's `/etc/localtime` link, else the current fixed offset."""
     candidates: list[str] = []
-    tz_env = os.environ.get("TZ", "").lstrip(":")
+    tz_env = (os.environ if environ is None else environ).get("TZ", "").lstrip(":")
     if tz_env:
         candidates.append(tz_env)
     try:

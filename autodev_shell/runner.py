@@ -71,7 +71,7 @@ from autodev_core.serialization import from_json
 from .calls import DEFAULT_TEMPLATES, CallResult, CommandTemplate
 from .calls.cli_calls import CliCalls
 from .calls.lanes import Lanes
-from .clock import Clock
+from .clock import Clock, local_zone
 from .durability.writes import Durability
 from .loop.commits import GATE_RETRY_SECONDS, Commits, RunFolderGone, revision_span
 from .loop.logsink import LOG_FIELDS, LogSink, StreamLog
@@ -186,7 +186,9 @@ class Runner:
         self.commits = Commits(store=store, durability=durability, identity=identity,
                                clock=clock, log=log, controls=self.controls)
         # `prompt_dir`: where an argv prompt too long for one argument is written (private).
-        self.cli = CliCalls(store=store, clock=clock, log=log, zone=config.zone,
+        # A3, A6: a CLI's clock times are read in its own zone (its TZ, else the machine's),
+        # never in the run's `timezone:`, which is for writing `<time>` only.
+        self.cli = CliCalls(store=store, clock=clock, log=log, zone=local_zone(env),
                             templates=templates, env=env, lanes=lanes, prompt_dir=prompt_dir,
                             cancel=self._during_call)
         self._log = log

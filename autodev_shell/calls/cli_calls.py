@@ -40,6 +40,7 @@ class CliCalls:
         self.store = store
         self.clock = clock
         self.log = log
+        #: The zone the CLIs keep their clocks in: their output's clock times are read in it.
         self.zone = zone
         self.templates = templates
         self.env = env
