@@ -359,7 +359,7 @@ def _start(w: _Working, runner: int, position: int, owner: int, turn: bool = Tru
     if _budget_spent(w):
         return
     w.seats = _replace(w.seats, runner, position)
-    w.passed = _replace(w.passed, runner, w.in_force().limited_before[runner][position])
+    w.passed = _replace(w.passed, runner, w.in_force().limited_before(runner, position))
     runner_id = config.team[runner].id
     engine = config.lanes[runner][position]
     kind: TurnKind = "fresh" if w.fresh or w.last_runner != runner_id else "no-new-input"
@@ -456,15 +456,49 @@ def _wait_for_anyone(w: _Working) -> None:
 
 
 def _colleague(w: _Working, owner: int) -> tuple[int, int] | None:
-    """A15/A33: the first participant after the owner, in team order, with a free entry."""
+    """A15/A33: the first participant after the owner, in team order, with a free entry, on the
+    entry `_entry` gives it."""
+    found: tuple[int, int] | None = None
     if not w.outages:
-        return w.in_force().colleague[owner]
-    n = len(w.config.team)
-    for offset in range(1, n + 1):
-        runner = (owner + offset) % n
-        free = w.earliest_free(runner)
-        if free is not None:
-            return runner, free
+        found = w.in_force().colleague(owner)
+    else:
+        n = len(w.config.team)
+        for offset in range(1, n + 1):
+            runner = (owner + offset) % n
+            free = w.earliest_free(runner)
+            if free is not None:
+                found = runner, free
+                break
+    if found is None:
+        return None
+    return found[0], _entry(w, found[0])
+
+
+def _entry(w: _Working, runner: int) -> int:
+    """THE hop rule (docs/scheduler.md, "Which entry a turn runs on"): the entry `runner` runs a
+    turn on after a refused call (A11), an outage (A26) or on a handed-over turn (A15, A36): its
+    earliest free entry — with `Policy.headroom` on, the earliest free one that is not near its
+    limit while one remains (a turn start applies the same order, `_hand_over_early`). The
+    runner has a free entry."""
+    position = w.earliest_free(runner)
+    assert position is not None
+    headroom = w.config.policy.headroom
+    if headroom is None:
+        return position
+    near = _near_limit(w, headroom.hand_over_at)
+    if str(w.config.lanes[runner][position]) not in near:
+        return position
+    cool = _cool_entry(w, runner, near)
+    return position if cool is None else cool
+
+
+def _cool_entry(w: _Working, runner: int, near: frozenset[str]) -> int | None:
+    """`runner`'s earliest entry free of limits (A8) and outages (A26) and not near its limit."""
+    lane = w.config.lanes[runner]
+    for at in w.in_force().free_entries[runner]:
+        engine = lane[at]
+        if str(engine) not in near and w.outage_of(engine.provider) is None:
+            return at
     return None
 
 
@@ -492,7 +526,7 @@ def _begin_turn(w: _Working) -> None:
     runner, runner_position = found
     # A36: no entry of the owner's is limited: it is out only because its providers cannot be
     # reached; else A15, A24.
-    unreachable = not w.in_force().has_limited[owner]
+    unreachable = not w.in_force().has_limited(owner)
     _handover_line(w, w.config.team[owner].id, w.config.team[runner].id,
                    w.config.lanes[owner][0].provider if unreachable else None)
     _start(w, runner, runner_position, owner)
@@ -513,16 +547,8 @@ def _hand_over_early(w: _Working, owner: int, position: int | None, threshold: f
     if position is not None and str(config.lanes[owner][position]) not in near:
         return False  # the earliest free entry is not near its limit: as without the knob
 
-    def cool(runner: int) -> int | None:
-        lane = config.lanes[runner]
-        for at in w.in_force().free_entries[runner]:
-            engine = lane[at]
-            if str(engine) not in near and w.outage_of(engine.provider) is None:
-                return at
-        return None
-
     member = config.team[owner]
-    own = cool(owner)
+    own = _cool_entry(w, owner, near)
     if own is not None:
         assert position is not None  # a free entry exists, so the earliest free one does
         if w.seats[owner] != own:  # written when it moves there, not at every turn (A24)
@@ -537,7 +563,7 @@ def _hand_over_early(w: _Working, owner: int, position: int | None, threshold: f
     n = len(config.team)
     for offset in range(1, n):
         runner = (owner + offset) % n
-        entry = cool(runner)
+        entry = _cool_entry(w, runner, near)
         if entry is None:
             continue
         other = config.team[runner].id
@@ -546,7 +572,7 @@ def _hand_over_early(w: _Working, owner: int, position: int | None, threshold: f
             w.log(logs.handover_near_limit(member.id, source, other), "handover-near-limit",
                   participant=member.id, engine=source, colleague=other)
         else:  # the owner cannot run at all: the A15/A36 line, as without the knob
-            unreachable = not w.in_force().has_limited[owner]
+            unreachable = not w.in_force().has_limited(owner)
             _handover_line(w, member.id, other,
                            config.lanes[owner][0].provider if unreachable else None)
         _start(w, runner, entry, owner)
@@ -559,7 +585,7 @@ def _reroute(w: _Working, runner: int, source: Engine, unreachable: bool) -> Non
     same step walk the runner's chain, else hand the turn to a colleague, else wait."""
     owner = w.owner()
     member = w.config.team[runner]
-    position = w.earliest_free(runner)
+    position = None if w.earliest_free(runner) is None else _entry(w, runner)
     if position is not None:
         target = w.config.lanes[runner][position]
         if unreachable:
@@ -571,11 +597,9 @@ def _reroute(w: _Working, runner: int, source: Engine, unreachable: bool) -> Non
         _start(w, runner, position, owner, False)
         return
     found: tuple[int, int] | None = None
-    if runner != owner:
+    if runner != owner and w.earliest_free(owner) is not None:
         # A colleague's chain is exhausted: the owner itself comes first if it can run now.
-        own = w.earliest_free(owner)
-        if own is not None:
-            found = (owner, own)
+        found = (owner, _entry(w, owner))
     if found is None and _keeps_turn(w, owner):
         _wait_for_own(w, owner)
         return
