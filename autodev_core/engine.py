@@ -29,7 +29,7 @@ def _model_rank(model: str | None) -> tuple[bool, str]:
     return (model is not None, model or "")
 
 
-@attrs.frozen(order=True)
+@attrs.frozen(order=True, cache_hash=True)  # an engine is a dict key on every step
 class Engine:
     """Who owns a limit (A8): `claude` and `claude:sonnet` are two engines (A9).
 

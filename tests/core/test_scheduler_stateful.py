@@ -110,13 +110,15 @@ def test_A8_A23_the_lanes_under_each_set_of_limited_engines_are_the_rule_restate
                        for number, engine in enumerate(engines) if mask >> number & 1)
         state = attrs.evolve(initial_state(config), limits=limits, last_event_at=now)
         limited = limited_at(config, limits, now)
-        assert (limited.free_entry, limited.limited, limited.colleague) == lanes_at(state, now)
+        n = len(config.lanes)
+        assert (tuple(limited.free_entry(r) for r in range(n)), limited.limited,
+                tuple(limited.colleague(r) for r in range(n))) == lanes_at(state, now)
         for runner, lane in enumerate(config.lanes):
             out = limited.limited[runner]
             assert limited.free_entries[runner] == tuple(
                 p for p in range(len(lane)) if not out >> p & 1)
-            assert limited.has_limited[runner] == (out != 0)
-            assert limited.limited_before[runner] == tuple(
+            assert limited.has_limited(runner) == (out != 0)
+            assert tuple(limited.limited_before(runner, p) for p in range(len(lane))) == tuple(
                 sum(1 << q for q in range(p) if out >> q & 1) for p in range(len(lane)))
         for engine in engines:
             assert limited.back_at(engine) == (
