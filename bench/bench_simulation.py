@@ -1,11 +1,18 @@
-"""Simulation throughput: events per second of `simulate` over 30 days of a limit storm.
+"""`autodev simulate` of a 30-day limit storm: the command's wall time, and `simulate`'s own pace.
 
 Six participants (chains of one to three engines) run for 30 simulated days; about one call in
 four answers with a real limit notice (claude, codex and agy wording, read through
 `classify_output` as real output is, SPEC D), some with network errors or failed exits, the rest
-post after 1-15 minutes. Each round times one whole `simulate` and, beside it, a trivial Python
+post after 1-15 minutes. What a user waits for is the command: the storm is written to a
+scenario file (each engine's answers cut to the first `used_answers` the run reads, so the file
+holds what the simulation uses and simulates the same), and each round times
+`autodev simulate FILE` in a fresh interpreter, on the wall clock, beside `python -c pass`; in
+the same rounds, in this process and in CPU time, the file's parse (`parse_scenario`) alone.
+
+Each round also times one whole `simulate` and, beside it, a trivial Python
 loop (`for _ in range(n): total += 1`), so the baseline-relative figure — events/s divided by
-loop iterations/s — cancels the machine's noise. Target: >= 50,000 events/s on one core.
+loop iterations/s — cancels the machine's noise (context: the former target was 50,000
+events/s on one core).
 
 Each round also runs `simulate` with `step` replaced by a replay of what it returned in a first
 run: that is the simulation's own cost (the scripted answers, their classification, the
@@ -22,10 +29,16 @@ import io
 import pstats
 import random
 import statistics
+import subprocess
+import sys
+import tempfile
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
+import attrs
 from bench_decision import cpu_time, median_ratio, timed_rounds
 from common import storm_calls
 
@@ -35,10 +48,10 @@ from autodev_core.participant import Participant
 from autodev_core.scheduler.effects import Effect
 from autodev_core.scheduler.events import Event
 from autodev_core.scheduler.state import SchedulerState
-from autodev_core.simulation import simulate
+from autodev_core.simulation import parse_scenario, render_scenario, simulate
 from autodev_core.simulation.scenario import Scenario
 
-#: The issue's target, on one core.
+#: The former target of `simulate`'s pace, on one core (context).
 TARGET_EVENTS_PER_S = 50_000
 DAYS = 30
 LOOP_ITERATIONS = 2_000_000
@@ -128,6 +141,74 @@ def loop_rate(iterations: int = LOOP_ITERATIONS) -> Callable[[], float]:
     return run
 
 
+def used_answers(scenario: Scenario) -> Scenario:
+    """`scenario` with each engine's answers cut to the fewest that simulate the same (the
+    storm scripts far more than a run reads)."""
+    whole = simulate(scenario).lines
+
+    def cut(n: int) -> Scenario:
+        return attrs.evolve(scenario, calls=tuple((k, a[:n]) for k, a in scenario.calls))
+
+    low, high = 1, max(len(answers) for _, answers in scenario.calls)
+    while low < high:
+        middle = (low + high) // 2
+        if simulate(cut(middle)).lines == whole:
+            high = middle
+        else:
+            low = middle + 1
+    return cut(low)
+
+
+def _autodev() -> list[str]:
+    """The console script next to this interpreter, as a user runs it; else `-m`."""
+    script = Path(sys.executable).parent / "autodev"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "autodev_shell.cli"]
+
+
+def wall(argv: list[str]) -> Callable[[], float]:
+    """Wall seconds of one run of `argv`, its output read and dropped."""
+
+    def run() -> float:
+        began = time.perf_counter()
+        subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+        return time.perf_counter() - began
+
+    return run
+
+
+def parse_cost(text: str) -> Callable[[], float]:
+    """CPU seconds of reading the scenario file's text (`parse_scenario`)."""
+
+    def run() -> float:
+        began = cpu_time()
+        parse_scenario(text)
+        return cpu_time() - began
+
+    return run
+
+
+def command(rounds: int, days: int = DAYS) -> dict[str, Any]:
+    """`autodev simulate` of the storm's file against `python -c pass`, wall time."""
+    scenario = used_answers(storm_scenario(days))
+    text = render_scenario(scenario)
+    with tempfile.TemporaryDirectory(prefix="autodev-bench-") as here:
+        path = Path(here) / f"storm-{days}d.yaml"
+        path.write_text(text, encoding="utf-8")
+        simulate_s, python_s, parse_s = timed_rounds(
+            [wall([*_autodev(), "simulate", str(path)]), wall([sys.executable, "-c", "pass"]),
+             parse_cost(text)], rounds)
+    return {
+        "ratio": median_ratio(simulate_s, python_s),
+        "simulate_ms": statistics.median(simulate_s) * 1e3,
+        "python_ms": statistics.median(python_s) * 1e3,
+        "parse_ms": statistics.median(parse_s) * 1e3,
+        "file_bytes": len(text.encode("utf-8")),
+        "answers": sum(len(answers) for _, answers in scenario.calls),
+        "rounds": rounds,
+        "days": days,
+    }
+
+
 def measure(rounds: int, days: int = DAYS) -> dict[str, Any]:
     scenario = storm_scenario(days)
     facts: dict[str, Any] = {}
@@ -167,14 +248,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--days", type=int, default=DAYS)
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args(argv)
+    c = command(args.rounds, args.days)
+    print(f"autodev simulate, {c['days']} days ({c['file_bytes']:,} B file): "
+          f"{c['simulate_ms']:.0f} ms wall = {c['ratio']:.1f}x python -c pass "
+          f"({c['python_ms']:.0f} ms); parsing the file {c['parse_ms']:.0f} ms CPU")
     m = measure(args.rounds, args.days)
     print(f"{m['days']} simulated days: {m['events']} events, {m['calls']} calls, {m['limits']} "
-          f"limits; {m['events_per_s']:,.0f} events/s (target >= {TARGET_EVENTS_PER_S:,}); "
+          f"limits; {m['events_per_s']:,.0f} events/s (former target {TARGET_EVENTS_PER_S:,}); "
           f"trivial loop {m['loop_per_s']:,.0f} it/s; relative {m['relative']:.5f}; "
           f"step {m['step_share']:.0%} of the time, the rest {m['rest_us']:.1f} µs/event")
     if args.profile:
         print(profile(args.days))
-    return 0 if m["events_per_s"] >= TARGET_EVENTS_PER_S else 1
+    return 0
 
 
 if __name__ == "__main__":

@@ -175,7 +175,7 @@ def test_after_A_meets_a_limit_B_makes_no_call_on_it_and_lifts_at_the_reset_with
         "default": {"post": "ok", "sleep": 0.05},
     })
     # 40 virtual minutes pass in 16 real seconds: B must start and read A's limit within them,
-    # which takes a few seconds on a loaded machine (four test workers on two cores).
+    # which takes a few seconds on a loaded machine (six test workers on two cores).
     factor = 150.0
     virtual, real = _start_clock()
     with all_finish(a, b):
