@@ -109,16 +109,6 @@ def secret_spans(text: str) -> list[tuple[int, int]]:
     return merged
 
 
-def redact_text(text: str) -> str:
-    """`text` with every `secret_spans` span shown as `REDACTED`."""
-    out, at = [], 0
-    for start, end in secret_spans(text):
-        out.append(text[at:start] + REDACTED)
-        at = end
-    out.append(text[at:])
-    return "".join(out)
-
-
 def _shown(argv: Sequence[str]) -> str:
     parts = []
     for arg in redact_argv(argv):

@@ -48,7 +48,7 @@ from .argv import (
     argv_for,
     call_environment,
 )
-from .capture import STDERR_TAIL_BYTES, STDOUT_TAIL_BYTES, Sink, _Capture
+from .capture import Sink, _Capture
 from .processes import die_with_parent, signal_group, stop_group
 
 #: C1: after SIGTERM to the group, this long before SIGKILL.
@@ -104,14 +104,6 @@ class CallResult:
     def killed(self) -> bool:
         """The shell ended the call (timeout, early stop, cancel) rather than the CLI."""
         return self.timed_out or self.stopped_early or self.cancelled
-
-    @property
-    def stdout_dropped(self) -> bool:
-        return self.stdout_bytes > STDOUT_TAIL_BYTES
-
-    @property
-    def stderr_dropped(self) -> bool:
-        return self.stderr_bytes > STDERR_TAIL_BYTES
 
 
 #: Receives every chunk the CLI writes, as it comes: ("stdout" | "stderr", bytes). Lanes use it.
