@@ -9,25 +9,24 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import attrs
+from helpers.headroom import headroom_team
 from hypothesis import given
 from hypothesis import strategies as st
 
 from autodev_core import (
     Engine,
     Log,
-    Policy,
     RunStarted,
     SchedulerConfig,
     StartCall,
     initial_state,
-    parse_participant,
     step,
 )
 from autodev_core.scheduler import EngineLimit, EngineUsage, Outage, SchedulerState
 
 NOW = datetime(2026, 12, 5, 9, 0, tzinfo=UTC)
 H = timedelta(hours=1)
-THRESHOLD = 0.95
+
 #: Turn order and lanes: ana claude → codex → agy; rui codex → claude:opus; eva agy.
 CHAINS = {"ana": ("claude", ["codex", "agy"]), "rui": ("codex", ["claude:opus"]),
           "eva": ("agy", [])}
@@ -36,12 +35,7 @@ PROVIDERS = ("claude", "codex", "agy")
 
 
 def _config(chains: dict[str, tuple[str, list[str]]] = CHAINS) -> SchedulerConfig:
-    team = [
-        parse_participant(f"---\nprovider: {provider}\nfailover: [{', '.join(chain)}]\n---\nGo.",
-                          id=pid)
-        for pid, (provider, chain) in chains.items()
-    ]
-    return SchedulerConfig(team=team, timezone="UTC", policy=Policy(headroom=THRESHOLD))
+    return headroom_team(chains)
 
 
 def _state(config: SchedulerConfig, *, near: set[str], out: set[str],

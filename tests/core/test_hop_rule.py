@@ -14,6 +14,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import attrs
+from helpers.headroom import headroom_team
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -21,11 +22,9 @@ from autodev_core import (
     CallEnded,
     Engine,
     Log,
-    Policy,
     SchedulerConfig,
     StartCall,
     initial_state,
-    parse_participant,
     step,
 )
 from autodev_core.detection import LimitNotice
@@ -33,17 +32,10 @@ from autodev_core.scheduler import Call, EngineLimit, EngineUsage, Outage, Sched
 
 NOW = datetime(2026, 12, 5, 9, 0, tzinfo=UTC)
 H = timedelta(hours=1)
-THRESHOLD = 0.95
 
 
 def _config(chains: dict[str, tuple[str, list[str]]], headroom: bool = True) -> SchedulerConfig:
-    team = [
-        parse_participant(f"---\nprovider: {provider}\nfailover: [{', '.join(chain)}]\n---\nGo.",
-                          id=pid)
-        for pid, (provider, chain) in chains.items()
-    ]
-    return SchedulerConfig(team=team, timezone="UTC",
-                           policy=Policy(headroom=THRESHOLD if headroom else None))
+    return headroom_team(chains, headroom=headroom)
 
 
 def _in_call(config: SchedulerConfig, runner: str, engine: str, *, near: set[str],
