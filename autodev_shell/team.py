@@ -22,13 +22,14 @@ from autodev_core.scheduler.policy import DEFAULT_POLICY, Policy, parse_policy
 from autodev_core.yaml_lines import load_yaml, node_line
 
 from .calls.argv import DEFAULT_TEMPLATES, CommandTemplate, templates_from_config
+from .notify import NotifySettings, notify_settings
 from .sharing import ShareOptions, share_options
 
 #: The run settings file inside a team directory.
 SETTINGS_FILE: Final = "autodev.yaml"
 SETTINGS_KEYS: Final = (
     "timezone", "max_iterations", "max_runtime_min", "commands", "order", "share", "accounts",
-    "policy",
+    "policy", "notify",
 )
 #: The largest `max_runtime_min` taken (100 years): beyond it the run's time arithmetic would
 #: pass the calendar's end (year 9999) instead of limiting anything.
@@ -48,6 +49,8 @@ class Team:
     max_runtime: timedelta | None = None
     share: ShareOptions = attrs.field(factory=ShareOptions)
     policy: Policy = DEFAULT_POLICY
+    #: `notify:` (docs/notifications.md): whom to tell when the run needs its operator.
+    notify: NotifySettings = attrs.field(factory=NotifySettings)
     #: What the files say that is allowed but useless (C5), for the caller to print once.
     warnings: tuple[ConfigWarning, ...] = ()
 
@@ -162,6 +165,7 @@ def load_team(directory: str | Path) -> Team:
         max_runtime=timedelta(minutes=runtime_min) if runtime_min is not None else None,
         share=share_options(settings.get("share"), settings.get("accounts"), source=source),
         policy=policy,
+        notify=notify_settings(settings.get("notify"), source=source, line=lines.get("notify")),
         warnings=tuple(warnings),
     )
 

@@ -35,7 +35,8 @@ if TYPE_CHECKING:
     from autodev_core.scheduler import SchedulerConfig
 
     from ..clock import Clock
-    from ..runner import Runner, RunSummary, StreamLog
+    from ..loop.logsink import LogSink
+    from ..runner import Runner, RunSummary
     from ..sharing import LimitSharing, ShareSettings
     from ..store.run_store import RunStore, StoreError
     from ..team import Team
@@ -95,12 +96,14 @@ def start_run(
 
     from ..calls.argv import installed_providers
     from ..clock import local_zone
+    from ..notify import check_settings
     from ..private import make_private, private_dir
     from ..sharing import share_settings
     from ..store.run_store import RunStore
     from ..store.runlock import RunLock
     from ..team import SETTINGS_FILE
 
+    check_settings(team.notify)  # notify.urls without Apprise: one line, nothing made
     sharing_settings = share_settings(
         team.share,
         url=share,
@@ -168,6 +171,7 @@ def _daemon(
 
     from ..calls.lanes import Lanes
     from ..durability.writes import Durability
+    from ..notify import observed_log
     from ..runner import Runner, StreamLog, default_countdown
 
     identity = resolve_active_identity(run_id=store.run_id)
@@ -178,12 +182,13 @@ def _daemon(
         )
     durability = Durability.open(store, identity)
     try:
-        log = StreamLog(
+        # The run's events file and `notify:` watch every line (docs/notifications.md).
+        log = observed_log(StreamLog(
             config.zone,
             stream=stream if stream is not None else sys.stderr,
             file=run_dir / LOG_FILE,
             json_lines=json_lines,
-        )
+        ), team.notify, run=run_id, run_dir=run_dir, now=clock.now)
         kwargs = {} if slice_seconds is None else {"slice_seconds": slice_seconds}
         sharing = _open_sharing(sharing_settings, log, clock, run_dir)
         runner = Runner(
@@ -222,7 +227,7 @@ def _drive(runner: Runner, *, stop_at: datetime | None,
 
 
 def _open_sharing(
-    settings: ShareSettings | None, log: StreamLog, clock: Clock, run_dir: Path
+    settings: ShareSettings | None, log: LogSink, clock: Clock, run_dir: Path
 ) -> LimitSharing | None:
     """Connect to the shared registry (docs/sharing.md). Redis being down is not an error (the run
     carries on with its own limits and says so); redis-py missing is."""
