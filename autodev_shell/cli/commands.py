@@ -481,6 +481,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     _add_controls(commands)
     _add_team_and_store(commands)
     _add_panel(commands)
+    _add_timeline(commands)
 
 
 def _with_run(parser: argparse.ArgumentParser) -> None:
@@ -578,3 +579,29 @@ def _add_panel(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     panel.add_argument("--read-only", action="store_true",
                        help="watch only: no controls, no prompt editing, no POST route")
     panel.set_defaults(handler=cmd_panel)
+
+
+def _add_timeline(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    timeline = commands.add_parser(
+        "timeline", help="the run's story: an SVG timeline and figures per participant",
+        description="Draw the run's timeline (limits and resets, outages, hops, handovers, "
+        "failures, waits, calls) as an SVG for reports, and print calls, posts, failures, time "
+        "in calls and cost or tokens per participant. docs/timeline.md.")
+    _with_run(timeline)
+    timeline.add_argument("--svg", default=None, metavar="FILE", help="write the SVG here")
+    window = timeline.add_mutually_exclusive_group()
+    window.add_argument("--hours", type=float, default=None, metavar="H",
+                        help="the last H hours (1 to 168; default 24)")
+    window.add_argument("--since", default=None, metavar="WHEN",
+                        help="from WHEN (ISO 8601; without an offset, in the machine's zone)")
+    timeline.set_defaults(handler=cmd_timeline)
+
+
+def cmd_timeline(args: argparse.Namespace) -> int:
+    from ..clock import local_zone
+    from ..story.report import timeline_report
+
+    lines = timeline_report(Path(args.run), svg=Path(args.svg) if args.svg else None,
+                            hours=args.hours, since=args.since, zone=local_zone())
+    sys.stdout.write("".join(f"{line}\n" for line in lines))
+    return 0
