@@ -34,7 +34,7 @@ _LEGEND: Final = (
     ("lifted", "limit lifted"),
 )
 _STEPS: Final = tuple(timedelta(minutes=m) for m in (5, 10, 15, 30, 60, 120, 180, 360, 720, 1440))
-_NOT_XML: Final = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+_NOT_XML: Final = re.compile("[\x00-\x08\x0b-\x1f\ufffe\uffff]")
 
 LABEL_WIDTH: Final = 150
 ROW_HEIGHT: Final = 24
