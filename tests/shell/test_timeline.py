@@ -3,6 +3,7 @@ the SVG drawn from them, the figures per participant, and `autodev timeline`."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import xml.etree.ElementTree as ET
 from datetime import UTC, datetime, timedelta
@@ -160,7 +161,7 @@ def test_every_span_and_mark_lies_in_the_window_and_the_run_never_overlaps_itsel
         for m in r.marks:
             assert begin <= m.at <= end
     run = row(t, "run").spans
-    assert all(a.end <= b.start for a, b in zip(run, run[1:], strict=False))
+    assert all(a.end <= b.start for a, b in itertools.pairwise(run))
     for who in ("ana", "rui"):
         expected = sum(1 for c in calls if c.participant == who
                        and (c.end or max(t.now, c.start)) > begin and c.start < end
@@ -183,7 +184,7 @@ def test_the_svg_is_well_formed_whatever_a_line_says(message: str, name: str) ->
     assert len(spans) == sum(len(r.spans) for r in t.rows)
     marks = root.findall(f".//{SVG}polygon")
     assert [m.find(f"{SVG}title").text or "" for m in marks] == [  # type: ignore[union-attr]
-        "".join(c for c in message if c in "\t\n" or ord(c) >= 0x20 and c not in "\ufffe\uffff")]
+        "".join(c for c in message if c in "\t\n" or (ord(c) >= 0x20 and c not in "\ufffe\uffff"))]
 
 
 def test_the_svg_draws_the_present_moment_and_labels_each_row() -> None:
