@@ -34,6 +34,32 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+#: The port the run's last panel listened on: a panel started again without --port takes it
+#: again when it is free, so the pages the last one served find it (docs/panel.md).
+PORT_FILE = "panel.port"
+
+
+def _bind_again(run: Path, host: str) -> socket.socket | None:
+    """The last panel's port of this run when it is free, else None (a new port is chosen)."""
+    try:
+        text = (run / PORT_FILE).read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        return None
+    try:
+        return _bind(host, int(text))
+    except AutodevError:
+        return None
+
+
+def _write_port(run: Path, port: int) -> None:
+    import contextlib
+
+    with contextlib.suppress(OSError):  # a read-only run folder: the next panel picks a port
+        (run / PORT_FILE).write_text(f"{port}\n", encoding="ascii")
+
+
 # Long for the checks a user sees before the server starts, each one sentence (C6).
 def serve(run_dir: str | Path, *, team_dir: str | Path | None = None, host: str = "127.0.0.1",
           port: int = 0, read_only: bool = False, token: str | None = None,
@@ -71,9 +97,11 @@ def serve(run_dir: str | Path, *, team_dir: str | Path | None = None, host: str 
               "reach this address and learns the token can steer the run. The token travels "
               "over plain HTTP.", file=err, flush=True)
     token = token or kept_token(run) or new_token()  # a restart keeps the pages' sessions
-    sock = _bind(host, port)
+    sock = _bind_again(run, host) if port == 0 else None
+    sock = sock or _bind(host, port)
     bound = sock.getsockname()[1]
     write_token_file(run, token)
+    _write_port(run, bound)
     app, _panel = build_app(run, team_dir=team, token=token, host=host, port=bound,
                             read_only=read_only)
     shown = f"[{host}]" if ":" in host and not host.startswith("[") else host

@@ -32,6 +32,7 @@ from ..store.runlock import daemon_holding
 from .ansi import render_text
 from .live import LANE_TAIL_BYTES, Hub
 from .prompts import PROMPT_MAX_BYTES, PromptError, read_prompt, save_prompt
+from .runclock import RunClock
 from .security import Guard, allowed_hosts
 from .store_reads import FIRST_PAGE, MAX_PAGE, RunReader
 from .view import status_view
@@ -79,6 +80,7 @@ class Panel:
         self.reader = RunReader(run_dir)
         self._cached_key: tuple[int | None, int, int] | None = None
         self._cached: tuple[Any, str, list[str]] | None = None
+        self.clock = RunClock()
         self.hub = Hub(self.reader, self.status, self.participant_ids)
         self.templates = Environment(loader=PackageLoader("autodev_shell.panel", "templates"),
                                      autoescape=select_autoescape(default=True))
@@ -109,7 +111,16 @@ class Panel:
                             self.reader.notice_lines())
             self._cached_key = key
         state, gate, lines = self._cached
-        return status_view(facts, now, zone, state, gate, lines)
+        daemon = facts["daemon"]
+        beat = daemon.get("last_heartbeat")
+        running = bool(daemon["running"])
+        self.clock.observe(datetime.fromisoformat(beat) if beat else None, now,
+                           running=running, pid=daemon.get("pid"))
+        run_now, rate = self.clock.now(now, running=running)
+        status = status_view(facts, run_now, zone, state, gate, lines)
+        status["view"]["clock"] = {"run_now": run_now.astimezone(UTC).isoformat(),
+                                   "rate": rate, "fast": self.clock.fast()}
+        return status
 
     @staticmethod
     def _size_of(path: Path) -> int:

@@ -268,8 +268,15 @@ class Hub:
             # Each part on its own: posts already read are sent whatever the status does.
             with contextlib.suppress(Exception):
                 status = self.status_of()
-                comparable = json.dumps({k: v for k, v in status["view"].items()
-                                         if k != "now"}, sort_keys=True, default=str)
+                view = status["view"]
+                clock = view.get("clock") or {}
+                # The run's now moves on every read: only a change of its rate is news (the
+                # page moves the clock on by itself between status events).
+                comparable = json.dumps({**{k: v for k, v in view.items()
+                                            if k not in ("now", "clock")},
+                                         "rate": f"{clock.get('rate', 1.0):.2g}",
+                                         "fast": clock.get("fast")},
+                                        sort_keys=True, default=str)
                 if comparable != self.last_status_text:
                     self.last_status_text = comparable
                     self.last_status = status

@@ -117,12 +117,24 @@ def outages(state: SchedulerState, now: datetime, zone: tzinfo) -> list[dict[str
     } for o in state.outages]
 
 
+def _gone_note(daemon: dict[str, Any], status: str) -> str:
+    """`autodev status`'s words for a run whose daemon is gone: "daemon pid 41 is gone; last
+    status: running"."""
+    who = f"daemon pid {daemon['pid']} is gone" if daemon["pid"] else "no daemon"
+    return f"{who}; last status: {status}"
+
+
 def status_view(facts: dict[str, Any], now: datetime, zone: tzinfo,
                 state: SchedulerState | None, gate: str, log_lines: list[str]) -> dict[str, Any]:
     """The `status` event: `facts` as `status --json` prints them, and the page's view."""
     daemon = facts["daemon"]
+    gone = not daemon["running"] and facts["status"] not in ("stopped", "not started")
     view: dict[str, Any] = {
-        "status": facts["status"],
+        # As `autodev status` says it: a stored "running" with no daemon holding the lock (a
+        # kill -9, a crash) is "not running", the stored word kept as the last status.
+        "status": "not running" if gone else facts["status"],
+        "last_status": facts["status"] if gone else None,
+        "status_note": _gone_note(daemon, str(facts["status"])) if gone else "",
         "daemon_running": bool(daemon["running"]),
         "daemon": "daemon running" if daemon["running"] else "daemon not running",
         "pid": daemon["pid"],
@@ -141,12 +153,15 @@ def status_view(facts: dict[str, Any], now: datetime, zone: tzinfo,
         "calls": facts["calls"],
         "now": _utc(now),
     }
-    if facts["wait_until"]:
+    if facts["wait_until"] and not gone:
         until = datetime.fromisoformat(facts["wait_until"])
         view["wait_until"] = {"until": _utc(until),
                               "back_at": f"until {at_text(until, now, zone)}"}
     if state is not None:
         view["participants"] = participants(state, now)
+        if not daemon["running"]:
+            for person in view["participants"]:
+                person["in_call"] = False  # the call ended with its daemon
         view["limits"] = limits(state, now, zone, log_lines)
         view["outages"] = outages(state, now, zone)
     return {"facts": facts, "view": view}

@@ -241,14 +241,21 @@ def test_a_conflicting_prompt_edit_gets_409_in_the_page(run: tuple[RunDaemon, Pa
     assert target.read_text(encoding="utf-8") == theirs, "the stale edit was written"
     assert not (daemon.team / "rui.md.bak").exists()
 
-    # With the current text in hand the edit goes through, atomically, keeping a .bak.
-    page.wait_for_function(
-        "t => document.querySelector('#prompt-text').value === t", arg=theirs)
+    # Issue 41: the operator's text stays in the editor (never replaced by the file's), and
+    # the file's newer text is shown beside it, read-only, to merge from.
+    assert page.input_value("#prompt-text") == mine
+    page.locator("#prompt-theirs").wait_for(state="visible")
+    assert page.input_value("#prompt-theirs") == theirs
+    assert page.locator("#prompt-theirs").get_attribute("readonly") is not None
+
+    # With the current text in hand (merged by the operator) the edit goes through,
+    # atomically, keeping a .bak; the file's side goes away.
     edited = theirs.replace("(edited in a terminal)", "(edited in the page, after)")
     assert _save_rui_prompt(page, edited) == 200
     wait_text(page, "#prompt-result", "appl")
     assert target.read_text(encoding="utf-8") == edited
     assert (daemon.team / "rui.md.bak").read_text(encoding="utf-8") == theirs
+    assert page.locator("#prompt-theirs").is_hidden()
 
 
 FOCUSABLE = """() => {

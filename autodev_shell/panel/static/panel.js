@@ -66,8 +66,19 @@
       });
   }
 
+  // --- the run's clock (docs/panel.md, "Whose clock") -----------------------------------------
+  // A run on a fast or virtual clock (--fast, the demo) stamps its own time: the server says the
+  // run's now and its rate against this machine's clock with each status; between two, the
+  // page moves it on at that rate (0: no daemon, the run's clock stands still).
+  let runClock = { fast: false, run: 0, at: 0, rate: 1 };
+
+  function runNow() {
+    if (!runClock.fast) return Date.now();
+    return runClock.run + (Date.now() - runClock.at) * runClock.rate;
+  }
+
   function ago(iso) {
-    const seconds = Math.max(0, (Date.now() - Date.parse(iso)) / 1000);
+    const seconds = Math.max(0, (runNow() - Date.parse(iso)) / 1000);
     if (seconds < 1) return "just now";
     return `${formatLeft(seconds < 60 ? Math.floor(seconds) : Math.floor(seconds / 60) * 60)} ago`;
   }
@@ -76,7 +87,7 @@
   function tickOne(node) {
     const until = Date.parse(node.getAttribute("data-until"));
     const backAt = node.getAttribute("data-back-at");
-    const left = (until - Date.now()) / 1000;
+    const left = (until - runNow()) / 1000;
     let text;
     if (left <= 0) {
       text = "checking…";
@@ -93,11 +104,15 @@
     if (node.textContent !== text) node.textContent = text;
   }
 
+  function heartbeatText(at) {
+    return `last heartbeat ${ago(at)}${runClock.fast ? " on the run's clock" : ""}`;
+  }
+
   function tick() {
     document.querySelectorAll("[role=timer][data-until]").forEach(tickOne);
     const beat = $("#heartbeat");
     const at = beat && beat.getAttribute("data-at");
-    if (at) setText(beat, `last heartbeat ${ago(at)}`);
+    if (at) setText(beat, heartbeatText(at));
   }
   setInterval(tick, 1000);
 
@@ -108,9 +123,20 @@
   function renderStatus(data) {
     const view = data.view || {};
     lastView = view;
+    const clock = view.clock || {};
+    runClock = { fast: !!clock.fast, run: Date.parse(clock.run_now || "") || Date.now(),
+                 at: Date.now(), rate: typeof clock.rate === "number" ? clock.rate : 1 };
+    const clockNote = $("#clock-note");
+    clockNote.hidden = !runClock.fast;
+    setText(clockNote, !runClock.fast ? "" : runClock.rate > 0
+      ? `This run keeps a fast clock (about ${formatRate(runClock.rate)} real time): its times and the time left are the run's clock's.`
+      : "This run keeps a fast clock, which stands still while no daemon runs it: the time left is counted from its last heartbeat.");
     const word = $("#run-status");
     setText(word, String(view.status));
     word.setAttribute("data-status", String(view.status));
+    const note = $("#status-note");
+    note.hidden = !view.status_note;
+    setText(note, view.status_note ? `(${view.status_note})` : "");
     const waitBox = $("#wait-until");
     const waitKey = view.wait_until ? view.wait_until.until : "";
     if (waitBox.getAttribute("data-key") !== waitKey) {
@@ -123,7 +149,7 @@
     daemon.setAttribute("data-running", daemonRunning ? "true" : "false");
     const beat = $("#heartbeat");
     beat.setAttribute("data-at", view.heartbeat || "");
-    setText(beat, view.heartbeat ? `last heartbeat ${ago(view.heartbeat)}` : "no heartbeat yet");
+    setText(beat, view.heartbeat ? heartbeatText(view.heartbeat) : "no heartbeat yet");
     setText("#revision", view.revision === null || view.revision === undefined ? "—" : String(view.revision));
     setText("#persistence", view.persistence || "");
     setText("#gate", view.gate || "");
@@ -150,6 +176,10 @@
     }
     renderParticipants(view);
     updateControls();
+  }
+
+  function formatRate(rate) {
+    return rate >= 10 ? `${Math.round(rate)}×` : `${rate.toFixed(1)}×`;
   }
 
   function renderParticipants(view) {
@@ -372,10 +402,56 @@
   let live = true;
   const connection = $("#connection");
 
+  let downSince = null;
+  let probing = false;
+  // How long the stream may be down before the page asks the address whether a panel is there.
+  const GONE_AFTER_MS = 8000;
+
+  function clockTime(ms) {
+    return new Date(ms).toTimeString().slice(0, 8);
+  }
+
   function setConnection(state, text) {
     connection.setAttribute("data-state", state);
     setText(connection, text);
+    // Data shown while the page hears nothing is greyed and said to be old (never live-looking).
+    const stale = state === "down";
+    if (stale && downSince === null) downSince = Date.now();
+    if (!stale) downSince = null;
+    document.body.classList.toggle("stale", stale);
+    const banner = $("#stale-note");
+    banner.hidden = !stale;
+    if (stale && !banner.getAttribute("data-said")) {
+      banner.setAttribute("data-said", "true");
+      setText(banner, `Disconnected from the panel since ${clockTime(downSince)}: what this page shows may be out of date. Reconnecting…`);
+    }
+    if (!stale) { banner.removeAttribute("data-said"); setText(banner, ""); }
   }
+
+  async function probeGone() {
+    // The stream has been down a while: is a panel at this address at all, and does it know
+    // this page's session? Said plainly, since reconnecting cannot fix either.
+    if (probing || downSince === null || Date.now() - downSince < GONE_AFTER_MS) return;
+    probing = true;
+    let said;
+    try {
+      const answer = await fetch("/api/status", { credentials: "same-origin", cache: "no-store",
+                                                  signal: AbortSignal.timeout(5000) });
+      if (answer.status === 401) {
+        said = "The panel at this address does not know this page's session (it was started again with a new token): open the URL `autodev panel` printed.";
+      }
+    } catch (err) {
+      said = `No panel answers at ${location.host} since ${clockTime(downSince)}. If \`autodev panel\` was started again on another port, open the URL it printed; this page keeps trying here.`;
+    } finally {
+      probing = false;
+    }
+    if (said && downSince !== null) {
+      setText($("#stale-note"), said);
+      $("#stale-note").setAttribute("data-gone", "true");
+      setText(connection, "panel gone");
+    }
+  }
+  setInterval(probeGone, 2000);
 
   function connect() {
     const url = lastRevision === null ? "/events" : `/events?after=${lastRevision}`;
@@ -390,6 +466,7 @@
       }
     });
     source.addEventListener("status", (e) => {
+      $("#stale-note").removeAttribute("data-gone");
       renderStatus(JSON.parse(e.data));
       if (connection.getAttribute("data-state") !== "live") setConnection("live", "live");
     });
@@ -436,19 +513,33 @@
   }
 
   if (!READ_ONLY) {
+    let saying = false;
     $("#say-form").addEventListener("submit", async (e) => {
       e.preventDefault();
+      // One message per Send: a second click (a double-click) while the first is on its way
+      // is ignored, and Send is off until the answer comes.
+      if (saying) return;
       const box = $("#say-message");
       const message = box.value;
       if (!message.trim()) { setText("#say-result", "say needs a message."); return; }
+      saying = true;
+      $("#say-send").disabled = true;
       setText("#say-result", "sending…");
-      const answer = await send("/api/say", {
-        method: "POST",
-        headers: { "Content-Type": "application/x-www-form-urlencoded" },
-        body: new URLSearchParams({ message }).toString(),
-      });
+      let answer;
+      try {
+        answer = await send("/api/say", {
+          method: "POST",
+          headers: { "Content-Type": "application/x-www-form-urlencoded" },
+          body: new URLSearchParams({ message }).toString(),
+        });
+      } catch (err) {
+        answer = { ok: false, body: { error: "the panel did not answer; your text is kept" } };
+      } finally {
+        saying = false;
+        $("#say-send").disabled = false;
+      }
       if (!answer.ok) { setText("#say-result", `not queued: ${answer.body.error}`); return; }
-      box.value = "";
+      if (box.value === message) box.value = "";
       waitingFor = answer.body.key;
       const already = thread.querySelector(`.post[data-key="${CSS.escape(waitingFor)}"]`);
       if (already) {
@@ -475,15 +566,33 @@
   let promptFor = null;
   let promptEtag = null;
   let promptOpener = null;
+  let promptSaved = ""; // the text last read from or written to the file: unsaved if it differs
+
+  function promptDirty() {
+    return $("#prompt-text").value !== promptSaved;
+  }
+
+  function showTheirs(text) {
+    const theirs = $("#prompt-theirs-box");
+    theirs.hidden = text === null;
+    $("#prompt-theirs").value = text === null ? "" : text;
+  }
+
+  function askDiscard(ask) {
+    $("#prompt-discard").hidden = !ask;
+    if (ask) $("#prompt-keep").focus();
+  }
 
   async function openPrompt(id) {
     promptOpener = document.activeElement;
     promptFor = id;
     setText("#prompt-title", `Edit ${id}'s prompt`);
     setText("#prompt-error", ""); setText("#prompt-result", ""); setText("#prompt-path", "");
+    showTheirs(null); askDiscard(false);
     const answer = await fetch(`/api/prompt/${encodeURIComponent(id)}`, { credentials: "same-origin" });
     const body = await answer.json().catch(() => ({ error: `HTTP ${answer.status}` }));
     $("#prompt-text").value = answer.ok ? body.text : "";
+    promptSaved = $("#prompt-text").value;
     promptEtag = answer.ok ? body.etag : null;
     setText("#prompt-path", answer.ok ? body.path : "");
     if (!answer.ok) setText("#prompt-error", body.error);
@@ -496,25 +605,38 @@
     promptDialog.close();
     if (promptOpener && promptOpener.focus) promptOpener.focus();
   }
-  $("#prompt-cancel").addEventListener("click", closePrompt);
+  function closeOrAsk() {
+    // Unsaved text is never dropped without asking (Escape, Close).
+    if (promptDirty()) { askDiscard(true); return; }
+    closePrompt();
+  }
+  $("#prompt-cancel").addEventListener("click", closeOrAsk);
+  promptDialog.addEventListener("cancel", (e) => { e.preventDefault(); closeOrAsk(); });
+  $("#prompt-keep").addEventListener("click", () => { askDiscard(false); $("#prompt-text").focus(); });
+  $("#prompt-drop").addEventListener("click", () => { askDiscard(false); promptSaved = $("#prompt-text").value; closePrompt(); });
   promptDialog.addEventListener("close", () => { if (promptOpener && promptOpener.focus) promptOpener.focus(); });
 
   $("#prompt-save").addEventListener("click", async () => {
     setText("#prompt-error", ""); setText("#prompt-result", "saving…");
+    const sent = $("#prompt-text").value;
     const answer = await send(`/api/prompt/${encodeURIComponent(promptFor)}`, {
       method: "PUT",
       headers: { "Content-Type": "application/json", "If-Match": promptEtag || "" },
-      body: JSON.stringify({ text: $("#prompt-text").value }),
+      body: JSON.stringify({ text: sent }),
     });
     if (answer.ok) {
       promptEtag = answer.body.etag;
+      promptSaved = sent;
+      showTheirs(null);
       setText("#prompt-result", answer.body.applies_from);
       return;
     }
     setText("#prompt-result", "");
     if (answer.status === 409) {
-      setText("#prompt-error", `${answer.body.error} (conflict: the file now holds the text below; your edit was not saved)`);
-      $("#prompt-text").value = answer.body.text;
+      // The operator's text stays where they wrote it; the file's is shown beside it. Saving
+      // again writes the editor's text over the file's newer one: the operator merges first.
+      setText("#prompt-error", `${answer.body.error} Not saved: your text is kept in the editor and the file's newer text is shown beside it; merge what you need into yours, then Save again to replace the file's.`);
+      showTheirs(answer.body.text);
       promptEtag = answer.body.etag;
     } else {
       setText("#prompt-error", answer.body.error || `HTTP ${answer.status}`);
