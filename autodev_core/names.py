@@ -31,7 +31,7 @@ LogKind = Literal[
     "lifted", "wait-limited", "wait-unreachable", "wait-own",
     "failed", "gave-up", "empty-turns", "not-logged-in",
     "max-iterations", "max-runtime", "note",
-    "near-limit", "hop-near-limit", "handover-near-limit",
+    "near-limit", "hop-near-limit", "handover-near-limit", "cleared",
 ]
 LOG_KINDS: Final[tuple[LogKind, ...]] = get_args(LogKind)
 

@@ -230,6 +230,18 @@ class UsageObserved:
             raise ValueError(f"a {value.provider} usage reading cannot be of {self.engine}")
 
 
+@attrs.frozen
+class LimitCleared:
+    """The operator lifted `engine`'s limit by hand (`autodev limits clear`, docs/limits.md):
+    its record leaves the registry at `now`, and, when `engine` names a provider alone, so does
+    that provider's outage. A limit or outage wait is decided afresh at once when the registry
+    changed (A18, A23: a turn may start on the engine now); a call in flight is not touched
+    (A24); any other wait goes on (A19, A28); paused or stopped: nothing is decided."""
+
+    now: datetime = attrs.field(converter=utc, validator=aware)
+    engine: Engine = attrs.field(validator=_engine)
+
+
 Event = (
     RunStarted
     | CallEnded
@@ -243,6 +255,7 @@ Event = (
     | GateApproved
     | LimitObserved
     | UsageObserved
+    | LimitCleared
 )
 EVENT_TYPES: tuple[type, ...] = (
     RunStarted,
@@ -257,6 +270,7 @@ EVENT_TYPES: tuple[type, ...] = (
     GateApproved,
     LimitObserved,
     UsageObserved,
+    LimitCleared,
 )
 register_union(Event)
 

@@ -109,6 +109,13 @@ def lifted(participant: str, engine: Engine, primary: bool) -> str:  # A23
     return f"{participant}: limit lifted — back on {engine}"
 
 
+def limit_cleared(engine: Engine, changed: bool) -> str:  # docs/limits.md (wording ours)
+    """The operator lifted `engine`'s limit by hand (`autodev limits clear`)."""
+    if changed:
+        return f"{engine} limit cleared by hand — back for everyone on it"
+    return f"{engine} limit cleared by hand — it had none"
+
+
 def failed(participant: str, engine: Engine, what: str, when: str) -> str:  # A28
     return f"{participant} failed on {engine} ({what}); next attempt at {when}"
 

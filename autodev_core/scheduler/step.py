@@ -37,6 +37,7 @@ from .events import (
     Event,
     GateApproved,
     GateRequested,
+    LimitCleared,
     LimitObserved,
     MessageArrived,
     PauseRequested,
@@ -849,6 +850,31 @@ def _on_usage_observed(w: _Working, event: UsageObserved) -> None:
                   event.seen if event.seen is not None else w.now, event.source)
 
 
+def _on_limit_cleared(w: _Working, event: LimitCleared) -> None:
+    """docs/limits.md: the operator lifted `event.engine`'s limit by hand (and, for a provider
+    alone, its outage). A call in flight is not touched (A24); a limit or outage wait is
+    decided afresh when the registry changed (the turn may start on the engine now, A23), and
+    when that is the same wait nothing new is said; any other wait sleeps on, as a message
+    leaves a limit wait (A19), and paused or stopped nothing is decided."""
+    engine = event.engine
+    limits = tuple(r for r in w.limits if r.engine != engine)
+    outages = tuple(o for o in w.outages
+                    if engine.model is not None or o.provider != engine.provider)
+    changed = limits != w.limits or outages != w.outages
+    if changed:
+        w.set_limits(limits)
+        w.outages = outages
+    w.log(logs.limit_cleared(engine, changed), "cleared", engine=engine)
+    status, until = w.status, w.wait_until
+    if not changed or until is None or status not in ("rate_limited", "unreachable"):
+        return
+    mark = len(w.effects)
+    w.wait_until = None
+    _begin_turn(w)
+    if w.call is None and w.wait_until == until and w.status == status:
+        del w.effects[mark:]  # the same wait as before: it goes on, nothing new to say
+
+
 def _ignore(_w: _Working, _event: Any) -> None:
     """Nothing to do in this status (the table says so explicitly)."""
 
@@ -876,6 +902,15 @@ def _table() -> dict[tuple[Status, type], tuple[Handler, frozenset[Status]]]:
         t[(status, GateRequested)] = (_on_gate_requested, frozenset((status,)))
         t[(status, UsageObserved)] = (_on_usage_observed, frozenset((status,)))
         t[(status, StopRequested)] = (_on_stop, frozenset(("stopped",)))
+        t[(status, LimitCleared)] = (
+            _on_limit_cleared,
+            _AFTER_DECIDING | {status} if status in ("rate_limited", "unreachable")
+            else frozenset((status,)),
+        )
+        t[(status, LimitObserved)] = (
+            _on_limit_observed,
+            _AFTER_DECIDING | {status} if status in _WAITS else frozenset((status,)),
+        )
         t[(status, LimitObserved)] = (
             _on_limit_observed,
             _AFTER_DECIDING | {status} if status in _WAITS else frozenset((status,)),

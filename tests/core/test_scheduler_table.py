@@ -20,6 +20,7 @@ from autodev_core.scheduler import (
     CallEnded,
     GateApproved,
     GateRequested,
+    LimitCleared,
     LimitObserved,
     Log,
     PauseRequested,
@@ -91,6 +92,8 @@ def _event(kind: type) -> object:
         return kind(now=NOW, participant="ana")
     if kind is LimitObserved:
         return LimitObserved(now=NOW, engine=Engine("claude"), until=NOW, source="laptop")
+    if kind is LimitCleared:  # docs/limits.md: a limit lifted by hand
+        return LimitCleared(now=NOW, engine=Engine("claude"))
     if kind is UsageObserved:  # issue 25
         return UsageObserved(now=NOW, engine=Engine("claude"), source="laptop",
                              reading=UsageReading(provider="claude", utilization=0.97))
