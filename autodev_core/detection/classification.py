@@ -6,6 +6,7 @@ values, never raw text (A1: a limit is known only when a call reports it).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, Literal
 
@@ -83,6 +84,11 @@ class UsageReading:
             raise ValueError("UsageReading.resets_at must be an aware datetime")
 
 
+def _reading_tuple(value: Iterable[UsageReading]) -> tuple[UsageReading, ...]:
+    """Readings as a tuple (issue 37: one per window a call reported)."""
+    return tuple(value)
+
+
 @attrs.frozen
 class Classification:
     """The meaning of one call's output (SPEC D `classify_output`).
@@ -90,13 +96,23 @@ class Classification:
     `kind` is "limit" (then `limit` is set), "network" (A26, A37), "login" (A32) or "other"
     (a post or a plain failure: the caller decides which). `text` is what was matched, for logs.
     `usage` is the usage reading the CLI reported on a call of kind "other" (docs/limits.md; None
-    when it reported none, and always None for the other kinds).
+    when it reported none, and always None for the other kinds): of several windows, the one
+    nearest its limit; `readings` holds each window's reading.
     """
 
     kind: OutputKind = attrs.field(validator=attrs.validators.in_(OUTPUT_KINDS))
     limit: LimitNotice | None = attrs.field(default=None)
     text: str = ""
     usage: UsageReading | None = attrs.field(default=None)
+    #: Every window the call reported, one reading each (issue 37: a reading names its window,
+    #: and each window is kept, not only the nearest): `usage` is the one nearest its limit.
+    readings: tuple[UsageReading, ...] = attrs.field(default=(), converter=_reading_tuple)
+
+    @readings.validator
+    def _readings_only_other(self, _attribute: object, value: tuple[UsageReading, ...]) -> None:
+        if value and (self.kind != "other"
+                      or not all(isinstance(r, UsageReading) for r in value)):
+            raise ValueError("Classification.readings are UsageReadings, on kind 'other' only")
 
     @usage.validator
     def _usage_only_other(self, _attribute: object, value: UsageReading | None) -> None:

@@ -114,6 +114,30 @@ def _usage(provider: str, output: Output) -> UsageReading | None:
                 )
     return best
 
+def _readings(provider: str, output: Output) -> tuple[UsageReading, ...]:
+    """Each window's usage reading of a healthy call (issue 37, docs/limits.md "Readings per
+    account window"): read as `_usage` reads them, one per window name, the later said winning
+    (a stream's later event is the provider's newer word); in window-name order."""
+    found: dict[str, UsageReading] = {}
+    for event in output.rate_limits:
+        if event.status not in READING_STATUSES:
+            continue
+        said = [(event.utilization, event.window, event.resets_at, event.threshold)]
+        said += [
+            (w.utilization, w.window, w.resets_at,
+             event.threshold if w.threshold is None and w.window == event.window else w.threshold)
+            for w in event.windows
+        ]
+        for used, window, resets_at, threshold in said:
+            if used is None or not 0 <= used <= MAX_UTILIZATION:
+                continue
+            if threshold is not None and not 0 <= threshold <= MAX_UTILIZATION:
+                threshold = None
+            found[window] = UsageReading(provider=provider, utilization=used, window=window,
+                                         resets_at=_epoch(resets_at), threshold=threshold)
+    return tuple(found[name] for name in sorted(found))
+
+
 # What each detector reads for (see `_streams.cut_relevant`): a piece holding none of these
 # words holds none of its keywords, so it is left unread. `rate_limit_event` holds `limit`;
 # a terminal success (A26: the call ended well) holds `success` or `complete`. Worked out on
@@ -292,8 +316,10 @@ def _classify(
     network = _network(output, exit_code, meter)
     if network is not None:
         return Classification(kind="network", text=network)
-    usage = _usage(provider, output) if output.rate_limits else None
-    return Classification(kind="other", usage=usage)
+    if not output.rate_limits:
+        return Classification(kind="other")
+    return Classification(kind="other", usage=_usage(provider, output),
+                          readings=_readings(provider, output))
 
 
 def classify_output(
@@ -326,6 +352,8 @@ class PreparedClassification:
     network: str | None
     #: The usage reading of the output (docs/limits.md), the same at every instant.
     usage: UsageReading | None = None
+    #: Each window's reading (issue 37), the same at every instant.
+    readings: tuple[UsageReading, ...] = ()
     # The answer when no limit can be in it (nothing structured, no notice): the same at every
     # instant, so built once.
     fixed: Classification | None = attrs.field(init=False)
@@ -338,7 +366,7 @@ class PreparedClassification:
             return Classification(kind="login", text=self.login)
         if self.network is not None:
             return Classification(kind="network", text=self.network)
-        return Classification(kind="other", usage=self.usage)
+        return Classification(kind="other", usage=self.usage, readings=self.readings)
 
     def at(self, now: datetime, local_tz: tzinfo) -> Classification:
         provider = self.limit.provider
@@ -355,7 +383,7 @@ class PreparedClassification:
             return Classification(kind="login", text=self.login)
         if self.network is not None:
             return Classification(kind="network", text=self.network)
-        return Classification(kind="other", usage=self.usage)
+        return Classification(kind="other", usage=self.usage, readings=self.readings)
 
 
 def prepare_classification(
@@ -375,6 +403,7 @@ def prepare_classification(
         login=_login(provider, output, None),
         network=_network(output, exit_code, None),
         usage=_usage(provider, output) if output.rate_limits else None,
+        readings=_readings(provider, output) if output.rate_limits else (),
     )
 
 

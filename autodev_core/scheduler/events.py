@@ -10,6 +10,7 @@ scheduler adds to it are then elapsed time, also across a clock change.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, Literal
 
@@ -82,6 +83,11 @@ class RunStarted:
     now: datetime = attrs.field(converter=utc, validator=aware)
 
 
+def _reading_tuple(value: Iterable[UsageReading]) -> tuple[UsageReading, ...]:
+    """Readings as a tuple (issue 37: one per window a call reported)."""
+    return tuple(value)
+
+
 @attrs.frozen
 class CallEnded:
     """The call the scheduler started has ended at `now` (A38: waits are measured from here).
@@ -98,9 +104,21 @@ class CallEnded:
     exit_code: int | None = attrs.field(default=None, validator=_exit_code)
     #: The usage reading the call reported (a healthy call's, never a limit's): docs/limits.md.
     usage: UsageReading | None = attrs.field(default=None, validator=_usage)
+    #: Every window the call reported, one reading each (issue 37; docs/limits.md "Readings per
+    #: account window"). Empty: `usage` alone is recorded, as before.
+    readings: tuple[UsageReading, ...] = attrs.field(default=(), converter=_reading_tuple)
 
     def __attrs_post_init__(self) -> None:
         kind, limit, engine, usage = self.kind, self.limit, self.engine, self.usage
+        for reading in self.readings:
+            if not isinstance(reading, UsageReading):
+                raise TypeError(f"CallEnded.readings holds UsageReadings, not {reading!r}")
+            if reading.provider != engine.provider:
+                raise ValueError(
+                    f"a {reading.provider} usage reading cannot end a call on {engine}")
+            if kind in ("limit", "network", "login"):
+                raise ValueError(
+                    f"a usage reading comes with a healthy call, not one ending {kind!r}")
         if (kind == "limit") != (limit is not None):
             raise ValueError("CallEnded.limit is set exactly when kind == 'limit'")
         if limit is not None and limit.provider != engine.provider:
@@ -317,4 +335,5 @@ def call_ended(
         limit=limit if kind == "limit" else None,
         exit_code=exit_code if kind == "exit" else (None if timed_out else exit_code),
         usage=classification.usage if kind not in ("limit", "network", "login") else None,
+        readings=classification.readings if kind not in ("limit", "network", "login") else (),
     )

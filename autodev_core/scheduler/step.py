@@ -57,6 +57,7 @@ from .state import (
     SchedulerConfig,
     SchedulerState,
 )
+from .windows import near_engines
 
 
 class SchedulerProtocolError(AutodevError):
@@ -253,27 +254,31 @@ def _record_usage(
     observed = EngineUsage(engine, reading.utilization, reading.window, until,
                            resets_at is not None, seen, source, reading.threshold)
     headroom = w.config.policy.headroom
-    was_near = headroom is not None and str(engine) in _near_limit(w, headroom.hand_over_at)
+    was_near = headroom is not None and _is_near(w, engine, headroom.hand_over_at)
     w.readings, record, merged = _joined(
         w.readings, observed, lambda r: (str(r.engine), r.window),
         lambda r, o: merge_usage(r, o, now))
     if merged is record or headroom is None:
         return
-    if merged.utilization >= headroom.hand_over_at and now < merged.until and not was_near:
+    if (merged.utilization >= headroom.hand_over_at and now < merged.until and not was_near
+            and _is_near(w, engine, headroom.hand_over_at)):
         w.log(logs.near_limit(engine, merged.utilization, merged.window, w.clock(merged.until),
                               merged.source),
               "near-limit", engine=engine, until=merged.until,
               count=logs.percent(merged.utilization))
 
 
+def _is_near(w: _Working, engine: Engine, threshold: float) -> bool:
+    """Whether a window holding for `engine` is at or above `threshold` (see `_near_limit`)."""
+    return bool(near_engines(w.readings, (engine,), w.now, threshold))
+
+
 def _near_limit(w: _Working, threshold: float) -> frozenset[str]:
-    """docs/limits.md, Usage readings: the engines (by name) whose last reading is at or above
-    `threshold` of a window that has not reset yet (A38: a window ending at `t` has reset when
-    `now >= t`)."""
-    return frozenset(
-        str(record.engine) for record in w.readings
-        if record.utilization >= threshold and w.now < record.until
-    )
+    """docs/limits.md, Readings per account window: the engines of the team's lanes (by name)
+    that a window applying to them (their account's, their model's, their own) holds at or above
+    `threshold` and has not reset yet (A38: a window ending at `t` has reset when `now >= t`)."""
+    return near_engines(w.readings, (e for lane in w.config.lanes for e in lane), w.now,
+                        threshold)
 
 
 def _record_outage(w: _Working, provider: str) -> None:
@@ -706,7 +711,10 @@ def _learn_from_call(w: _Working, event: CallEnded, call: Call, runner: int) -> 
     if event.posted:
         w.log(logs.posted_via(event.participant, engine), "posted",
               participant=event.participant, engine=engine)
-    if event.usage is not None:  # docs/limits.md: learned after the post
+    if event.readings:  # docs/limits.md: learned after the post, each window's (issue 37)
+        for reading in event.readings:
+            _record_usage(w, engine, reading, w.now, "")
+    elif event.usage is not None:
         _record_usage(w, engine, event.usage, w.now, "")
     if event.posted:
         _took_turn(w, call, runner)
@@ -906,10 +914,6 @@ def _table() -> dict[tuple[Status, type], tuple[Handler, frozenset[Status]]]:
             _on_limit_cleared,
             _AFTER_DECIDING | {status} if status in ("rate_limited", "unreachable")
             else frozenset((status,)),
-        )
-        t[(status, LimitObserved)] = (
-            _on_limit_observed,
-            _AFTER_DECIDING | {status} if status in _WAITS else frozenset((status,)),
         )
         t[(status, LimitObserved)] = (
             _on_limit_observed,

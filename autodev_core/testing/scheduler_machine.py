@@ -150,12 +150,18 @@ class SchedulerMachine(RuleBasedStateMachine):
         read: bool,
     ) -> None:
         usage = None
+        readings: tuple[UsageReading, ...] = ()
         if read and kind not in ("limit", "network", "login"):  # docs/limits.md: a healthy call's
             call = self.s.call
             assert call is not None
             usage = data.draw(usage_readings(provider=call.engine.provider,
                                              now=self.now + duration), label="reading")
-        self._end_call(duration, kind, posted_too, reset, exit_code, usage)
+            # Issue 37: a call reports each of its account's windows (claude's unifiedWindows).
+            more = data.draw(st.none() | usage_readings(provider=call.engine.provider,
+                                                        now=self.now + duration), label="more")
+            if more is not None and more.window != usage.window:
+                readings = tuple(sorted((usage, more), key=lambda r: r.window))
+        self._end_call(duration, kind, posted_too, reset, exit_code, usage, readings)
 
     @precondition(lambda self: self.state is not None and self.state.call is not None)
     @rule(
@@ -188,6 +194,7 @@ class SchedulerMachine(RuleBasedStateMachine):
         reset: timedelta | None,
         exit_code: int,
         usage: UsageReading | None = None,
+        readings: tuple[UsageReading, ...] = (),
     ) -> None:
         call = self.s.call
         assert call is not None
@@ -203,6 +210,7 @@ class SchedulerMachine(RuleBasedStateMachine):
         if kind == "login" and engine.provider != "claude":
             kind = "exit"  # A32: only claude has a login check
             usage = None
+            readings = ()
         event = CallEnded(
             now=self.now,
             participant=call.participant,
@@ -212,6 +220,7 @@ class SchedulerMachine(RuleBasedStateMachine):
             limit=limit,
             exit_code=exit_code if kind == "exit" else None,
             usage=usage,
+            readings=readings,
         )
         self.feed(event)
 
@@ -368,10 +377,11 @@ class SchedulerMachine(RuleBasedStateMachine):
             assert effects == ()
             assert attrs.evolve(after, readings=()) == attrs.evolve(bare, last_event_at=event.now)
             return
-        if not before.readings and not (isinstance(event, CallEnded) and event.usage):
+        if not before.readings and not (isinstance(event, CallEnded)
+                                        and (event.usage or event.readings)):
             return  # nothing to take away
-        if isinstance(event, CallEnded) and event.usage is not None:
-            event = attrs.evolve(event, usage=None)
+        if isinstance(event, CallEnded) and (event.usage is not None or event.readings):
+            event = attrs.evolve(event, usage=None, readings=())
         state, done = step(bare, event)
         assert done == effects
         assert attrs.evolve(after, readings=()) == state
@@ -428,14 +438,16 @@ class SchedulerMachine(RuleBasedStateMachine):
         """A reading joins its window's record: a live one over one whose window has reset,
         then the newest (`registry.merge_usage`)."""
         now = event.now
-        reading: UsageReading | None = None
+        said: tuple[UsageReading, ...] = ()
         seen = now
         if isinstance(event, CallEnded):
-            reading = event.usage
+            said = event.readings or ((event.usage,) if event.usage is not None else ())
         elif isinstance(event, UsageObserved):
-            reading = event.reading
+            said = (event.reading,)
             seen = event.seen if event.seen is not None else now
-        if reading is not None:
+        if len({r.window for r in said}) != len(said):
+            return  # one call naming a window twice: each joins in turn (not drawn here)
+        for reading in said:
             engine = event.engine  # type: ignore[union-attr]
             (record,) = [r for r in after.readings
                          if r.engine == engine and r.window == reading.window]

@@ -6,6 +6,7 @@ that imported the code's constants could never catch a wrong one.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any
 
 from ..engine import Engine
 from ..scheduler.state import SchedulerState
@@ -48,14 +49,57 @@ def spec_outage_retry(attempts: int) -> timedelta:
     return SPEC_OUTAGE_THEN
 
 
+#: Model of docs/limits.md "Readings per account window" (issue 37), stated on its own.
+_ACCOUNT_WINDOWS = ("five_hour", "seven_day", "primary", "secondary")
+
+
+def _model_family(window: str) -> str | None:
+    """`seven_day_opus` -> `opus` (a per-model window); None otherwise."""
+    for name in _ACCOUNT_WINDOWS:
+        if window.startswith(name + "_") and window != name + "_":
+            return window[len(name) + 1:].lower()
+    return None
+
+
+def _holds_for(record_engine: Engine, window: str, engine: Engine,
+               readings: tuple[Any, ...]) -> bool:
+    """Whether a reading of `window` made on `record_engine` is a reading of `engine`."""
+    if window in _ACCOUNT_WINDOWS:
+        return record_engine.provider == engine.provider
+    family = _model_family(window)
+    if family is None:
+        return record_engine == engine
+    if record_engine.provider != engine.provider:
+        return False
+    if engine.model is None:
+        return any(r.engine == engine and r.window == window for r in readings)
+    return family in engine.model.lower()
+
+
 def near_limit(state: SchedulerState, now: datetime) -> frozenset[Engine]:
-    """docs/limits.md: the engines some window of which was last read at or above the policy's
-    threshold and has not reset (A38); empty with `Policy.headroom` off."""
+    """docs/limits.md: the team's engines some window of which holds at or above the policy's
+    threshold and has not reset (A38); empty with `Policy.headroom` off. A window's reading for
+    an engine is the newest live one among the readings that hold for it (its account's
+    windows, its model's, its own), the higher utilization on a tie."""
     headroom = state.config.policy.headroom
     if headroom is None:
         return frozenset()
-    return frozenset(r.engine for r in state.readings
-                     if r.utilization >= headroom.hand_over_at and now < r.until)
+    engines = {e for lane in state.config.lanes for e in lane}
+    engines |= {r.engine for r in state.readings}
+    near: set[Engine] = set()
+    for engine in engines:
+        windows: dict[tuple[str, str], list[Any]] = {}
+        for r in state.readings:
+            if now < r.until and _holds_for(r.engine, r.window, engine, state.readings):
+                scope = (r.engine.provider if r.window in _ACCOUNT_WINDOWS
+                         or _model_family(r.window) is not None else str(r.engine))
+                windows.setdefault((scope, r.window), []).append(r)
+        for held in windows.values():
+            newest = max(held, key=lambda r: (r.seen if r.seen is not None else r.until,
+                                              r.utilization))
+            if newest.utilization >= headroom.hand_over_at:
+                near.add(engine)
+    return frozenset(near)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -96,8 +96,9 @@ def durations(max_hours: int = 6) -> st.SearchStrategy[timedelta]:
 #: docs/limits.md: the utilizations a reading reports, around the thresholds
 #: `scheduler_configs` draws.
 UTILIZATIONS: tuple[float, ...] = (0.2, 0.49, 0.5, 0.9, 0.94, 0.95, 0.97, 1.0)
-#: ... and the windows it names (claude's `rateLimitType`; empty when not said).
-WINDOWS: tuple[str, ...] = ("five_hour", "seven_day", "")
+#: ... and the windows it names (claude's `rateLimitType`; empty when not said): the account's
+#: (`five_hour`, `seven_day`), a model's (`seven_day_opus`), an unknown one (issue 37).
+WINDOWS: tuple[str, ...] = ("five_hour", "seven_day", "seven_day_opus", "")
 
 
 @st.composite

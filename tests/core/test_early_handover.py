@@ -128,6 +128,8 @@ def test_A26_a_turn_start_with_the_knob_on_never_goes_to_a_provider_that_is_out(
     provider is never one that cannot be reached."""
     state = _state(_config(), near=near, out=out, limited=limited, due=due)
     start, _kinds = _start(state)
-    assert start == _expected(state, near)
+    # Issue 37: a five-hour reading is the account's: it puts every engine of its provider near.
+    accounts = {name.split(":")[0] for name in near}
+    assert start == _expected(state, {e for e in ENGINES if e.split(":")[0] in accounts})
     if start is not None:
         assert Engine.parse(start[1]).provider not in out
