@@ -12,15 +12,18 @@ import os
 import queue
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import unquote, urlsplit
 
+import attrs
+
 from autodev_core.engine import Engine
 
-from .mirror import PING_SECONDS, Liveness, Mirror, Where
+from .mirror import LIVE_SECONDS, PING_SECONDS, Liveness, Mirror, Where
 from .records import Shared, SharedUsage, _parse, _parse_usage, _text, millis
 from .scripts import MERGE_SCRIPT, USAGE_SCRIPT
 from .settings import ShareSettings, connection_options, lost_reason
@@ -30,6 +33,20 @@ if TYPE_CHECKING:  # the scheduler is loaded only by a run that shares (cold sta
 
 #: Real seconds between attempts to reach Redis again once sharing is lost.
 RETRY_SECONDS: Final = 2.0
+#: Real seconds between round trips of a waiting daemon whose subscriber hears nothing (no
+#: pub/sub: an ACL user without channel rights, a subscription being made again).
+POLL_SECONDS: Final = 2.0
+#: Real seconds between the subscriber's checks that Redis still holds this run's live
+#: records (emptied, restarted, evicted: docs/sharing.md "When Redis loses records").
+CHECK_SECONDS: Final = 2.0
+#: Seconds between the subscriber's PINGs while nothing is live (docs/sharing.md, keepalive).
+IDLE_PING_SECONDS: Final = 15.0
+#: Seconds after a turn start during which the keepalive stays fast (the mirror is in use).
+ACTIVE_SECONDS: Final = 30.0
+#: Seconds a clock may be apart from Redis's before it is said and corrected for.
+SKEW_SECONDS: Final = 1.0
+#: Seconds before a subscriber refused by an ACL (NOPERM) tries to subscribe again.
+DENIED_RETRY_SECONDS: Final = 60.0
 
 
 #: Called with one line when sharing is lost or back (the runner's note sink).
@@ -48,8 +65,14 @@ class LimitSharing:
         retry_seconds: float = RETRY_SECONDS,
         subscribe: bool = True,
         status_file: Path | None = None,
+        run_id: str | None = None,
+        wall: Callable[[], float] = time.time,
     ) -> None:
         self.settings = settings
+        #: This process's run id, in every record it writes (docs/sharing.md "Names").
+        self.run_id = run_id or uuid.uuid4().hex[:12]
+        self._wall = wall  # this machine's clock (epoch seconds), against Redis's TIME
+        self._started_ms = int(wall() * 1000)
         self.status_file = status_file
         self.say = say or (lambda _line: None)
         self.retry_seconds = retry_seconds
@@ -63,7 +86,7 @@ class LimitSharing:
             retry_on_timeout=False,
             retry=retry_mod.Retry(backoff.NoBackoff(), 0),
             health_check_interval=0,
-            **connection_options(settings),
+            **self._connection_kwargs(),
         )
         self._script = self._client.register_script(MERGE_SCRIPT)
         self._usage_script = self._client.register_script(USAGE_SCRIPT)
@@ -90,6 +113,21 @@ class LimitSharing:
         self.lost_count = 0
         self.round_trips = 0
         self.mirror_reads = 0
+        # Said from the subscriber's thread, written to the log by the daemon's loop (sync).
+        self._lines: queue.SimpleQueue[str] = queue.SimpleQueue()
+        self._status_lock = threading.Lock()
+        self._mine_lock = threading.Lock()
+        self._republish_lock = threading.Lock()
+        self._sub_down = False  # the subscriber lost its subscription (it says so)
+        self._denied: str | None = None  # why SUBSCRIBE was refused (NOPERM), else None
+        self._next_poll = 0.0
+        self._active_until = 0.0  # monotonic: the keepalive is fast until then
+        self._live_limit_ms = 0  # epoch ms (Redis's clock): a limit is live until then
+        self._problems: dict[str, str] = {}  # what cannot be written or read, said once each
+        self._repaired: set[str] = set()
+        self._collision: str | None = None  # the run id of another run with this name
+        self._offset_ms = 0  # this clock minus Redis's, in ms, when over SKEW_SECONDS
+        self._skew_ms: int | None = None  # the last measured difference
         self._write_status()
         if subscribe:
             self._thread = threading.Thread(
@@ -114,26 +152,114 @@ class LimitSharing:
         state = "on" if self._up else "lost (carrying on with this run's own limits)"
         return f"{state} via {self.settings.shown_url}"
 
+    def _connection_kwargs(self) -> dict[str, Any]:
+        """redis-py's options beside the URL: TLS, and a client name that tells the daemons
+        apart in `CLIENT LIST` (unless the URL names one)."""
+        options = connection_options(self.settings)
+        if "client_name" not in urlsplit(self.settings.url).query:
+            who = "".join(c if c.isalnum() or c in "-_.:/@" else "_" for c in self.settings.name)
+            options["client_name"] = f"autodev:{who}:{self.run_id}"
+        return options
+
+    @property
+    def state(self) -> str:
+        """`on`, or `lost` while a round trip failed or the subscriber lost its connection."""
+        return "on" if self._up and (not self._sub_down or self._denied) else "lost"
+
+    def problems(self) -> list[str]:
+        """What is wrong beside on/lost, as `autodev status` says it (docs/sharing.md)."""
+        found = list(self._problems.values())
+        if self._denied:
+            found.append(f"no pub/sub ({self._denied}): polling every {POLL_SECONDS:g} s")
+        if self._collision:
+            found.append(f"another run is also named {self.settings.name!r} "
+                         f"(run {self._collision})")
+        if self._offset_ms:
+            found.append(f"this clock is {_seconds(self._offset_ms)} Redis's")
+        return found
+
     def _write_status(self) -> None:
-        """What `autodev status` shows: on or lost, where (no password), who, which accounts."""
+        """What `autodev status` shows: on or lost, where (no password), who, which accounts,
+        and what is wrong. Written by either thread, whenever any of it changes."""
         if self.status_file is None:
             return
-        data = {
-            "state": "on" if self._up else "lost",
-            "url": self.settings.shown_url,
-            "prefix": self.settings.prefix,
-            "name": self.settings.name,
-            "accounts": dict(self.settings.accounts),
-            "since": datetime.now(UTC).isoformat(),
-        }
-        temp = self.status_file.with_name(self.status_file.name + ".tmp")
-        try:
-            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # private
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(json.dumps(data, ensure_ascii=False))
-            temp.replace(self.status_file)
-        except OSError:
-            pass  # status is a courtesy; the run goes on
+        with self._status_lock:
+            data = {
+                "state": self.state,
+                "url": self.settings.shown_url,
+                "prefix": self.settings.prefix,
+                "name": self.settings.name,
+                "run": self.run_id,
+                "pid": os.getpid(),
+                "accounts": dict(self.settings.accounts),
+                "problems": self.problems(),
+                "clock_offset_seconds": self._offset_ms / 1000,
+                "since": datetime.now(UTC).isoformat(),
+            }
+            temp = self.status_file.with_name(self.status_file.name + ".tmp")
+            try:
+                fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # private
+                with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                    handle.write(json.dumps(data, ensure_ascii=False))
+                temp.replace(self.status_file)
+            except OSError:
+                pass  # status is a courtesy; the run goes on
+
+    def _server_ms(self, now: datetime) -> int:
+        """`now` on Redis's clock (docs/sharing.md "Clocks")."""
+        return millis(now) - self._offset_ms
+
+    def _measured(self, server: tuple[int, int] | Any, before: float, after: float) -> None:
+        """Redis's `TIME` against this clock (the midpoint of the round trip): a difference over
+        SKEW_SECONDS is said once, shown in status, and every shared instant is moved by it."""
+        if not isinstance(server, (tuple, list)) or len(server) != 2:
+            return
+        server_ms = int(server[0]) * 1000 + int(server[1]) // 1000
+        skew = int((before + after) / 2 * 1000) - server_ms
+        self._skew_ms = skew
+        held = self._offset_ms
+        if abs(skew) >= SKEW_SECONDS * 1000:
+            if held and abs(skew - held) < SKEW_SECONDS * 500:
+                return  # the same skew: keep the instants stable
+            self._offset_ms = skew
+            self.say(
+                f"limit sharing: this machine's clock is {_seconds(skew)} the Redis server's "
+                f"({self.settings.shown_url}); shared instants are moved onto Redis's clock"
+            )
+            self._write_status()
+        elif held and abs(skew) < SKEW_SECONDS * 500:
+            self._offset_ms = 0
+            self.say(f"limit sharing: this machine's clock agrees with the Redis server's again "
+                     f"({self.settings.shown_url})")
+            self._write_status()
+
+    def _local(self, item: Shared | SharedUsage) -> Shared | SharedUsage:
+        """A record on Redis's clock, on this one's."""
+        if not self._offset_ms:
+            return item
+        return attrs.evolve(item, reset=item.reset + self._offset_ms,
+                            seen=item.seen + self._offset_ms)
+
+    def _own(self, item: Shared | SharedUsage) -> bool:
+        """Whether this process wrote `item` (by its run id; by name for an older version's)."""
+        if item.run:
+            return item.run == self.run_id
+        return item.who == self.settings.name
+
+    def _check_name(self, item: Shared | SharedUsage) -> None:
+        """Another process wrote a record under this run's name since this one started: say it
+        once (two runs with one name would otherwise look like one to everyone else)."""
+        if (item.who != self.settings.name or not item.run or item.run == self.run_id
+                or item.seen < self._started_ms - self._offset_ms
+                or self._collision == item.run):
+            return
+        self._collision = item.run
+        self.say(
+            f"limit sharing: another run also calls itself {self.settings.name!r} (run "
+            f"{item.run}); each takes the other's records as another run's — give each run "
+            "its own share.name"
+        )
+        self._write_status()
 
     def _errors(self) -> tuple[type[BaseException], ...]:
         return (self._redis.RedisError, OSError)
@@ -164,14 +290,22 @@ class LimitSharing:
         """Sharing works again: say so once, then re-publish what this run learned meanwhile."""
         if self._up:
             return
-        self._up = True
-        self.say(f"limit sharing is back ({self.settings.shown_url})")
-        self._write_status()
-        for record in list(self._mine.values()):
-            if record.reset > millis(now):
+        with self._republish_lock:  # the subscriber's check waits for this re-publish
+            self._up = True
+            self.say(f"limit sharing is back ({self.settings.shown_url})")
+            self._write_status()
+            self._republish(now)
+
+    def _republish(self, now: datetime) -> None:
+        """Offer again every record of this run whose reset is still to come."""
+        with self._mine_lock:
+            limits, readings = list(self._mine.values()), list(self._mine_usage.values())
+        server = self._server_ms(now)
+        for record in limits:
+            if record.reset > server:
                 self._merge(record, now)
-        for reading in list(self._mine_usage.values()):
-            if reading.reset > millis(now):
+        for reading in readings:
+            if reading.reset > server:
                 self._merge_usage(reading, now)
 
     # --- what this run learned ----------------------------------------------------------------
@@ -187,12 +321,15 @@ class LimitSharing:
             shared = Shared(
                 account=self.settings.accounts[record.engine.provider],
                 engine=record.engine,
-                reset=millis(record.until),
+                reset=millis(record.until) - self._offset_ms,
                 read=record.read,
-                seen=millis(record.seen if record.seen is not None else now),
+                seen=millis(record.seen if record.seen is not None else now) - self._offset_ms,
                 who=self.settings.name,
+                run=self.run_id,
             )
-            self._mine[key] = shared
+            with self._mine_lock:
+                self._mine[key] = shared
+            self._live_limit_ms = max(self._live_limit_ms, shared.reset)
             if self._may_try():
                 self._merge(shared, now)
 
@@ -200,21 +337,73 @@ class LimitSharing:
         key = self.settings.key(shared.engine)
         assert key is not None
         return self._run_script(self._script, key, [
-            shared.payload(), millis(now), self.settings.channel, shared.account,
+            shared.payload(), self._server_ms(now), self.settings.channel, shared.account,
             str(shared.engine)], now)
 
     def _run_script(self, script: Any, key: str, args: list[Any], now: datetime) -> bool:
         """One merge script's round trip: whether it changed the shared record. A lost Redis is
-        said (`_lost`) and answers False; a round trip after a loss says sharing is back."""
-        try:
-            changed = script(keys=[key], args=args)
-        except self._errors() as error:
-            self._lost(error)
-            return False
+        said (`_lost`) and answers False; a round trip after a loss says sharing is back. An
+        error the server answered (a wrongly typed key, `maxmemory`, an ACL without scripting)
+        is not a loss: said once (`_cannot`), the key repaired where that is safe."""
+        for attempt in (1, 2):
+            try:
+                changed = script(keys=[key], args=args)
+            except self._redis.ResponseError as error:
+                if attempt == 1 and self._repair(self._client, key, error):
+                    continue
+                self.round_trips += 1
+                self._cannot("write", key, error)
+                return False
+            except self._errors() as error:
+                self._lost(error)
+                return False
+            break
         self.round_trips += 1
         if not self._up:
             self._back(now)
+        if self._problems.pop(f"write {key}", None) is not None:
+            if not any(k.startswith("write ") for k in self._problems):
+                self.say(f"limit sharing can write again ({self.settings.shown_url})")
+            self._write_status()
         return bool(changed)
+
+    def _cannot(self, what: str, key: str, error: BaseException) -> None:
+        """The server refused to `what` (write, read) `key`: one line the first time, and
+        status says it until it works again (never a lost/back pair: Redis answers)."""
+        reason = self._scrub(" ".join(str(error).split())[:160])
+        problem = f"{what} {key}"
+        if problem in self._problems:
+            return
+        self._problems[problem] = f"cannot {what} {key} ({reason})"
+        self.say(
+            f"limit sharing cannot {what} {key} ({self.settings.shown_url}: {reason}); "
+            + ("this run's records there are not shared" if what == "write"
+               else "other runs' records there are not read")
+        )
+        self._write_status()
+
+    def _repair(self, client: Any, key: str, error: BaseException) -> bool:
+        """A key of autodev's whose type autodev never writes (a string for a limit, a hash for
+        readings) is deleted, so the scripts can write it again: safe, since nothing of
+        autodev's can be in it. Whether it was repaired."""
+        if "WRONGTYPE" not in str(error):
+            return False
+        expected = "hash" if key.startswith(f"{self.settings.prefix}:usage:") else "string"
+        try:
+            held = _text(client.type(key))
+            if held in (expected, "none"):
+                return False
+            client.delete(key)
+        except self._errors():
+            return False
+        if key not in self._repaired:
+            self._repaired.add(key)
+            self._lines.put(
+                f"limit sharing repaired {key}: it held a {held}, not autodev's {expected}; "
+                "deleted so that the shared records can be written again"
+            )
+            self._news.set()
+        return True
 
     def publish_usage(self, records: Iterable[EngineUsage], now: datetime) -> None:
         """Offer this run's own usage readings (source empty) to the shared registry;
@@ -233,13 +422,15 @@ class LimitSharing:
                 engine=record.engine,
                 window=record.window,
                 utilization=record.utilization,
-                reset=reset,
+                reset=reset - self._offset_ms,
                 read=record.read,
-                seen=millis(record.seen if record.seen is not None else now),
+                seen=millis(record.seen if record.seen is not None else now) - self._offset_ms,
                 who=self.settings.name,
                 threshold=record.threshold,
+                run=self.run_id,
             )
-            self._mine_usage[(key, record.window)] = shared
+            with self._mine_lock:
+                self._mine_usage[(key, record.window)] = shared
             if self._may_try():
                 self._merge_usage(shared, now)
 
@@ -247,7 +438,7 @@ class LimitSharing:
         key = self.settings.usage_key(shared.engine)
         assert key is not None
         return self._run_script(self._usage_script, key, [
-            shared.payload(), millis(now), self.settings.usage_channel, shared.account,
+            shared.payload(), self._server_ms(now), self.settings.usage_channel, shared.account,
             str(shared.engine), shared.window], now)
 
     # --- what other runs learned ------------------------------------------------------------
@@ -255,7 +446,21 @@ class LimitSharing:
     def has_news(self) -> bool:
         """A pub/sub message arrived, or it is time to try a lost Redis again (polled by the
         sleeper, so a sleeping daemon wakes at once)."""
-        return self._news.is_set() or (not self._up and time.monotonic() >= self._next_try)
+        clock = time.monotonic()
+        return (
+            self._news.is_set()
+            or (not self._up and clock >= self._next_try)
+            or (self._sub_down and clock >= self._next_poll)  # no pub/sub: poll instead
+        )
+
+    def _say_queued(self) -> None:
+        """The lines the subscriber's thread left for the log."""
+        while True:
+            try:
+                line = self._lines.get_nowait()
+            except queue.Empty:
+                return
+            self.say(line)
 
     def sync(
         self, engines: Iterable[Engine], now: datetime
@@ -267,6 +472,9 @@ class LimitSharing:
         Read from the mirror when it can be trusted (`Mirror.trusted`, docs/sharing.md "The
         local mirror"), else in one round trip (which also rebuilds the mirror)."""
         self._news.clear()
+        self._say_queued()
+        self._active_until = time.monotonic() + ACTIVE_SECONDS
+        self._next_poll = time.monotonic() + POLL_SECONDS
         with self._live_lock:  # before the inbox: older messages are all in it by now
             generation, confirmed = self._liveness.generation, self._liveness.confirmed
         if self._still_quiet(engines, now, generation, confirmed):
@@ -282,7 +490,7 @@ class LimitSharing:
         if keyed and self._up and self._mirror.trusted(
             places, generation=generation, confirmed=confirmed, clock=time.monotonic()
         ):
-            held, heard = self._mirror.read(places, millis(now))
+            held, heard = self._mirror.read(places, self._server_ms(now))
             found += held
             found += heard
             self.mirror_reads += 1
@@ -324,19 +532,31 @@ class LimitSharing:
                     generation: int | None, now: datetime) -> list[Shared | SharedUsage]:
         """The engines' records in one round trip, which rebuilds the mirror; none when Redis
         cannot be reached (the run carries on with its own)."""
+        with self._mine_lock:
+            mine = self._live_mine(self._server_ms(now))
         try:
             pipe = self._client.pipeline(transaction=False)
+            pipe.time()
             pipe.mget([k for _e, k in keyed])
             for engine, _key in keyed:
                 pipe.hgetall(self.settings.usage_key(engine))
-            values, *hashes = pipe.execute(raise_on_error=False)
+            _queue_checks(pipe, mine)
+            before = self._wall()
+            server, values, *rest = pipe.execute(raise_on_error=False)
+            after = self._wall()
             if isinstance(values, Exception):
                 raise values
         except self._errors() as error:
             self._lost(error)
             return []
         self.round_trips += 1
-        self._back(now)
+        hashes, held = rest[:len(keyed)], rest[len(keyed):]
+        self._measured(server, before, after)
+        was_up = self._up
+        self._back(now)  # after a loss, re-publishes all of this run's live records
+        if was_up and _missing(mine, held):
+            self.say(self._lost_records_line())
+            self._republish(now)
         found: list[Shared | SharedUsage] = []
         snapshot: dict[Where, Shared | None] = {}
         windows: dict[Where, list[SharedUsage]] = {}
@@ -345,9 +565,14 @@ class LimitSharing:
             snapshot[place] = shared
             if shared is not None:
                 found.append(shared)
-        for place, fields in zip(places, hashes, strict=True):
+        for place, fields, (engine, _k) in zip(places, hashes, keyed, strict=True):
             if not isinstance(fields, dict):
-                continue  # a key this version cannot read (the mirror is not trusted)
+                # A key this version cannot read (the mirror is not trusted): said once (a
+                # wrongly typed one is repaired when this run writes there, `_run_script`).
+                usage_key = self.settings.usage_key(engine)
+                if isinstance(fields, BaseException) and usage_key is not None:
+                    self._cannot("read", usage_key, fields)
+                continue
             kept = windows.setdefault(place, [])
             for window in sorted(fields):
                 name = window.decode("utf-8", "replace") if isinstance(
@@ -367,18 +592,22 @@ class LimitSharing:
         limits: list[LimitObserved | UsageObserved] = []
         readings: list[LimitObserved | UsageObserved] = []
         for item in found:
+            self._check_name(item)
             if isinstance(item, SharedUsage):
                 observed = self._heard_usage(item, now)
                 if observed is not None:
                     readings.append(observed)
                 continue
             where = self.settings.key(item.engine)
-            if where is None or item.who == self.settings.name:
+            if where is None or self._own(item):
                 continue  # not an account of this run, or this run's own record
+            self._live_limit_ms = max(self._live_limit_ms, item.reset)
             if self._delivered.get(where) == item:
                 continue
             self._delivered[where] = item
-            limits.append(item.observed(now))
+            local = self._local(item)
+            assert isinstance(local, Shared)
+            limits.append(local.observed(now))
         return limits + readings
 
     def forget_told(self) -> None:
@@ -391,22 +620,40 @@ class LimitSharing:
     def _heard_usage(self, shared: SharedUsage, now: datetime) -> UsageObserved | None:
         """A reading of another run not delivered yet, whose window has not reset (else None)."""
         where = self.settings.usage_key(shared.engine)
-        if where is None or shared.who == self.settings.name:
+        if where is None or self._own(shared):
             return None  # not an account of this run, or this run's own reading
-        if shared.reset <= millis(now):
+        if shared.reset <= self._server_ms(now):
             return None  # its window has reset: dropped
         if self._heard.get((where, shared.window)) == shared:
             return None
         self._heard[(where, shared.window)] = shared
-        return shared.observed(now)
+        local = self._local(shared)
+        assert isinstance(local, SharedUsage)
+        return local.observed(now)
+
+    def _live_mine(self, server_ms: int) -> list[tuple[str, str | None]]:
+        """This run's records whose reset is still to come: (key, usage window or None)."""
+        found: list[tuple[str, str | None]] = [
+            (k, None) for k, r in self._mine.items() if r.reset > server_ms]
+        found += [(k, w) for (k, w), r in self._mine_usage.items() if r.reset > server_ms]
+        return found
+
+    def _lost_records_line(self) -> str:
+        return (
+            f"limit sharing: Redis no longer held this run's live records "
+            f"({self.settings.shown_url}: emptied, restarted or evicted); re-published them"
+        )
 
     def _listen(self) -> None:
         """The subscriber: its own connection, reconnecting quietly (the loop says lost/back).
 
         It also says how far it can be trusted. Once both channels are confirmed it
         starts a new generation (the mirror must be rebuilt under it); it sends a PING every
-        PING_SECONDS and, when the PONG comes back (after every message published before the
-        PING), records when that PING was sent. An error ends the generation."""
+        PING_SECONDS while something is live (IDLE_PING_SECONDS otherwise) and, when the PONG
+        comes back (after every message published before the PING), records when that PING
+        was sent. An error ends the generation, and status says lost at once. A SUBSCRIBE
+        the ACL refuses is said once; the daemon polls instead (`has_news`)."""
+        checker: Any = None
         while not self._stop.is_set():
             pubsub = None
             try:
@@ -415,12 +662,29 @@ class LimitSharing:
                     socket_timeout=None,
                     socket_connect_timeout=self.settings.timeout,
                     health_check_interval=0,
-                    **connection_options(self.settings),
+                    **self._connection_kwargs(),
                 )
+                if checker is None:
+                    checker = self._redis.Redis.from_url(
+                        self.settings.url,
+                        socket_timeout=self.settings.timeout,
+                        socket_connect_timeout=self.settings.timeout,
+                        health_check_interval=0,
+                        **self._connection_kwargs(),
+                    )
                 pubsub = client.pubsub()
-                self._read_channels(pubsub)
+                self._read_channels(pubsub, checker)
+            except self._redis.ResponseError as error:
+                self._end_generation()
+                self._subscriber(down=True)
+                if "NOPERM" in str(error):
+                    self._refused(error)
+                    self._stop.wait(DENIED_RETRY_SECONDS)
+                else:
+                    self._stop.wait(min(self.retry_seconds, 1.0))
             except self._errors():
                 self._end_generation()
+                self._subscriber(down=True)
                 self._stop.wait(min(self.retry_seconds, 1.0))
             finally:
                 self._end_generation()
@@ -429,8 +693,78 @@ class LimitSharing:
                         pubsub.close()
                     except self._errors():
                         pass
+        if checker is not None:
+            try:
+                checker.close()
+            except self._errors():
+                pass
 
-    def _read_channels(self, pubsub: Any) -> None:
+    def _subscriber(self, *, down: bool) -> None:
+        """The subscription was lost (a closed connection, a PING unanswered for LIVE_SECONDS)
+        or is live again: status says so at once, and a waiting daemon polls meanwhile."""
+        if self._sub_down == down:
+            return
+        self._sub_down = down
+        if down:
+            self._news.set()  # a sleeping daemon makes the round trip, which says lost
+        self._write_status()
+
+    def _refused(self, error: BaseException) -> None:
+        """The ACL refused SUBSCRIBE: one line, status says it, the daemon polls instead."""
+        reason = self._scrub(" ".join(str(error).split())[:160])
+        if self._denied is None:
+            self._lines.put(
+                f"limit sharing cannot subscribe to {self.settings.channel} "
+                f"({self.settings.shown_url}: {reason}); a waiting daemon asks Redis every "
+                f"{POLL_SECONDS:g} s instead (grant the user &{self.settings.prefix}:*)"
+            )
+            self._news.set()
+        self._denied = reason
+        self._write_status()
+
+    def _active(self) -> bool:
+        """Whether the keepalive is fast: a limit is live, or a turn start read lately."""
+        now_ms = int(self._wall() * 1000) - self._offset_ms
+        return time.monotonic() < self._active_until or now_ms < self._live_limit_ms
+
+    def _check_records(self, checker: Any) -> None:
+        """Whether Redis still holds this run's live records; those it lost (a restart empty,
+        FLUSHALL, eviction) are offered again through the merge scripts, and said."""
+        with self._republish_lock:
+            self._check_held(checker)
+
+    def _check_held(self, checker: Any) -> None:
+        now_ms = int(self._wall() * 1000) - self._offset_ms
+        with self._mine_lock:
+            mine = self._live_mine(now_ms)
+            limits = {k: r for k, r in self._mine.items() if r.reset > now_ms}
+            readings = {kw: r for kw, r in self._mine_usage.items() if r.reset > now_ms}
+        if not mine or not self._up:
+            return  # nothing to keep, or the loop re-publishes all when sharing is back
+        try:
+            pipe = checker.pipeline(transaction=False)
+            _queue_checks(pipe, mine)
+            missing = _missing(mine, pipe.execute(raise_on_error=False))
+            if not missing:
+                return
+            merge = checker.register_script(MERGE_SCRIPT)
+            usage = checker.register_script(USAGE_SCRIPT)
+            for key, window in missing:
+                if window is None:
+                    record = limits[key]
+                    merge(keys=[key], args=[record.payload(), now_ms, self.settings.channel,
+                                            record.account, str(record.engine)])
+                else:
+                    reading = readings[(key, window)]
+                    usage(keys=[key], args=[
+                        reading.payload(), now_ms, self.settings.usage_channel,
+                        reading.account, str(reading.engine), window])
+        except self._errors():
+            return  # the daemon's loop says lost, and re-publishes when it is back
+        self._lines.put(self._lost_records_line())
+        self._news.set()
+
+    def _read_channels(self, pubsub: Any, checker: Any = None) -> None:
         """One subscription's messages, until the run stops or the connection fails."""
         channels = {self.settings.channel, self.settings.usage_channel}
         subscribed_at = time.monotonic()
@@ -440,13 +774,19 @@ class LimitSharing:
         pings: dict[str, float] = {}
         count = 0
         next_ping = subscribed_at + PING_SECONDS
+        next_check = subscribed_at
         while not self._stop.is_set():
             clock = time.monotonic()
             if not pending and clock >= next_ping:
                 count += 1
                 pings[f"autodev-{count}"] = clock
                 pubsub.ping(f"autodev-{count}")
-                next_ping = clock + PING_SECONDS
+                next_ping = clock + (PING_SECONDS if self._active() else IDLE_PING_SECONDS)
+            if not pending and checker is not None and clock >= next_check:
+                next_check = clock + CHECK_SECONDS
+                self._check_records(checker)
+            if pings and clock - min(pings.values()) > LIVE_SECONDS:
+                self._subscriber(down=True)  # a PING unanswered: a stopped or silent server
             message = pubsub.get_message(
                 timeout=max(0.01, min(PING_SECONDS, next_ping - time.monotonic()))
             )
@@ -465,12 +805,19 @@ class LimitSharing:
                 if not pending:
                     with self._live_lock:
                         self._liveness.subscribed(subscribed_at)
+                    if self._denied is not None:
+                        self._denied = None
+                        self._lines.put(f"limit sharing hears other runs again "
+                                        f"({self.settings.channel})")
+                    self._subscriber(down=False)
                 continue
             if kind == "pong":
                 sent = pings.pop(_text(message.get("data")), None)
                 if sent is not None:
                     with self._live_lock:
                         self._liveness.answered(sent)
+                    if not pending:
+                        self._subscriber(down=False)
                 continue
             if kind != "message":
                 continue
@@ -497,7 +844,7 @@ class LimitSharing:
         if shared is None:
             return
         self._inbox.put(shared)  # this run's own too: the mirror holds what Redis holds
-        if shared.who != self.settings.name:
+        if not self._own(shared):
             self._news.set()
 
     def _receive_usage(self, raw: Any) -> None:
@@ -516,7 +863,7 @@ class LimitSharing:
         if shared is None:
             return
         self._inbox.put(shared)  # this run's own too: the mirror holds what Redis holds
-        if shared.who != self.settings.name:
+        if not self._own(shared):
             self._news.set()
 
     def close(self) -> None:
@@ -529,3 +876,26 @@ class LimitSharing:
             self._client.close()
         except self._errors():
             pass
+
+
+def _queue_checks(pipe: Any, mine: list[tuple[str, str | None]]) -> None:
+    """Whether each of this run's live records is still held: EXISTS, or HEXISTS of a window."""
+    for key, window in mine:
+        if window is None:
+            pipe.exists(key)
+        else:
+            pipe.hexists(key, window)
+
+
+def _missing(mine: list[tuple[str, str | None]],
+             held: list[Any]) -> list[tuple[str, str | None]]:
+    """Those of `mine` that Redis answered it does not hold (an error is no answer)."""
+    return [where for where, answer in zip(mine, held, strict=True)
+            if not isinstance(answer, BaseException) and not answer]
+
+
+def _seconds(ms: int) -> str:
+    """`30 s ahead of` / `5 min 0 s behind`: how far this clock is from Redis's."""
+    total = round(abs(ms) / 1000)
+    text = f"{total // 60} min {total % 60} s" if total >= 60 else f"{total} s"
+    return f"{text} {'ahead of' if ms > 0 else 'behind'}"

@@ -39,13 +39,17 @@ class Shared:
     read: bool
     seen: int
     who: str
+    #: The writing process's run id (docs/sharing.md "Names"): two runs with the same `who`
+    #: never take each other's records for their own. Empty in a record of an older version.
+    run: str = ""
 
     def payload(self) -> str:
         """The record as the merge script takes it (`scripts.py`)."""
-        return json.dumps(
-            {"reset": self.reset, "read": self.read, "seen": self.seen, "who": self.who},
-            separators=(",", ":"),
-        )
+        data: dict[str, Any] = {"reset": self.reset, "read": self.read, "seen": self.seen,
+                                "who": self.who}
+        if self.run:
+            data["run"] = self.run
+        return json.dumps(data, separators=(",", ":"))
 
     def observed(self, now: datetime) -> LimitObserved:
         from autodev_core.scheduler import LimitObserved
@@ -73,13 +77,16 @@ class SharedUsage:
     seen: int
     who: str
     threshold: float | None = None
+    #: The writing process's run id, as `Shared.run`.
+    run: str = ""
 
     def payload(self) -> str:
-        return json.dumps(
-            {"util": self.utilization, "reset": self.reset, "read": self.read,
-             "seen": self.seen, "who": self.who, "threshold": self.threshold},
-            separators=(",", ":"),
-        )
+        data: dict[str, Any] = {"util": self.utilization, "reset": self.reset,
+                                "read": self.read, "seen": self.seen, "who": self.who,
+                                "threshold": self.threshold}
+        if self.run:
+            data["run"] = self.run
+        return json.dumps(data, separators=(",", ":"))
 
     def observed(self, now: datetime) -> UsageObserved:
         """The reading as the core takes it from another run: a reset the provider did not say
@@ -122,6 +129,7 @@ def _parse_usage(account: str, engine: Engine, window: str, raw: Any) -> SharedU
             seen=int(data["seen"]),
             who=str(data["who"]),
             threshold=None if threshold is None else float(threshold),
+            run=_run_of(data),
         )
     except (ValueError, KeyError, TypeError, AttributeError):
         return None  # a record this version cannot read is not this run's business
@@ -137,9 +145,15 @@ def _parse(account: str, engine: Engine, raw: Any) -> Shared | None:
             read=bool(data["read"]),
             seen=int(data["seen"]),
             who=str(data["who"]),
+            run=_run_of(data),
         )
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, AttributeError):
         return None  # a record this version cannot read is not this run's business
+
+
+def _run_of(data: Any) -> str:
+    run = data.get("run", "")
+    return run if isinstance(run, str) else ""
 
 
 def _text(value: Any) -> str:

@@ -42,7 +42,7 @@ else
   redis.call('DEL', KEYS[1])
 end
 redis.call('PUBLISH', ARGV[3], cjson.encode({account = ARGV[4], engine = ARGV[5],
-  reset = new.reset, read = new.read, seen = new.seen, who = new.who}))
+  reset = new.reset, read = new.read, seen = new.seen, who = new.who, run = new.run}))
 return 1
 """
 

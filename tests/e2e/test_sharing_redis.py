@@ -390,7 +390,8 @@ def test_a_reading_is_one_field_of_the_engines_hash_expiring_with_its_last_windo
     assert sorted(client.hkeys(key)) == [b"five_hour", b"seven_day"]
     assert json.loads(client.hget(key, "five_hour")) == {
         "util": 0.97, "reset": millis(now + timedelta(minutes=90)), "read": True,
-        "seen": millis(now), "who": "laptop", "threshold": 0.9}
+        "seen": millis(now), "who": "laptop", "threshold": 0.9,
+        "run": a.run_id}  # docs/sharing.md "Names": the writer's run id
     assert abs(client.pexpiretime(key) - millis(now + timedelta(days=2))) <= 2_000
     # The script drops a reset window too (a writer whose own check was skipped, e.g. a late
     # re-publish): nothing is written, nothing published.
