@@ -29,6 +29,7 @@ from ..calls.lanes import NoLaneError, read_lane
 from ..status.report import status_json
 from ..store.folder import open_existing, run_db
 from ..store.runlock import daemon_holding
+from ..story.panel_routes import timeline_routes
 from .ansi import render_text
 from .live import LANE_TAIL_BYTES, Hub
 from .prompts import PROMPT_MAX_BYTES, PromptError, read_prompt, save_prompt
@@ -295,6 +296,7 @@ def build_app(run_dir: Path, *, team_dir: Path | None, token: str, host: str, po
         Route("/api/thread", panel.thread, methods=["GET"]),
         Route("/api/lane/{participant}", panel.lane, methods=["GET"]),
         Route("/api/prompt/{participant}", panel.get_prompt, methods=["GET"]),
+        *timeline_routes(run_dir),  # docs/timeline.md
         Mount("/static", app=StaticFiles(directory=STATIC_DIR), name="static"),
     ]
     if not read_only:

@@ -71,8 +71,9 @@ def _ticks(start: datetime, end: datetime, zone: tzinfo) -> list[datetime]:
 
 
 def render_timeline_svg(timeline: Timeline, *, width: int = 1000, zone: tzinfo = UTC,
-                        title: str = "autodev timeline") -> str:
-    """The timeline as a standalone SVG document (`image/svg+xml`)."""
+                        title: str = "autodev timeline", fluid: bool = False) -> str:
+    """The timeline as a standalone SVG document (`image/svg+xml`); `fluid`: no fixed size, it
+    fills the width of what holds it (in a page)."""
     plot = width - LABEL_WIDTH - 10
     seconds = (timeline.end - timeline.start).total_seconds()
 
@@ -85,8 +86,9 @@ def render_timeline_svg(timeline: Timeline, *, width: int = 1000, zone: tzinfo =
     step = tick_step(timeline.end - timeline.start)
     shape = "%H:%M" if step < timedelta(hours=6) else "%a %d %H:%M"
     out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" role="img" aria-label={_attr(title)} '
+        '<svg xmlns="http://www.w3.org/2000/svg" '
+        + ('width="100%" ' if fluid else f'width="{width}" height="{height}" ')
+        + f'viewBox="0 0 {width} {height}" role="img" aria-label={_attr(title)} '
         'font-family="sans-serif" font-size="12">',
         f"<title>{_text(title)}</title>",
         f'<rect width="{width}" height="{height}" fill="#ffffff"/>',
