@@ -198,9 +198,11 @@ SHELL_MAY_USE: dict[str, set[str]] = {
     "calls": {"store", "clock", "private", "loop"},
     "status": {"store", "durability"},
     "sharing": {"status"},
-    "team": {"calls", "sharing"},
+    "story": {"private", "store", "calls", "clock"},  # docs/timeline.md
+    "notify": {"story"},  # docs/notifications.md: the events file beside the notifier
+    "team": {"calls", "sharing", "notify"},
     "runner": {"calls", "clock", "durability", "loop", "sharing", "store"},
-    "panel": {"calls", "durability", "status", "store", "team", "private", "clock"},
+    "panel": {"calls", "durability", "status", "store", "team", "private", "clock", "story"},
     "adapters": {"calls"},
 }
 
