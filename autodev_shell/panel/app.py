@@ -120,7 +120,8 @@ class Panel:
         run_now, rate = self.clock.now(now, running=running)
         status = status_view(facts, run_now, zone, state, gate, lines)
         status["view"]["clock"] = {"run_now": run_now.astimezone(UTC).isoformat(),
-                                   "rate": rate, "fast": self.clock.fast()}
+                                   "rate": rate, "fast": self.clock.fast(),
+                                   "measured": self.clock.measured()}
         return status
 
     @staticmethod

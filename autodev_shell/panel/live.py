@@ -275,7 +275,8 @@ class Hub:
                 comparable = json.dumps({**{k: v for k, v in view.items()
                                             if k not in ("now", "clock")},
                                          "rate": f"{clock.get('rate', 1.0):.2g}",
-                                         "fast": clock.get("fast")},
+                                         "fast": clock.get("fast"),
+                                         "measured": clock.get("measured")},
                                         sort_keys=True, default=str)
                 if comparable != self.last_status_text:
                     self.last_status_text = comparable

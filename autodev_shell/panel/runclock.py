@@ -45,7 +45,8 @@ class RunClock:
                 pid: Any) -> None:
         """One look at the store: `beat` its newest heartbeat, `seen` the machine's time."""
         if pid != self.pid:
-            self.readings, self.pid = [], pid  # another daemon: another clock's start
+            # Another daemon: another clock's start (a run started again without --fast).
+            self.readings, self.pid, self.fast_seen = [], pid, False
         if beat is None or beat == self.last_beat:
             return
         first_look = self.last_beat is None
@@ -63,6 +64,11 @@ class RunClock:
         if seen1 - seen0 < MIN_SPAN:
             return 1.0
         return (beat1 - beat0) / (seen1 - seen0)
+
+    def measured(self) -> bool:
+        """Whether the rate comes from two readings far enough apart (else it is 1)."""
+        return len(self.readings) >= 2 and \
+            self.readings[-1][0] - self.readings[0][0] >= MIN_SPAN
 
     def fast(self) -> bool:
         return self.fast_seen or abs(self.rate() - 1.0) > SPREAD

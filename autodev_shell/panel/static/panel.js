@@ -128,9 +128,15 @@
                  at: Date.now(), rate: typeof clock.rate === "number" ? clock.rate : 1 };
     const clockNote = $("#clock-note");
     clockNote.hidden = !runClock.fast;
-    setText(clockNote, !runClock.fast ? "" : runClock.rate > 0
-      ? `This run keeps a fast clock (about ${formatRate(runClock.rate)} real time): its times and the time left are the run's clock's.`
-      : "This run keeps a fast clock, which stands still while no daemon runs it: the time left is counted from its last heartbeat.");
+    let said = "";
+    if (runClock.fast && runClock.rate === 0) {
+      said = "This run keeps a fast clock, which stands still while no daemon runs it: the time left is counted from its last heartbeat.";
+    } else if (runClock.fast && !clock.measured) {
+      said = "This run keeps a fast clock (its rate is being measured from its heartbeats): its times are the run's clock's; the time left is counted from its last heartbeat.";
+    } else if (runClock.fast) {
+      said = `This run keeps a fast clock (about ${formatRate(runClock.rate)} real time): its times and the time left are the run's clock's.`;
+    }
+    setText(clockNote, said);
     const word = $("#run-status");
     setText(word, String(view.status));
     word.setAttribute("data-status", String(view.status));
@@ -176,6 +182,7 @@
     }
     renderParticipants(view);
     updateControls();
+    tick(); // every countdown on the clock just said, not on the one before
   }
 
   function formatRate(rate) {

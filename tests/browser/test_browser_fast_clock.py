@@ -1,0 +1,79 @@
+"""Issue 41, item 1: a run on a fast clock (`autodev run --fast 60`) shown truthfully, in a real
+browser: its countdowns count on the run's clock, learnt from its heartbeats (C2), not on the
+machine's, and the page says the run keeps a fast clock. ana's only engine, claude, answers a
+two-hour limit (A2): the run waits two hours of its time, two minutes of the machine's."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from browser_helpers import Panel, RunDaemon, panel_over, participant_file, wait_for
+
+FAST = 60.0
+
+
+@pytest.fixture(scope="module")
+def run(browser: Any, tmp_path_factory: pytest.TempPathFactory
+        ) -> Iterator[tuple[RunDaemon, Panel]]:
+    root = tmp_path_factory.mktemp("fastclock")
+    reset = int((datetime.now(UTC) + timedelta(hours=2)).timestamp())
+    daemon = RunDaemon(root, {"ana": participant_file("claude", "You are Ana.")},
+                       {"claude": {"answers": [{"kind": "limit", "resets_at": reset}],
+                                   "default": {"kind": "post", "post": "ana: done"}}},
+                       fast=FAST).start()
+    wait_for(lambda: daemon.status()["limits"], "ana's limit")
+    with panel_over(daemon, root) as pair:
+        yield pair
+
+
+def minutes_left(label: str) -> int:
+    found = re.search(r"\(in (?:(\d+)\s*h\s*)?(\d+)\s*m", label)
+    assert found, label
+    return int(found.group(1) or 0) * 60 + int(found.group(2))
+
+
+def test_a_fast_runs_countdown_counts_on_the_runs_clock(run: tuple[RunDaemon, Panel],
+                                                       open_page: Any) -> None:
+    daemon, panel = run
+    page = open_page(panel).page
+    note = page.locator("#clock-note")
+    # The rate is known once two heartbeats 3 s apart were seen (docs/panel.md, Whose clock).
+    page.wait_for_function(
+        "() => /fast clock \\(about \\d\\d/.test(document.querySelector('#clock-note').textContent)",
+        timeout=60_000)
+    rate = float(re.findall(r"about ([\d.]+)×", str(note.text_content()))[0])
+    assert FAST / 2 <= rate <= FAST * 2, note.text_content()
+    # Its age on the run's clock: never "just now" for a heartbeat stamped hours ahead of the
+    # machine's clock, and said to be the run's.
+    assert "on the run's clock" in str(page.locator("#heartbeat").text_content())
+    timer = page.locator("#participants .limit [role=timer]").first
+    timer.wait_for(state="visible")
+    first = minutes_left(str(timer.text_content()))
+    facts = daemon.status()
+    (limit,) = facts["limits"]
+    beat = datetime.fromisoformat(facts["daemon"]["last_heartbeat"])
+    expected = (datetime.fromisoformat(limit["until"]) - beat).total_seconds() / 60
+    assert abs(first - expected) <= 10, (first, expected)  # the run's time left, not the machine's
+    time.sleep(6)  # six seconds of the machine's: six minutes of the run's
+    later = minutes_left(str(timer.text_content()))
+    assert first - later >= 3, (first, later)
+
+
+def test_with_no_daemon_the_runs_clock_stands_still(run: tuple[RunDaemon, Panel],
+                                                   open_page: Any) -> None:
+    daemon, panel = run
+    page = open_page(panel).page
+    daemon.kill9()
+    page.wait_for_function(
+        "() => document.querySelector('#clock-note').textContent.includes('stands still')",
+        timeout=30_000)
+    timer = page.locator("#participants .limit [role=timer]").first
+    if timer.count():  # the limit may have lifted before the kill on a slow machine
+        first = str(timer.text_content())
+        time.sleep(2.5)
+        assert str(timer.text_content()) == first
