@@ -44,7 +44,8 @@ def test_a_fast_runs_countdown_counts_on_the_runs_clock(run: tuple[RunDaemon, Pa
     note = page.locator("#clock-note")
     # The rate is known once two heartbeats 3 s apart were seen (docs/panel.md, Whose clock).
     page.wait_for_function(
-        "() => /fast clock \\(about \\d\\d/.test(document.querySelector('#clock-note').textContent)",
+        "() => /fast clock \\(about \\d\\d/"
+        ".test(document.querySelector('#clock-note').textContent)",
         timeout=60_000)
     rate = float(re.findall(r"about ([\d.]+)×", str(note.text_content()))[0])
     assert FAST / 2 <= rate <= FAST * 2, note.text_content()
