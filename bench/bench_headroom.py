@@ -11,8 +11,10 @@ docs/scenarios.md). The same scenario is simulated with the knob off and with `h
 seed: calls refused by a limit, turns a limit cut short, call time lost, hours every participant
 waited for a limit. The knob-off run is the baseline.
 
-Today only claude's CLI reports such readings (docs/limits.md "Usage readings"); the storm
-gives codex and agy warnings too, to show what a reading does wherever one exists.
+Every healthy call reports the five-hour window (claude 2.1.332 prints its unifiedWindows on
+each subscription turn): rising from 0 after a reset to the warning's figure, then to 100 % at
+the limit. Today only claude's CLI reports such readings (docs/limits.md "Usage readings"); the
+storm gives codex and agy readings too, to show what a reading does wherever one exists.
 
     python bench/bench_headroom.py [--days 30] [--at 0.95]
     python bench/bench_headroom.py --write-scenario docs/examples/headroom/storm-week.yaml --days 7
@@ -48,21 +50,47 @@ HAND_OVER_AT = 0.95
 M = timedelta(minutes=1)
 
 
+#: How often the storm's accounts report a new reading (claude reports its unifiedWindows on
+#: every call; a period holds the value of its start, never more than was used then).
+QUIET_STEP = 60 * M
+WARNING_STEP = 10 * M
+
+
+def _rising(provider: str, start: datetime, end: datetime, low: float, high: float,
+            step: timedelta, reset: datetime) -> list[UsagePeriod]:
+    """Readings of the five-hour window from `low` at `start` rising linearly to `high` at
+    `end`, one period per `step`, each at the value of its start."""
+    out = []
+    at = start
+    while at < end:
+        until = min(at + step, end)
+        used = round(low + (high - low) * ((at - start) / (end - start)), 3)
+        out.append(UsagePeriod(provider, at, until, warning=used, window="five_hour",
+                               reset=reset, threshold=0.9 if used >= 0.9 else None))
+        at = until
+    return out
+
+
 def usage_periods(days: int, seed: int, start: datetime = START) -> tuple[UsagePeriod, ...]:
-    """Per provider: quiet 4-20 hours, a warning period of 30-120 minutes at 90-99 %, then a
-    limit of 1-5 hours until the window's reset; again until `days` have passed."""
+    """Per provider: quiet 4-20 hours, a warning period of 30-120 minutes from 90-99 %, then a
+    limit of 1-5 hours until the window's reset; again until `days` have passed. Every healthy
+    call reports the five-hour window as claude 2.1.332 does on each subscription turn
+    (unifiedWindows): rising from 0 after a reset to the warning's figure (hourly), then to
+    100 % at the limit (every 10 minutes)."""
     rng = random.Random(seed)
     end = start + timedelta(days=days)
     periods = []
     for provider in PROVIDERS:
         at = start + rng.randint(60, 600) * M
+        since = start
         while at < end:
             warned = at + rng.randint(30, 120) * M
             reset = warned + rng.randint(60, 300) * M
-            periods.append(UsagePeriod(provider, at, warned,
-                                       warning=rng.choice((0.9, 0.93, 0.96, 0.97, 0.99)),
-                                       window="five_hour", reset=reset, threshold=0.9))
+            warning = rng.choice((0.9, 0.93, 0.96, 0.97, 0.99))
+            periods += _rising(provider, since, at, 0.0, warning, QUIET_STEP, reset)
+            periods += _rising(provider, at, warned, warning, 1.0, WARNING_STEP, reset)
             periods.append(UsagePeriod(provider, warned, reset))
+            since = reset
             at = reset + rng.randint(240, 1200) * M
     return tuple(periods)
 
@@ -104,15 +132,22 @@ def details(comparison: HeadroomComparison, days: int) -> str:
         "`bench/bench_headroom.py`: the storm of row 2 (its team and call mix), except that its "
         "limits come from each account's usage over time, not from notices scripted per call: "
         "quiet hours, then a warning period (healthy calls report 90-99 % of a five-hour "
-        "window), then a limit until the window's reset (`usage:` periods, docs/scenarios.md). "
+        "window, rising to 100 %), then a limit until the window's reset (`usage:` periods, "
+        "docs/scenarios.md). "
         "Simulated with `policy.headroom` off and on (`compare_headroom`); counts, not times, "
         "the same on every machine for the seed:\n\n" + table + "\n\n"
         "Handing over before the limit spares calls that would have met it and turns a limit "
-        "would have cut short. The time spent waiting hardly changes: the "
-        "scripted usage does not depend on the calls made (a real account's would), and a "
-        "reading is kept per engine, so a warning on `claude:opus` does not yet steer turns "
-        "off `claude:sonnet` of the same account. Today only claude's CLI reports readings "
-        "(docs/limits.md); the storm gives codex and agy warnings too.\n"
+        "would have cut short. Every healthy call reports the five-hour window, rising to 100 % "
+        "at the limit, as claude 2.1.332 reports its unifiedWindows on each subscription turn, "
+        "and a reading is the account's (issue 37): a warning read on `claude:opus` steers "
+        "turns off `claude:sonnet` too. Of the calls that still hit a limit with the knob on, "
+        "most started on an engine known to be near because every free entry of the team was "
+        "near or limited (a warning never makes the run wait), a few where no reading came "
+        "first, and the engines of one account each learn the limit by their own refused call "
+        "(A8: a limit is an engine's). The time spent waiting hardly changes: the scripted "
+        "usage does not depend on the calls made (a real account's would). Today only "
+        "claude's CLI reports readings (docs/limits.md); the storm gives codex and agy "
+        "readings too.\n"
     )
 
 

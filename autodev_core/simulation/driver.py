@@ -10,8 +10,10 @@ reads no clock and touches no file: the CLI reads the scenario and prints the li
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, tzinfo
+from itertools import islice
 from typing import Final
 
 import attrs
@@ -144,12 +146,13 @@ class _Lane:
 class _Period:
     """One usage period in UTC, with the reading or the limit notice it gives (built once)."""
 
-    __slots__ = ("end", "limit", "reading", "start")
+    __slots__ = ("end", "limit", "reading", "readings", "start")
 
     def __init__(self, period: UsagePeriod) -> None:
         self.start = period.start.astimezone(UTC)
         self.end = period.end.astimezone(UTC)
         self.reading: UsageReading | None = None
+        self.readings: tuple[UsageReading, ...] = ()
         self.limit: LimitNotice | None = None
         if period.warning is None:
             self.limit = LimitNotice(
@@ -159,6 +162,7 @@ class _Period:
             self.reading = UsageReading(
                 provider=period.provider, utilization=period.warning, window=period.window,
                 resets_at=period.reset, threshold=period.threshold)
+            self.readings = (self.reading,)
 
 
 class _Machine:
@@ -179,6 +183,10 @@ class _Machine:
         self.usage: dict[str, list[_Period]] = {}
         for period in sorted(scenario.usage, key=lambda p: p.start.astimezone(UTC)):
             self.usage.setdefault(period.provider, []).append(_Period(period))
+        # A provider's periods never overlap, so their ends are in time order too: a call looks
+        # only from the first period not over when it starts (bisect), not from the first.
+        self.ends: dict[str, list[datetime]] = {
+            provider: [p.end for p in periods] for provider, periods in self.usage.items()}
         if self.usage:
             self.answer = self._metered  # type: ignore[method-assign]
 
@@ -231,7 +239,8 @@ class _Machine:
         scripted = (lane.answers[index] if lane is not None and index < lane.count
                     else self.fallback)
         end = start + scripted.duration
-        for period in periods:
+        ends = self.ends[engine.provider]
+        for period in islice(periods, bisect_right(ends, start), None):
             if period.start > start and period.start >= end:
                 break  # in time order: none later can meet this call
             if period.limit is not None and (period.start <= start < period.end
@@ -248,11 +257,11 @@ class _Machine:
         if event.kind in ("limit", "network", "login"):
             return event  # no healthy call: no reading (A2)
         at = event.now
-        for period in periods:
+        for period in islice(periods, bisect_right(ends, at), None):
             if period.start > at:
                 break
             if period.reading is not None and at < period.end:
-                return attrs.evolve(event, usage=period.reading)
+                return attrs.evolve(event, usage=period.reading, readings=period.readings)
         return event
 
     answer = _answer
