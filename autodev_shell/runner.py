@@ -49,6 +49,7 @@ from autodev_core.participant import Participant
 from autodev_core.scheduler import (
     CallCancelled,
     Effect,
+    LimitCleared,
     Log,
     MessageArrived,
     PauseRequested,
@@ -85,7 +86,7 @@ from .loop.sleeper import (
     sleep_until,
 )
 from .sharing import LimitSharing
-from .store.run_store import NewPost, RunStore
+from .store.run_store import Control, NewPost, RunStore
 
 #: The thread's last posts shown to a participant in a fresh turn's prompt.
 PROMPT_THREAD_POSTS: Final = 20
@@ -97,13 +98,18 @@ PROMPT_THREAD_BYTES: Final = 64 * 1024
 #: One post's most in the window: a longer post is cut (its start kept) with a marker, so one
 #: huge post never pushes every other post out.
 PROMPT_POST_BYTES: Final = 16 * 1024
-ControlEvent = StopRequested | PauseRequested | ResumeRequested | MessageArrived
-#: The event each control (`autodev stop`, `pause`, `resume`, `say`, C6) becomes: the one
-#: mapping of control names to events (a `say` also brings its text as posts: loop/messages.py).
+ControlEvent = (StopRequested | PauseRequested | ResumeRequested | MessageArrived
+                | LimitCleared)
+#: The event each control (`autodev stop`, `pause`, `resume`, `say`, C6; `autodev limits
+#: clear`, docs/cli.md) becomes: the one mapping of control names to events (a `say` also
+#: brings its text as posts: loop/messages.py; a `clear` its engine: `_cleared`).
 _CONTROL_EVENTS: Final[Mapping[str, type[ControlEvent]]] = MappingProxyType({
     "stop": StopRequested, "pause": PauseRequested, "resume": ResumeRequested,
-    "say": MessageArrived,
+    "say": MessageArrived, "clear": LimitCleared,
 })
+#: The controls that carry nothing but their instant (a `say` brings posts, a `clear` an engine).
+_PLAIN_CONTROLS: Final[Mapping[str, type[StopRequested | PauseRequested | ResumeRequested]]] = (
+    MappingProxyType({"stop": StopRequested, "pause": PauseRequested, "resume": ResumeRequested}))
 #: The same, read back: the control an event carries out (`--json`'s `control` line).
 _CONTROL_NAMES: Final[Mapping[type, str]] = MappingProxyType(
     {event: name for name, event in _CONTROL_EVENTS.items()})
@@ -335,12 +341,35 @@ class Runner:
         if control.command == "say":
             events.append(self.messages.arrived(now, first=control))
             return
-        kind = _CONTROL_EVENTS.get(control.command)
+        if control.command == "clear":
+            events.extend(self._cleared(control, now))
+            return
+        kind = _PLAIN_CONTROLS.get(control.command)
         if kind is None:
             self.log.note(now, f"unknown control {control.command!r} ignored")
             self.commits.untaken.add(control.id)
             return
         events.append(Todo(kind(now=now), taken=(control.id,)))
+
+    def _cleared(self, control: Control, now: datetime) -> list[Todo]:
+        """`autodev limits clear ENGINE` as its step (docs/cli.md); an engine the core cannot
+        read (the store edited by hand) is a note, and the control is marked taken."""
+        try:
+            engine = Engine.parse(control.arg)
+        except ValueError as exc:
+            self.log.note(now, f"limits clear {control.arg!r} ignored: {exc}")
+            self.commits.untaken.add(control.id)
+            return []
+        return [Todo(LimitCleared(now=now, engine=engine), taken=(control.id,))]
+
+    def _clear_now(self) -> bool:
+        """Carry out every queued `autodev limits clear` now, in the middle of a wait, one step
+        each (their follow-ups queued for the loop); whether any was."""
+        taken = self.controls.take_all("clear")
+        for control in taken:
+            for todo in self._cleared(control, self.clock.now()):
+                self._apply(todo, self._events)
+        return bool(taken)
 
     def _wait_while_paused(self, events: deque[Todo]) -> None:
         while not events:
@@ -354,7 +383,8 @@ class Runner:
             seconds = self.slice_seconds
             if self._stop_at is not None:
                 seconds = min(seconds, max((self._stop_at - now).total_seconds(), 0.0))
-            self.clock.wait(seconds, lambda: self.controls.has("stop", "resume", "say", "pause"))
+            self.clock.wait(seconds, lambda: self.controls.has("stop", "resume", "say", "pause",
+                                                               "clear"))
             self._drain_controls(events)
 
     def _cut_short(self) -> list[Todo]:
@@ -365,7 +395,7 @@ class Runner:
         now = self.clock.now()
         if control is None:  # pragma: no cover - a cut-short call always has its control
             return []
-        kind = _CONTROL_EVENTS[control.command]
+        kind = _PLAIN_CONTROLS[control.command]
         return [Todo(kind(now=now), taken=(control.id,)), Todo(CallCancelled(now=now))]
 
     def _during_call(self) -> bool:
@@ -428,8 +458,16 @@ class Runner:
                 pause=lambda: self.controls.has("pause"),
                 message=self.messages.said,
                 wakes_on_message=True,  # every message is posted at once ...
-                news=sharing.has_news if sharing is not None else None,
+                news=lambda: self.controls.has("clear") or (
+                    sharing is not None and sharing.has_news()),
             )
+            if wake.reason == "news" and self._clear_now():
+                # docs/cli.md: a limit lifted by hand; the core decided afresh.
+                if self.state.wait_until != effect.until or self.state.status != effect.status:
+                    self._end_countdown()
+                    return []  # the core changed course; its effects are already under way
+                if sharing is None or not sharing.has_news():
+                    continue
             if wake.reason == "news" or (wake.reason == "target" and target is effect.until):
                 # Another run's limit is heard before the wait ends or goes on; the core
                 # decides afresh (a read reset may end a defaulted wait early).

@@ -250,7 +250,7 @@ class UsageObserved:
 
 @attrs.frozen
 class LimitCleared:
-    """The operator lifted `engine`'s limit by hand (`autodev limits clear`, docs/limits.md):
+    """The operator lifted `engine`'s limit by hand (`autodev limits clear`, docs/cli.md):
     its record leaves the registry at `now`, and, when `engine` names a provider alone, so does
     that provider's outage. A limit or outage wait is decided afresh at once when the registry
     changed (A18, A23: a turn may start on the engine now); a call in flight is not touched

@@ -109,7 +109,7 @@ def lifted(participant: str, engine: Engine, primary: bool) -> str:  # A23
     return f"{participant}: limit lifted — back on {engine}"
 
 
-def limit_cleared(engine: Engine, changed: bool) -> str:  # docs/limits.md (wording ours)
+def limit_cleared(engine: Engine, changed: bool) -> str:  # docs/cli.md (wording ours)
     """The operator lifted `engine`'s limit by hand (`autodev limits clear`)."""
     if changed:
         return f"{engine} limit cleared by hand — back for everyone on it"

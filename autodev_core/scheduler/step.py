@@ -859,11 +859,12 @@ def _on_usage_observed(w: _Working, event: UsageObserved) -> None:
 
 
 def _on_limit_cleared(w: _Working, event: LimitCleared) -> None:
-    """docs/limits.md: the operator lifted `event.engine`'s limit by hand (and, for a provider
-    alone, its outage). A call in flight is not touched (A24); a limit or outage wait is
-    decided afresh when the registry changed (the turn may start on the engine now, A23), and
-    when that is the same wait nothing new is said; any other wait sleeps on, as a message
-    leaves a limit wait (A19), and paused or stopped nothing is decided."""
+    """docs/cli.md (See and undo a limit): the operator lifted `event.engine`'s limit by
+    hand (and, for a provider alone, its outage). A call in flight is not touched (A24); a
+    limit or outage wait is decided afresh when the registry changed (the turn may start on
+    the engine now, A23), and when that is the same wait nothing new is said; any other wait
+    sleeps on, as a message leaves a limit wait (A19), and paused or stopped nothing is
+    decided."""
     engine = event.engine
     limits = tuple(r for r in w.limits if r.engine != engine)
     outages = tuple(o for o in w.outages

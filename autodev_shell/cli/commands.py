@@ -481,6 +481,9 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     _add_controls(commands)
     _add_team_and_store(commands)
     _add_panel(commands)
+    from .limits import add_limits
+
+    add_limits(commands)
     _add_timeline(commands)
 
 

@@ -1,5 +1,6 @@
 """What passes between the daemon and other processes through the run store: the control
-queue fed by `autodev stop|pause|resume|say` (SPEC C6), the heartbeat (C2), and the process
+queue fed by `autodev stop|pause|resume|say` (SPEC C6) and `autodev limits clear`
+(docs/cli.md), the heartbeat (C2), and the process
 group of the call in flight (C1).
 
 A part of `RunStore` (autodev_shell/store/run_store.py).
@@ -15,9 +16,10 @@ import attrs
 
 from .sql import StoreConnection, StoreError, _text, _time, _utcnow, clean_text
 
-#: Commands another process may queue for the daemon (C6: `autodev stop|pause|resume|say`),
-#: stated once: the loop's one table turns each into its event (`runner._CONTROL_EVENTS`).
-ControlCommand = Literal["stop", "pause", "resume", "say"]
+#: Commands another process may queue for the daemon (C6: `autodev stop|pause|resume|say`;
+#: `clear`: `autodev limits clear ENGINE`, docs/cli.md), stated once: the loop's one table
+#: turns each into its event (`runner._CONTROL_EVENTS`).
+ControlCommand = Literal["stop", "pause", "resume", "say", "clear"]
 CONTROL_COMMANDS: Final[frozenset[ControlCommand]] = frozenset(get_args(ControlCommand))
 
 
@@ -73,6 +75,18 @@ class StoreControls(StoreConnection):
                 (command, text, _text(now or _utcnow())),
             )
             return int(cursor.lastrowid or 0)
+
+    def enqueue_clear(self, engine: str, *, now: datetime | None = None) -> int:
+        """Queue `autodev limits clear ENGINE` (docs/cli.md): the daemon lifts `engine`'s
+        limit (a provider alone: its outage too) at its next step, or at once in a wait. The
+        one function the CLI and the panel call; `ValueError` names a malformed engine."""
+        from autodev_core.engine import Engine
+
+        try:
+            parsed = Engine.parse(engine)
+        except ValueError as exc:
+            raise ValueError(f"cannot clear {engine!r}: {exc}") from None
+        return self.enqueue_control("clear", str(parsed), now=now)
 
     def pending_controls(self, *, after: int = 0) -> tuple[Control, ...]:
         """The queued commands not yet taken whose id is above `after`, oldest first. Reading

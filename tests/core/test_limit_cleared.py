@@ -1,5 +1,5 @@
 """`LimitCleared`: the operator lifts an engine's limit by hand (`autodev limits clear`,
-docs/limits.md "See and undo a limit").
+docs/cli.md, "See and undo a limit").
 
 The property rides on the shipped state machine (`autodev_core.testing.SchedulerMachine`, every
 SPEC A invariant checked after each step) with one more rule: at any moment, clear the limit of

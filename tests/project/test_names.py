@@ -147,6 +147,7 @@ def test_C6_control_names_map_to_events_once() -> None:
     the loop's one table of events, and the name an event is logged under is read back from
     that same table."""
     from autodev_core.scheduler import (
+        LimitCleared,
         MessageArrived,
         PauseRequested,
         ResumeRequested,
@@ -155,9 +156,10 @@ def test_C6_control_names_map_to_events_once() -> None:
     from autodev_shell import runner
     from autodev_shell.store.command_queue import CONTROL_COMMANDS
 
-    assert {"stop", "pause", "resume", "say"} == CONTROL_COMMANDS  # C6
+    assert {"stop", "pause", "resume", "say", "clear"} == CONTROL_COMMANDS  # C6, limits clear
     assert dict(runner._CONTROL_EVENTS) == {"stop": StopRequested, "pause": PauseRequested,
-                                            "resume": ResumeRequested, "say": MessageArrived}
+                                            "resume": ResumeRequested, "say": MessageArrived,
+                                            "clear": LimitCleared}
     assert set(runner._CONTROL_EVENTS) == CONTROL_COMMANDS
     assert {name: runner._CONTROL_EVENTS[name] for name in runner._CONTROL_NAMES.values()} == (
         dict(runner._CONTROL_EVENTS))

@@ -304,7 +304,7 @@ def test_C6_controls_from_another_process_are_taken_once_in_order(tmp_path: Path
 def test_C6_unknown_control_command_is_refused(tmp_path: Path) -> None:
     with open_new(tmp_path / "run.db") as store, pytest.raises(ValueError, match="unknown"):
         store.enqueue_control("reboot")
-    assert {"stop", "pause", "resume", "say"} == CONTROL_COMMANDS
+    assert {"stop", "pause", "resume", "say", "clear"} == CONTROL_COMMANDS
 
 
 # --- turn inputs (B19) ------------------------------------------------------------------------
