@@ -15,10 +15,12 @@ from __future__ import annotations
 import json
 import os
 import queue
+import signal
 import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import suppress
 from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final
@@ -248,17 +250,21 @@ class Notifier:
         text = json.dumps(notice, ensure_ascii=False)
         env = {**self.env, "AUTODEV_NOTICE": text, "AUTODEV_EVENT": str(notice.get("event"))}
         try:
-            done = subprocess.run(
-                list(self.settings.command), input=text.encode("utf-8"), env=env,
-                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=self.settings.timeout,
-                start_new_session=True, check=False)
-        except subprocess.TimeoutExpired:
-            raise RuntimeError(f"timed out after {self.settings.timeout:g} s") from None
+            proc = subprocess.Popen(
+                list(self.settings.command), stdin=subprocess.PIPE, env=env,
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
         except OSError as exc:
             raise RuntimeError(f"cannot run {self.settings.command[0]}: {exc.strerror}") from None
-        if done.returncode != 0:
-            tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:]
-            raise RuntimeError(f"exit {done.returncode}" + (f": {tail[0][:200]}" if tail else ""))
+        try:
+            _out, err = proc.communicate(text.encode("utf-8"), timeout=self.settings.timeout)
+        except subprocess.TimeoutExpired:
+            with suppress(OSError):  # the command and whatever it started (its own group)
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            raise RuntimeError(f"timed out after {self.settings.timeout:g} s") from None
+        if proc.returncode != 0:
+            tail = err.decode("utf-8", "replace").strip().splitlines()[-1:]
+            raise RuntimeError(f"exit {proc.returncode}" + (f": {tail[0][:200]}" if tail else ""))
 
     def _send_url(self, url: str, notice: Mapping[str, Any]) -> None:
         import apprise

@@ -250,9 +250,21 @@ def test_a_failing_command_is_tried_attempts_times_then_one_line(tmp_path: Path)
     assert said == ["notification to the notify command failed after 3 attempts (exit 3)"]
 
 
+HANGS = """\
+import subprocess, sys, time
+child = subprocess.Popen(["sleep", "60"])
+with open(sys.argv[1], "a", encoding="ascii") as out:
+    out.write(f"{child.pid}\\n")
+time.sleep(60)
+"""
+
+
 def test_a_hanging_command_never_blocks_the_run_and_is_cut_at_its_timeout(tmp_path: Path) -> None:
+    from helpers.daemons import alive, wait_for
+
+    pids = tmp_path / "pids"
     said: list[str] = []
-    notifier = Notifier(NotifySettings((sys.executable, "-c", "import time; time.sleep(60)"),
+    notifier = Notifier(NotifySettings((sys.executable, "-c", HANGS, str(pids)),
                                        timeout=0.5, attempts=1), say=said.append)
     started = time.monotonic()
     for _ in range(3):
@@ -261,6 +273,10 @@ def test_a_hanging_command_never_blocks_the_run_and_is_cut_at_its_timeout(tmp_pa
     notifier.close()
     assert said == ["notification to the notify command failed after 1 attempt "
                     "(timed out after 0.5 s)"] * 3
+    # What the command started went with it: its process group was killed.
+    started = [int(pid) for pid in pids.read_text().split()]
+    assert len(started) == 3
+    wait_for(lambda: not any(alive(pid) for pid in started), "the command's children gone", 10)
 
 
 class _Hook(BaseHTTPRequestHandler):
