@@ -15,7 +15,7 @@ import os
 import re
 import threading
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
 
@@ -117,6 +117,17 @@ def _shown(argv: Sequence[str]) -> str:
         else:
             parts.append(arg)
     return " ".join(parts)
+
+
+def _reading(result: CallResult) -> str:
+    """What a limit was read as, for the footer (docs/shell.md): two limited calls differ by
+    the reset each notice gave, in UTC to the minute, or say the notice named none (A6)."""
+    limit = result.classification.limit
+    if result.classification.kind != "limit" or limit is None:
+        return ""
+    if limit.reset_at is None:
+        return " (the notice named no reset: the default wait, A6)"
+    return f" until {limit.reset_at.astimezone(UTC):%Y-%m-%d %H:%M} UTC (from the notice)"
 
 
 def _files(directory: Path, participant_id: str, count: int) -> list[Path]:
@@ -223,7 +234,7 @@ class Lanes:
         self.append(
             participant_id,
             f"\n=== {result.ended_at.isoformat(timespec='seconds')} {how}; "
-            f"read as {result.classification.kind}{posted}\n",
+            f"read as {result.classification.kind}{_reading(result)}{posted}\n",
         )
 
     def read(self, participant_id: str) -> str:

@@ -20,7 +20,9 @@ from .timeline import Call
 
 _AT = r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:[+-]\d\d:\d\d|Z))"
 _HEADER: Final = re.compile(rf"^=== {_AT} ([A-Za-z0-9][A-Za-z0-9_.\-]*) on (\S+): ", re.M)
-_FOOTER: Final = re.compile(rf"^=== {_AT} (.*); read as ([a-z-]+)(; posted[^\n]*)?$", re.M)
+# A limit's footer adds its reading (` until … (from the notice)`, docs/shell.md) after the kind.
+_FOOTER: Final = re.compile(
+    rf"^=== {_AT} (.*); read as ([a-z-]+)(?: [^;\n]*)?(; posted[^\n]*)?$", re.M)
 _COST: Final = re.compile(r'"total_cost_usd"\s*:\s*([0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)')
 _TOKENS: Final = re.compile(r"^tokens used\r?\n\s*([0-9][0-9,]*)\s*$", re.M)
 
