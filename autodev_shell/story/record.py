@@ -29,8 +29,12 @@ class EventsFile:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._file: TextIO | None = os.fdopen(open_private(path, os.O_WRONLY | os.O_APPEND), "a",
-                               encoding="utf-8")
+        self._file: TextIO | None = None
+        try:
+            self._file = os.fdopen(open_private(path, os.O_WRONLY | os.O_APPEND), "a",
+                                   encoding="utf-8")
+        except OSError:  # a folder the daemon cannot add a file to: the run goes on, untold
+            self._file = None
 
     def _write(self, record: dict[str, Any]) -> None:
         if self._file is None:
