@@ -214,13 +214,24 @@ def _daemon(
 
 def _drive(runner: Runner, *, stop_at: datetime | None,
            closing: Callable[[], None]) -> RunSummary:
-    """The loop until the run stops; a shutdown asked for by a signal is a clean one."""
+    """The loop until the run stops; a shutdown asked for by a signal is a clean one. The log
+    records the daemon's start (or restart, on a run with a saved state), its stop and a signal
+    ending it (docs/loop.md, The daemon's own lines)."""
+    again = runner.state.last_event_at is not None
+    runner.log.note(runner.clock.now(), f"daemon {'restarted' if again else 'started'} "
+                    f"(pid {os.getpid()})" + ("; going on from the run's saved state"
+                                              if again else ""))
     try:
-        return runner.run(stop_at=stop_at)
-    except (Terminated, KeyboardInterrupt):
+        summary = runner.run(stop_at=stop_at)
+        runner.log.note(runner.clock.now(), f"daemon stopped; the run is {summary.status}")
+        return summary
+    except (Terminated, KeyboardInterrupt) as ended:
         # The backup catches up first (B14; a kill -9 leaves it at most a cadence behind, the
         # store holds it all).
         runner.flush_replicas()
+        name = ended.signal_name if isinstance(ended, Terminated) else "SIGINT"
+        runner.log.note(runner.clock.now(), f"daemon ended by {name}; its call in flight was "
+                        "stopped, the owed turn starts again with the next `autodev run`")
         raise
     finally:
         closing()
@@ -300,6 +311,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"autodev: warning: {warning}", file=sys.stderr)
     run_dir = Path(args.run)
     run_id = args.thread or Path(args.team).resolve().name
+    if args.fast and (args.share or team.share.url):  # docs/sharing.md "Clocks"
+        raise AutodevError(
+            "--fast runs a virtual clock, and a shared limit is a real instant: run with "
+            "--fast or with sharing (--share, share: in autodev.yaml), not both")
     clock: Clock = ScaledClock(args.fast) if args.fast else SystemClock()
     try:
         summary = start_run(
