@@ -125,6 +125,9 @@ class LimitSharing:
         self._live_limit_ms = 0  # epoch ms (Redis's clock): a limit is live until then
         self._problems: dict[str, str] = {}  # what cannot be written or read, said once each
         self._repaired: set[str] = set()
+        # This run's records Redis was seen to hold (key, usage window or None): only those
+        # can be lost (one never written is not said lost, `_missing`).
+        self._written: set[tuple[str, str | None]] = set()
         self._collision: str | None = None  # the run id of another run with this name
         self._offset_ms = 0  # this clock minus Redis's, in ms, when over SKEW_SECONDS
         self._skew_ms: int | None = None  # the last measured difference
@@ -336,15 +339,17 @@ class LimitSharing:
     def _merge(self, shared: Shared, now: datetime) -> bool:
         key = self.settings.key(shared.engine)
         assert key is not None
-        return self._run_script(self._script, key, [
+        return self._run_script(self._script, (key, None), [
             shared.payload(), self._server_ms(now), self.settings.channel, shared.account,
             str(shared.engine)], now)
 
-    def _run_script(self, script: Any, key: str, args: list[Any], now: datetime) -> bool:
+    def _run_script(self, script: Any, where: tuple[str, str | None], args: list[Any],
+                    now: datetime) -> bool:
         """One merge script's round trip: whether it changed the shared record. A lost Redis is
         said (`_lost`) and answers False; a round trip after a loss says sharing is back. An
         error the server answered (a wrongly typed key, `maxmemory`, an ACL without scripting)
         is not a loss: said once (`_cannot`), the key repaired where that is safe."""
+        key = where[0]
         for attempt in (1, 2):
             try:
                 changed = script(keys=[key], args=args)
@@ -352,6 +357,7 @@ class LimitSharing:
                 if attempt == 1 and self._repair(self._client, key, error):
                     continue
                 self.round_trips += 1
+                self._written.discard(where)
                 self._cannot("write", key, error)
                 return False
             except self._errors() as error:
@@ -359,6 +365,7 @@ class LimitSharing:
                 return False
             break
         self.round_trips += 1
+        self._written.add(where)
         if not self._up:
             self._back(now)
         if self._problems.pop(f"write {key}", None) is not None:
@@ -437,7 +444,7 @@ class LimitSharing:
     def _merge_usage(self, shared: SharedUsage, now: datetime) -> bool:
         key = self.settings.usage_key(shared.engine)
         assert key is not None
-        return self._run_script(self._usage_script, key, [
+        return self._run_script(self._usage_script, (key, shared.window), [
             shared.payload(), self._server_ms(now), self.settings.usage_channel, shared.account,
             str(shared.engine), shared.window], now)
 
@@ -636,7 +643,7 @@ class LimitSharing:
         found: list[tuple[str, str | None]] = [
             (k, None) for k, r in self._mine.items() if r.reset > server_ms]
         found += [(k, w) for (k, w), r in self._mine_usage.items() if r.reset > server_ms]
-        return found
+        return [where for where in found if where in self._written]
 
     def _lost_records_line(self) -> str:
         return (
@@ -677,7 +684,8 @@ class LimitSharing:
             except self._redis.ResponseError as error:
                 self._end_generation()
                 self._subscriber(down=True)
-                if "NOPERM" in str(error):
+                if isinstance(error, self._redis.exceptions.NoPermissionError) or (
+                        "NOPERM" in str(error)):
                     self._refused(error)
                     self._stop.wait(DENIED_RETRY_SECONDS)
                 else:

@@ -128,13 +128,14 @@ def _facts(read: StatusReading, now: datetime) -> tuple[dict[str, Any], tzinfo]:
         "failure_streak": None,
         "calls": None,
         "usage": [],
+        "usage_windows": [],
         "headroom": None,
         "persistence": {
             "summary": read.persistence,
             "revision": read.revision,
         },
         "posts": read.posts,
-        "sharing": sharing_facts(Path(read.store).parent / SHARING_FILE),
+        "sharing": sharing_facts(Path(read.store).parent / SHARING_FILE, running=held),
         "replicas": replica_facts(read.store, read.revision),
     }
     zone: tzinfo = UTC
@@ -157,6 +158,11 @@ def _facts(read: StatusReading, now: datetime) -> tuple[dict[str, Any], tzinfo]:
         facts["headroom"] = (
             {"hand_over_at": state.hand_over_at} if state.hand_over_at is not None else None)
         facts["usage"] = usage_facts(state, now, zone)
+        if state.series:  # docs/limits.md "Forecast" (issue 37): a display, never a decision
+            from .usage_forecast import forecast_lines
+
+            facts["usage_windows"] = forecast_lines(state.series, now, zone,
+                                                    state.hand_over_at)
     return facts, zone
 
 
@@ -238,6 +244,8 @@ def format_status(facts: dict[str, Any], now: datetime, zone: tzinfo) -> list[st
         lines.append(f"limit: {record['engine']} until {at(record['until'])}{peer}")
     for reading in facts.get("usage") or ():
         lines.append(f"usage: {reading['forecast']}")  # docs/limits.md
+    for window in facts.get("usage_windows") or ():
+        lines.append(f"forecast: {window['line']}")  # docs/limits.md "Forecast"
     for outage in facts["outages"]:
         lines.append(
             f"outage: {outage['provider']} unreachable ({outage['attempts']} tries); "

@@ -10,8 +10,11 @@ from pathlib import Path
 from typing import Any
 
 
-def sharing_facts(status_file: Path) -> dict[str, Any] | None:
-    """What the daemon wrote about its sharing (no password), or None when it shares nothing."""
+def sharing_facts(status_file: Path, *, running: bool = True) -> dict[str, Any] | None:
+    """What the daemon wrote about its sharing (no password), or None when it shares nothing,
+    or when no daemon is running (a file a killed daemon left behind says nothing true)."""
+    if not running:
+        return None
     try:
         data = json.loads(status_file.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -25,9 +28,12 @@ def sharing_line(facts: Mapping[str, Any] | None) -> str:
         return "sharing: off"
     accounts = ", ".join(f"{p} as {a}" for p, a in sorted(facts.get("accounts", {}).items()))
     state = "on" if facts.get("state") == "on" else "lost (the run carries on with its own limits)"
+    problems = facts.get("problems")
+    wrong = "".join(f"; {p}" for p in problems if isinstance(p, str)) if isinstance(
+        problems, list) else ""
     return (
         f"sharing: {state} — {facts.get('url')} (prefix {facts.get('prefix')}, "
-        f"this run is {facts.get('name')!r}; accounts: {accounts})"
+        f"this run is {facts.get('name')!r}; accounts: {accounts}){wrong}"
     )
 
 
