@@ -174,6 +174,7 @@ class Runner:
         lanes: Lanes | None = None,
         prompt_dir: Path | None = None,
         sharing: LimitSharing | None = None,
+        project: Path | None = None,
     ) -> None:
         self.config = config
         self.store = store
@@ -196,7 +197,7 @@ class Runner:
         # never in the run's `timezone:`, which is for writing `<time>` only.
         self.cli = CliCalls(store=store, clock=clock, log=log, zone=local_zone(env),
                             templates=templates, env=env, lanes=lanes, prompt_dir=prompt_dir,
-                            cancel=self._during_call)
+                            cancel=self._during_call, cwd=project)
         self._log = log
         self.perform_call = perform_call or self.cli.call
         self.members = {p.id: p for p in config.team}

@@ -29,7 +29,7 @@ from .sharing import ShareOptions, share_options
 SETTINGS_FILE: Final = "autodev.yaml"
 SETTINGS_KEYS: Final = (
     "timezone", "max_iterations", "max_runtime_min", "commands", "order", "share", "accounts",
-    "policy", "notify",
+    "policy", "notify", "project",
 )
 #: The largest `max_runtime_min` taken (100 years): beyond it the run's time arithmetic would
 #: pass the calendar's end (year 9999) instead of limiting anything.
@@ -51,6 +51,11 @@ class Team:
     policy: Policy = DEFAULT_POLICY
     #: `notify:` (docs/notifications.md): whom to tell when the run needs its operator.
     notify: NotifySettings = attrs.field(factory=NotifySettings)
+    #: `project:` (docs/participants.md, Where the CLIs work): the folder every call runs in,
+    #: resolved against the team folder; None: the folder `autodev run` was started in.
+    project: Path | None = None
+    #: The line of `project:` in autodev.yaml, for the one-line error at start.
+    project_line: int | None = None
     #: What the files say that is allowed but useless (C5), for the caller to print once.
     warnings: tuple[ConfigWarning, ...] = ()
 
@@ -155,8 +160,14 @@ def load_team(directory: str | Path) -> Team:
             policy = parse_policy(settings["policy"])
         except ValueError as exc:
             raise ConfigError(str(exc), source=source, line=lines.get("policy")) from None
+    project = settings.get("project")
+    if project is not None and (not isinstance(project, str) or not project.strip()):
+        raise ConfigError("project: must be the path of the folder the participants work in",
+                          source=source, line=lines.get("project"))
     return Team(
         directory=root,
+        project=(root / Path(project).expanduser()).resolve() if project else None,
+        project_line=lines.get("project"),
         members=tuple(members),
         files=tuple(files),
         templates=templates_from_config(settings.get("commands"), source=source),
@@ -187,3 +198,32 @@ def _ordered(root: Path, order: Any, source: str) -> list[Path]:
     if not files:
         raise ConfigError("no participant files (*.md) in the team directory", source=str(root))
     return files
+
+
+#: The CLIs that refuse to run outside a git repository (codex: "Not inside a trusted
+#: directory and --skip-git-repo-check was not specified.").
+NEEDS_GIT: Final = frozenset({"codex"})
+
+
+def check_project(team: Team, providers: frozenset[str], *, cwd: Path | None = None) -> Path:
+    """The folder the run's calls work in (docs/participants.md, Where the CLIs work): the
+    team's `project:` or, without one, `cwd` (default the current folder). A `project:` that is
+    not a folder, or is not inside a git repository while a CLI of `providers` needs one
+    (`NEEDS_GIT`, unless its template skips the check), is a `ConfigError` naming the line."""
+    here = cwd if cwd is not None else Path.cwd()
+    folder = team.project
+    if folder is None:
+        return here
+    source = str(team.directory / SETTINGS_FILE)
+    if not folder.is_dir():
+        raise ConfigError(f"project: {folder} is not a folder (it does not exist, or is a "
+                          "file); name the folder the participants work in",
+                          source=source, line=team.project_line)
+    strict = sorted(p for p in providers & NEEDS_GIT
+                    if "--skip-git-repo-check" not in team.templates[p].argv)
+    if strict and not any((parent / ".git").exists() for parent in (folder, *folder.parents)):
+        raise ConfigError(f"project: {folder} is not inside a git repository, and "
+                          f"{', '.join(strict)} runs only inside one (`git init` it, or add "
+                          "--skip-git-repo-check to codex's command)",
+                          source=source, line=team.project_line)
+    return folder

@@ -36,7 +36,7 @@ class CliCalls:
     def __init__(self, *, store: RunStore, clock: Clock, log: LogSink, zone: tzinfo,
                  templates: Mapping[str, CommandTemplate], env: Mapping[str, str] | None,
                  lanes: Lanes | None, prompt_dir: Path | None,
-                 cancel: Callable[[], bool]) -> None:
+                 cancel: Callable[[], bool], cwd: Path | None = None) -> None:
         self.store = store
         self.clock = clock
         self.log = log
@@ -48,6 +48,8 @@ class CliCalls:
         #: Where an argv prompt too long for one argument is written for its call (private).
         self.prompt_dir = prompt_dir
         self.cancel = cancel
+        #: The project folder every call runs in (`project:`; None: the daemon's own folder).
+        self.cwd = cwd
 
     def call(self, effect: StartCall, member: Participant, prompt: str) -> CallResult:
         """Run `member`'s CLI on `effect.engine` with `prompt` and say how it ended."""
@@ -74,6 +76,7 @@ class CliCalls:
             sink=lanes.sink(member.id) if lanes is not None else None,
             cancel=self.cancel,
             started=self._call_started,
+            cwd=self.cwd,
         )
         self._call_over()
         if lanes is not None:

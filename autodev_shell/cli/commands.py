@@ -117,6 +117,9 @@ def start_run(
         else installed_providers(team.templates, path=(env or os.environ).get("PATH"))
     )
     config = scheduler_config_for(team, have, zone_key)
+    from ..team import check_project
+
+    project = check_project(team, frozenset(e.provider for lane in config.lanes for e in lane))
     private_dir(run_dir)  # folders made here are 0700 (docs/shell.md, private files)
     db = run_db(run_dir)
     lock = RunLock.acquire(db, run=run_id)
@@ -129,7 +132,7 @@ def start_run(
             runner, closing = _daemon(
                 store, team=team, config=config, run_dir=run_dir, run_id=run_id, clock=clock,
                 sharing_settings=sharing_settings, json_lines=json_lines, stream=stream,
-                env=env, slice_seconds=slice_seconds)
+                env=env, slice_seconds=slice_seconds, project=project)
             return _drive(runner, stop_at=stop_at, closing=closing)
         finally:
             store.close()
@@ -165,6 +168,7 @@ def _daemon(
     stream: TextIO | None,
     env: dict[str, str] | None,
     slice_seconds: float | None,
+    project: Path | None = None,
 ) -> tuple[Runner, Callable[[], None]]:
     """The run's `Runner` on its open store, and what closes its log and sharing after it."""
     from autodev_core.control.identity import resolve_active_identity
@@ -196,6 +200,7 @@ def _daemon(
             clock=clock, log=log, templates=team.templates, env=env,
             countdown=None if json_lines else default_countdown(),
             lanes=Lanes(run_dir / LANES_DIR), prompt_dir=run_dir, sharing=sharing,
+            project=project,
             **kwargs,  # type: ignore[arg-type]
         )
     except (Terminated, KeyboardInterrupt):
@@ -218,9 +223,10 @@ def _drive(runner: Runner, *, stop_at: datetime | None,
     records the daemon's start (or restart, on a run with a saved state), its stop and a signal
     ending it (docs/loop.md, The daemon's own lines)."""
     again = runner.state.last_event_at is not None
+    folder = runner.cli.cwd or Path.cwd()
     runner.log.note(runner.clock.now(), f"daemon {'restarted' if again else 'started'} "
                     f"(pid {os.getpid()})" + ("; going on from the run's saved state"
-                                              if again else ""))
+                                              if again else "") + f"; calls run in {folder}")
     try:
         summary = runner.run(stop_at=stop_at)
         runner.log.note(runner.clock.now(), f"daemon stopped; the run is {summary.status}")

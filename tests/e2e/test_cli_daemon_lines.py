@@ -31,10 +31,11 @@ def test_the_log_records_start_stop_signal_end_and_restart(tmp_path: Path) -> No
         d.stop()
     daemon = [line for line in _lines(d) if line.startswith("daemon ")]
     assert daemon == [
-        f"daemon started (pid {first.pid})",
+        f"daemon started (pid {first.pid}); calls run in {Path.cwd()}",
         "daemon ended by SIGTERM; its call in flight was stopped, the owed turn starts again "
         "with the next `autodev run`",
-        f"daemon restarted (pid {second.pid}); going on from the run's saved state",
+        f"daemon restarted (pid {second.pid}); going on from the run's saved state; calls run "
+        f"in {Path.cwd()}",
         "daemon stopped; the run is stopped",
     ]
     assert all(not re.search(r"Traceback", line) for line in _lines(d))
