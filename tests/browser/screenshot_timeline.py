@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from urllib.parse import urljoin
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -51,7 +52,8 @@ def shoot(directory: Path, out: Path, *, hours: float) -> Path:
                                               color_scheme="light", locale="en-GB")
                 page = context.new_page()
                 page.goto(panel.url)
-                page.goto(f"{panel.base}/timeline?hours={hours:g}")
+                # On the host the panel's URL named (the page's own, whatever it is).
+                page.goto(urljoin(page.url, f"/timeline?hours={hours:g}"))
                 page.wait_for_selector("#timeline svg")
                 out.parent.mkdir(parents=True, exist_ok=True)
                 page.screenshot(path=str(out), full_page=True)

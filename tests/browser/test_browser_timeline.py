@@ -43,7 +43,8 @@ def test_the_timeline_page_draws_the_runs_story(panel: Panel, open_page: Any) ->
 
 def test_zoom_goes_from_an_hour_to_a_week(panel: Panel, open_page: Any) -> None:
     page = open_page(panel, wait_live=False)
-    page.page.goto(f"{panel.base}/timeline?hours=1")
+    page.page.click("#timeline-card a[href='/timeline?hours=1']")  # the page's own host
+    page.page.wait_for_selector("#timeline svg")
     texts = "ts => ts.map(t => t.textContent)"
     hour = page.page.eval_on_selector_all("#timeline svg > text", texts)
     page.page.click("a[href='/timeline?hours=168']")
