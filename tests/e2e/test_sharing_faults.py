@@ -20,6 +20,8 @@ import attrs
 import pytest
 from helpers.redis_server import RedisServer, needs_redis
 from helpers.sharing_redis import CLAUDE, TEAM, settings_for, wait_for
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from autodev_core.engine import Engine
 from autodev_core.scheduler import EngineLimit, LimitObserved
@@ -292,6 +294,28 @@ def test_status_says_lost_within_two_seconds_of_a_dead_server_with_no_turn_start
         a.close()
 
 
+def test_status_says_lost_when_a_stopped_server_leaves_a_ping_unanswered(
+    tmp_path: Path,
+) -> None:
+    """SIGSTOP (or a partition): the port answers nothing. While something is live the
+    subscriber PINGs every PING_SECONDS, so status says lost once one is LIVE_SECONDS old."""
+    with RedisServer(tmp_path / "r") as srv:
+        status = tmp_path / "sharing.json"
+        a = LimitSharing(settings_for(srv, "laptop", "s"), status_file=status)
+        wait_for(lambda: a.subscription is not None)
+        a.sync(TEAM, datetime.now(UTC))  # a turn start: the keepalive is fast
+        time.sleep(0.6)  # a PING answered since
+        srv.pause()
+        try:
+            paused = time.monotonic()
+            wait_for(lambda: (sharing_facts(status) or {}).get("state") == "lost")
+            assert time.monotonic() - paused <= 2 + 2 * sharing_client.PING_SECONDS + 0.5
+        finally:
+            srv.resume()
+        wait_for(lambda: (sharing_facts(status) or {}).get("state") == "on")
+        a.close()
+
+
 def test_a_sharing_file_left_by_a_killed_daemon_says_nothing_beside_not_running(
     tmp_path: Path,
 ) -> None:
@@ -341,6 +365,36 @@ def test_a_fast_clock_is_said_and_its_instants_reach_others_on_the_real_timeline
     assert abs((got[0].until - (real + timedelta(minutes=5))).total_seconds()) <= 1
     for sharer in (fast, right, slow):
         sharer.close()
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None,
+          max_examples=25)
+@given(writer=st.integers(-600, 600), reader=st.integers(-600, 600),
+       minutes=st.integers(1, 300))
+def test_any_two_clocks_see_a_shared_reset_at_the_same_real_instant(
+    server: RedisServer, writer: int, reader: int, minutes: int,
+) -> None:
+    """The invariant behind "Clocks": whatever two machines' clocks say (each measured
+    against Redis's TIME at its round trip), a reset one publishes is read by the other at the
+    same real instant: within SKEW_SECONDS for each clock (a difference under it is not
+    corrected) and the measurement's noise."""
+    p = prefix()
+    real = datetime.now(UTC)
+    a = LimitSharing(settings_for(server, "a", p), subscribe=False,
+                     wall=lambda: time.time() + writer)
+    b = LimitSharing(settings_for(server, "b", p), subscribe=False,
+                     wall=lambda: time.time() + reader)
+    a_now = real + timedelta(seconds=writer)
+    b_now = real + timedelta(seconds=reader)
+    a.sync(TEAM, a_now)  # each measures Redis's clock at its first round trip
+    b.sync(TEAM, b_now)
+    a.publish([limit(a_now + timedelta(minutes=minutes), a_now)], a_now)
+    got = b.sync(TEAM, b_now)
+    assert len(got) == 1 and isinstance(got[0], LimitObserved)
+    lag = (got[0].until - timedelta(seconds=reader)) - (real + timedelta(minutes=minutes))
+    assert abs(lag.total_seconds()) <= 2 * sharing_client.SKEW_SECONDS + 0.3
+    a.close()
+    b.close()
 
 
 # --- item 7: the daemons told apart, the keepalive ----------------------------------------------

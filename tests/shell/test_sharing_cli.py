@@ -180,3 +180,23 @@ def test_a_password_in_the_url_query_is_redacted_too() -> None:
         "rediss://h:6380/0?password=***&db=1")
     assert redacted("rediss://u:p@h:6380/0?ssl_ca_certs=/etc/ca.pem") == (
         "rediss://***@h:6380/0?ssl_ca_certs=/etc/ca.pem")
+
+
+@pytest.mark.parametrize("where", ["flag", "settings"])
+def test_fast_with_sharing_is_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], where: str
+) -> None:
+    """docs/sharing.md "Clocks": `--fast` runs a virtual clock; a shared limit is a real
+    instant, so a run never does both (issue 40 item 6)."""
+    settings = "accounts: {claude: work-max}\n"
+    argv = ["--fast", "60"]
+    if where == "flag":
+        argv += ["--share", "redis://:hunter2@127.0.0.1:1/0"]
+    else:
+        settings += "share: redis://:hunter2@127.0.0.1:1/0\n"
+    team = team_dir(tmp_path, settings)
+    code, err = run(["run", str(team), "--run", str(tmp_path / "run"), *argv], capsys)
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
+    assert "--fast runs a virtual clock, and a shared limit is a real instant" in err
+    assert "hunter2" not in err
+    assert not (tmp_path / "run").exists()  # nothing started
