@@ -92,6 +92,7 @@ def _events(server: ThreadingHTTPServer) -> list[str]:
     return [item["body"]["title"].rsplit(": ", 1)[1] for item in got]
 
 
+@pytest.mark.slow  # a virtual day is 8.6 s of waiting; CI runs it
 def test_every_pause_reaches_the_receiver_exactly_once_over_a_day(
     tmp_path: Path, receiver: ThreadingHTTPServer
 ) -> None:
