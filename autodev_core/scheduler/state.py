@@ -141,6 +141,20 @@ class EngineUsage:
 
 
 @attrs.frozen
+class UsagePoint:
+    """One reading of an account window, kept for the forecast (docs/limits.md "Forecast";
+    issue 37): `account` the window's account key as text (`claude`; an engine's name for a
+    window of its own), `seen` when it was read, `resets_at` the window's reset when said. A
+    display only: no decision reads the series (A1)."""
+
+    account: str
+    window: str
+    seen: datetime
+    utilization: float
+    resets_at: datetime | None = None
+
+
+@attrs.frozen
 class Outage:
     """A26: `provider` could not be reached `attempts` times in a row; tried again at `retry_at`."""
 
@@ -180,6 +194,9 @@ class SchedulerState:
     - `readings`: the last usage reading of each engine's window (docs/limits.md), sorted by engine
       then window; kept whatever the policy (`autodev status` forecasts from them), acted on
       only when `config.policy.headroom` is set.
+    - `usage_series`: the recent readings of each account window, for the forecast of `autodev
+      status` (`forecast.trim_series` keeps it bounded: the window's current cycle, at most
+      `SERIES_MAX` readings); never read by a decision (A1).
     """
 
     config: SchedulerConfig
@@ -201,6 +218,7 @@ class SchedulerState:
     runtime: timedelta = timedelta(0)
     last_event_at: datetime | None = None
     readings: tuple[EngineUsage, ...] = ()
+    usage_series: tuple[UsagePoint, ...] = ()
     def __attrs_post_init__(self) -> None:
         if self.status not in STATUSES:
             raise ValueError(f"unknown status {self.status!r} (one of {', '.join(STATUSES)})")

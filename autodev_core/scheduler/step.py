@@ -47,6 +47,7 @@ from .events import (
     UsageObserved,
     Woke,
 )
+from .forecast import trim_series
 from .limited import Limited, comes_back, limited_at
 from .registry import merge_limit, merge_usage
 from .state import (
@@ -56,8 +57,9 @@ from .state import (
     Outage,
     SchedulerConfig,
     SchedulerState,
+    UsagePoint,
 )
-from .windows import near_engines
+from .windows import near_engines, window_key
 
 
 class SchedulerProtocolError(AutodevError):
@@ -99,6 +101,7 @@ class _Working:
     runtime: timedelta
     last_event_at: datetime
     readings: tuple[EngineUsage, ...]
+    usage_series: tuple[UsagePoint, ...]
     effects: list[Effect] = attrs.Factory(list)
     _limited: Limited | None = None
 
@@ -258,7 +261,13 @@ def _record_usage(
     w.readings, record, merged = _joined(
         w.readings, observed, lambda r: (str(r.engine), r.window),
         lambda r, o: merge_usage(r, o, now))
-    if merged is record or headroom is None:
+    if merged is record:
+        return
+    # docs/limits.md "Forecast": the account window's series, a display only (A1).
+    account, window = window_key(observed)
+    w.usage_series = trim_series(w.usage_series, UsagePoint(
+        account, window, seen, reading.utilization, resets_at))
+    if headroom is None:
         return
     if (merged.utilization >= headroom.hand_over_at and now < merged.until and not was_near
             and _is_near(w, engine, headroom.hand_over_at)):

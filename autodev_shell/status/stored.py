@@ -51,6 +51,16 @@ class StoredReading(NamedTuple):
     source: str
 
 
+class StoredPoint(NamedTuple):
+    """One reading of an account window's series (docs/limits.md "Forecast"; issue 37)."""
+
+    account: str
+    window: str
+    seen: str
+    utilization: float
+    resets_at: str | None
+
+
 class StoredStatus(NamedTuple):
     """The fields of a scheduler state that `autodev status` shows; instants as ISO 8601 text
     with their offset, as `status --json` prints them."""
@@ -66,6 +76,8 @@ class StoredStatus(NamedTuple):
     #: The last usage readings, and `Policy.headroom`'s threshold (None: off).
     readings: tuple[StoredReading, ...] = ()
     hand_over_at: float | None = None
+    #: The account windows' recent readings, for the forecast (issue 37).
+    series: tuple[StoredPoint, ...] = ()
 
 
 def status_of(state: SchedulerState) -> StoredStatus:
@@ -85,6 +97,9 @@ def status_of(state: SchedulerState) -> StoredStatus:
                                      r.read, r.source) for r in state.readings),
         hand_over_at=(state.config.policy.headroom.hand_over_at
                       if state.config.policy.headroom is not None else None),
+        series=tuple(StoredPoint(p.account, p.window, p.seen.isoformat(), p.utilization,
+                                 p.resets_at.isoformat() if p.resets_at is not None else None)
+                     for p in state.usage_series),
     )
 
 
@@ -141,6 +156,13 @@ def _read(data: dict[str, Any]) -> StoredStatus:
             for r in _of(data.get("readings", []), list)
         ),
         hand_over_at=_hand_over_at(_of(config["policy"], dict).get("headroom")),
+        # A state written before the series existed has none (issue 37).
+        series=tuple(
+            StoredPoint(_of(p["account"], str), _of(p["window"], str), _instant(p["seen"]),
+                        _fraction(p["utilization"]),
+                        None if p["resets_at"] is None else _instant(p["resets_at"]))
+            for p in _of(data.get("usage_series", []), list)
+        ),
     )
 
 
