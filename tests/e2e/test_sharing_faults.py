@@ -273,6 +273,38 @@ def test_an_acl_user_without_channel_rights_says_so_and_a_waiting_daemon_polls(
     other.close()
 
 
+#: The minimal ACL of docs/sharing.md "ACL users", for the prefix `{p}`.
+MINIMAL_ACL = ("resetchannels", "~{p}:*", "&{p}:*", "+@read", "+@write", "+evalsha", "+eval",
+               "+script|load", "+publish", "+subscribe", "+ping", "+time", "+client|setname")
+
+
+def test_the_minimal_acl_of_the_docs_shares_everything_and_says_nothing(
+    tmp_path: Path, server: RedisServer, raw: redis.Redis,
+) -> None:
+    p = prefix()
+    add_user(raw, "minimal", *(rule.format(p=p) for rule in MINIMAL_ACL))
+    said: list[str] = []
+    a = LimitSharing(as_user(settings_for(server, "laptop", p), server, "minimal"),
+                     say=said.append, status_file=tmp_path / "a.json")
+    b = LimitSharing(as_user(settings_for(server, "ci", p), server, "minimal"), say=said.append)
+    wait_for(lambda: a.subscription is not None and b.subscription is not None)
+    now = datetime.now(UTC)
+    b.sync(TEAM, now)
+    a.publish([limit(now + timedelta(hours=1), now)], now)
+    wait_for(b.has_news)
+    assert [(str(o.engine), o.source) for o in b.sync(TEAM, now)] == [("claude", "laptop")]
+    raw.flushall()  # and the check and the re-publish work under it too
+    key = a.settings.key(CLAUDE)
+    wait_for(lambda: raw.exists(key))
+    a.sync(TEAM, now)
+    assert said == [
+        f"limit sharing: Redis no longer held this run's live records ({a.settings.shown_url}"
+        ": emptied, restarted or evicted); re-published them"]
+    assert a.problems() == [] and b.problems() == [] and a.state == "on"
+    a.close()
+    b.close()
+
+
 # --- item 5: status tells the truth -------------------------------------------------------------
 
 
