@@ -5,6 +5,7 @@ in every line."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 import threading
@@ -332,3 +333,48 @@ def test_an_unreachable_url_fails_after_its_tries_with_the_url_redacted() -> Non
     assert said == [f"notification to json://admin:***@127.0.0.1:{port}/*** failed after 2 "
                     "attempts (not delivered)"]
     assert notifier.failed == 1
+
+
+class _Scripted(Notifier):
+    """A notifier whose command answers from a script of outcomes (True: delivered)."""
+
+    def __init__(self, outcomes: list[bool], attempts: int, said: list[str]) -> None:
+        self.outcomes = list(outcomes)
+        self.tries: list[str] = []
+        super().__init__(NotifySettings(("tell",), attempts=attempts), say=said.append,
+                         sleep=lambda _s: None)
+
+    def _run_command(self, notice: Any) -> None:
+        self.tries.append(notice["message"])
+        if not (self.outcomes.pop(0) if self.outcomes else True):
+            raise RuntimeError("exit 1")
+
+
+@given(count=st.integers(0, 8), attempts=st.integers(1, 4),
+       outcomes=st.lists(st.booleans(), max_size=40))
+def test_each_notice_is_delivered_once_or_told_failed_once_in_order(
+    count: int, attempts: int, outcomes: list[bool]
+) -> None:
+    said: list[str] = []
+    notifier = _Scripted(outcomes, attempts, said)
+    for number in range(count):
+        notifier.submit({**NOTICE, "message": f"n{number}"})
+    notifier.close()
+    # Tries come in the order submitted; a notice is tried until it is delivered or has had
+    # `attempts` tries, never more, and never again after it was delivered.
+    runs = [(m, len(list(g))) for m, g in itertools.groupby(notifier.tries)]
+    assert [m for m, _n in runs] == [f"n{i}" for i in range(count)]
+    assert all(1 <= n <= attempts for _m, n in runs)
+    assert notifier.sent + notifier.failed == count
+    assert len(said) == notifier.failed
+    model = list(outcomes)
+    failed = 0
+    for _number in range(count):
+        tries = 0
+        while tries < attempts:
+            tries += 1
+            if model.pop(0) if model else True:
+                break
+        else:
+            failed += 1
+    assert notifier.failed == failed
