@@ -378,3 +378,13 @@ def test_each_notice_is_delivered_once_or_told_failed_once_in_order(
         else:
             failed += 1
     assert notifier.failed == failed
+
+
+def test_the_sharing_clients_lost_line_is_the_one_that_notifies() -> None:
+    # docs/sharing.md: the client says this once when Redis is lost; notify.py matches its start.
+    import inspect
+
+    from autodev_shell.notify import SHARING_LOST
+    from autodev_shell.sharing.client import LimitSharing
+
+    assert f'f"{SHARING_LOST} (' in inspect.getsource(LimitSharing._lost)
