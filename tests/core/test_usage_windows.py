@@ -242,3 +242,24 @@ def test_a_reading_shared_by_another_run_moves_the_account_too() -> None:
                                                reading=reading, source="laptop"))
     assert "claude:sonnet" in _near(state)
     assert [e.kind for e in effects if isinstance(e, Log)] == ["near-limit"]
+
+
+def test_knob_off_the_bundled_storm_runs_byte_for_byte_as_before() -> None:
+    """The bundled storm (docs/examples/headroom/storm-week.yaml: a reading on every healthy
+    call) with the knob off: its whole simulated output, 1,165 lines, is byte for byte what the
+    code before readings per account window printed — the hash was recorded by running this
+    file through commit b43edfc's `iter_output` (re-record it that way if the storm changes)."""
+    import hashlib
+    from pathlib import Path
+
+    from autodev_core.simulation.driver import iter_output
+    from autodev_core.simulation.scenario import parse_scenario
+
+    root = Path(__file__).resolve().parents[2]
+    storm = root / "docs" / "examples" / "headroom" / "storm-week.yaml"
+    scenario = parse_scenario(storm.read_text(encoding="utf-8"))
+    off = attrs.evolve(scenario, policy=attrs.evolve(scenario.policy, headroom=None))
+    text = "\n".join(iter_output(off))
+    assert len(text.splitlines()) == 1165
+    assert hashlib.sha256(text.encode()).hexdigest() == (
+        "c710224b3f56d804783ba6cc94601e323ae26fb5dea8619e0099577698c10adf")
