@@ -70,7 +70,14 @@ def serve(run_dir: str | Path, *, team_dir: str | Path | None = None, host: str 
 
     from ..store.folder import run_db
     from .app import build_app
-    from .security import is_loopback, kept_token, new_token, write_token_file
+    from .security import (
+        host_label,
+        is_loopback,
+        kept_token,
+        new_token,
+        read_only_token,
+        write_token_file,
+    )
 
     out = out or sys.stdout
     err = err or sys.stderr
@@ -105,11 +112,17 @@ def serve(run_dir: str | Path, *, team_dir: str | Path | None = None, host: str 
     app, _panel = build_app(run, team_dir=team, token=token, host=host, port=bound,
                             read_only=read_only)
     shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
+    if host in ("127.0.0.1", "localhost", "::1", "[::1]"):
+        # A host name of its own (`p-<label>.localhost`, loopback in every browser): the
+        # session's cookie is then sent to no other server on this machine (cookies ignore
+        # ports, not host names). The loopback names still answer (docs/panel.md).
+        shown = f"{host_label(token)}.localhost"
+    given = read_only_token(token) if read_only else token
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
                             timeout_graceful_shutdown=2, server_header=False,
                             date_header=False)
     server = uvicorn.Server(config)
-    url = f"http://{shown}:{bound}/?token={token}"
+    url = f"http://{shown}:{bound}/?token={given}"
 
     original_startup = server.startup
 

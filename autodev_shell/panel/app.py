@@ -34,7 +34,7 @@ from .ansi import render_text
 from .live import LANE_TAIL_BYTES, Hub
 from .prompts import PROMPT_MAX_BYTES, PromptError, read_prompt, save_prompt
 from .runclock import RunClock
-from .security import Guard, allowed_hosts
+from .security import Guard, allowed_hosts, host_label
 from .store_reads import FIRST_PAGE, MAX_PAGE, RunReader
 from .view import status_view
 
@@ -149,9 +149,15 @@ class Panel:
     # --- routes -----------------------------------------------------------------------------
 
     def page(self, request: Request) -> Response:
+        # The session's own values (the guard's): a read-only session sees a read-only page,
+        # and the page holds the CSRF value derived from its session, never the secret.
+        state = request.scope.get("state", {})
+        read_only = self.read_only or bool(state.get("autodev_read_only", True))
+        editing = ("this session is read-only (the read-only URL)"
+                   if read_only and not self.read_only else self.prompt_editing())
         html = self.templates.get_template("index.html").render(
-            run_dir=str(self.run_dir), read_only=self.read_only, csrf=self.token,
-            prompt_editing=self.prompt_editing(), say_max=SAY_MAX_BYTES)
+            run_dir=str(self.run_dir), read_only=read_only, csrf=state.get("autodev_csrf", ""),
+            prompt_editing=editing, say_max=SAY_MAX_BYTES)
         return HTMLResponse(html)
 
     def api_status(self, request: Request) -> Response:
@@ -202,7 +208,9 @@ class Panel:
         except ConfigError as exc:
             return _error(404, str(exc))
         return JSONResponse({"text": text, "etag": etag, "path": str(path),
-                             "editable": not self.read_only}, headers={"etag": etag})
+                             "editable": not (self.read_only or request.scope.get(
+                                 "state", {}).get("autodev_read_only", True))},
+                            headers={"etag": etag})
 
     async def put_prompt(self, request: Request) -> Response:
         if self.team_dir is None:
@@ -317,4 +325,5 @@ def build_app(run_dir: Path, *, team_dir: Path | None, token: str, host: str, po
             panel.reader.close()
 
     app = Starlette(routes=routes, lifespan=lifespan)
-    return Guard(app, token=token, hosts=allowed_hosts(host, port), read_only=read_only), panel
+    hosts = allowed_hosts(host, port, host_label(token))
+    return Guard(app, token=token, hosts=hosts, read_only=read_only), panel

@@ -3,18 +3,24 @@ every route, the event stream and the static files included:
 
 1. `Host` must be one of the loopback names at the panel's port (or the explicit `--host`):
    anything else is 403, against DNS rebinding.
-2. `GET /?token=T` with the right token sets the session cookie (HttpOnly, SameSite=Strict)
-   and 303-redirects to `/`, so the token leaves the address bar; every other request needs the
-   cookie (401 without it). Tokens are compared with `hmac.compare_digest`.
-3. Every request that is not GET or HEAD needs `X-Autodev-CSRF` equal to the token, an `Origin`
-   equal to the request's own origin, and `Sec-Fetch-Site: same-origin` when the browser sends
-   it; else 403. With `--read-only` any such method is 405: no route writes.
+2. `GET /?token=T` with a right token sets the session cookie (HttpOnly, SameSite=Strict, on
+   the host it was asked on: the printed URL's `p-<label>.localhost`, a host of its own) and
+   303-redirects to `/`, so the token leaves the address bar; every other request needs the
+   cookie (401 without it). Two credentials: the secret (read-write) and the read-only token
+   derived from it (`derive(secret, "read-only")`), which opens a read-only session: it cannot
+   steer the run. Tokens are compared with `hmac.compare_digest`.
+3. Every request that is not GET or HEAD needs `X-Autodev-CSRF` equal to the session's CSRF
+   value (`derive(cookie, "csrf")`, never the secret itself), an `Origin` equal to the request's
+   own origin, and `Sec-Fetch-Site: same-origin` when the browser sends it; else 403. A
+   read-only session gets 403; with `--read-only` any such method is 405: no route writes.
 4. Every response carries the CSP (no inline script or style), nosniff, no referrer, no-store,
    no framing; there is no CORS header anywhere.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import hmac
 import ipaddress
 import os
@@ -52,6 +58,32 @@ def new_token() -> str:
     return secrets.token_urlsafe(32)
 
 
+def derive(secret: str, purpose: str) -> str:
+    """A value for `purpose` made from `secret` (HMAC-SHA256, URL-safe): it says nothing of the
+    secret, and only the holder of the secret makes it."""
+    digest = hmac.new(secret.encode("utf-8", "surrogateescape"), purpose.encode(),
+                      hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(digest).decode("ascii").rstrip("=")
+
+
+def read_only_token(secret: str) -> str:
+    """The read-only credential of a panel whose secret is `secret` (docs/panel.md)."""
+    return derive(secret, "read-only")
+
+
+def csrf_of(session: str) -> str:
+    """The CSRF value of a session (its cookie's value): what the page sends in
+    `X-Autodev-CSRF`; the page is never given the secret."""
+    return derive(session, "csrf")
+
+
+def host_label(secret: str) -> str:
+    """`p-<16 hex>`: the panel's own host name under `.localhost` (Chromium and Firefox resolve
+    every `*.localhost` to loopback), so its cookie is sent to no other local server; the same
+    for a panel started again with the same token, so open pages keep their session."""
+    return "p-" + derive(secret, "host").encode().hex()[:16].lower()
+
+
 def same(given: str, token: str) -> bool:
     """Constant-time comparison of a presented token with the session's."""
     return hmac.compare_digest(given.encode("utf-8", "surrogateescape"),
@@ -71,10 +103,12 @@ def _bracket(host: str) -> str:
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
-def allowed_hosts(host: str, port: int) -> frozenset[str]:
-    """`Host` header values the panel answers: the loopback names at its port, and the bound
-    address itself (an explicit `--host`)."""
+def allowed_hosts(host: str, port: int, label: str | None = None) -> frozenset[str]:
+    """`Host` header values the panel answers: the loopback names at its port, its own
+    `<label>.localhost`, and the bound address itself (an explicit `--host`)."""
     names = {"127.0.0.1", "localhost", "[::1]", _bracket(host)}
+    if label:
+        names.add(f"{label}.localhost")
     return frozenset(f"{name}:{port}".lower() for name in names)
 
 
@@ -141,8 +175,19 @@ class Guard:
                  read_only: bool) -> None:
         self.app = app
         self.token = token
+        self.read_only_token = read_only_token(token)
         self.hosts = hosts
         self.read_only = read_only
+
+    def session_of(self, given: str) -> str | None:
+        """The session a presented credential opens (the cookie's value), or None: the secret
+        opens a read-write one (read-only on a `--read-only` panel), the read-only token a
+        read-only one."""
+        if same(given, self.token):
+            return self.read_only_token if self.read_only else self.token
+        if same(given, self.read_only_token):
+            return self.read_only_token
+        return None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -167,29 +212,40 @@ class Guard:
             return
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
         if scope["path"] == "/" and "token" in query and method in ("GET", "HEAD"):
-            if not same(query["token"][0], self.token):
+            session = self.session_of(query["token"][0])
+            if session is None:
                 await _refuse(guarded, 401, "Wrong token: open the URL `autodev panel` printed.")
                 return
             await guarded({"type": "http.response.start", "status": 303, "headers": [
                 (b"location", b"/"),
-                (b"set-cookie", f"{COOKIE}={self.token}; HttpOnly; SameSite=Strict; "
+                (b"set-cookie", f"{COOKIE}={session}; HttpOnly; SameSite=Strict; "
                  "Path=/".encode()),
                 (b"content-type", b"text/plain; charset=utf-8"),
             ]})
             await send({"type": "http.response.body", "body": b"Signed in.\n"})
             return
-        if not same(_cookie(headers.get("cookie", "")), self.token):
+        cookie = _cookie(headers.get("cookie", ""))
+        session = self.session_of(cookie) if cookie else None
+        if session is None:
             await _refuse(guarded, 401, "No panel session: open the URL `autodev panel` "
                           "printed (it carries the token).")
             return
+        watch_only = self.read_only or same(cookie, self.read_only_token)
+        state = scope.setdefault("state", {})
+        state["autodev_read_only"] = watch_only
+        state["autodev_csrf"] = "" if watch_only else csrf_of(cookie)
         if method not in ("GET", "HEAD"):
             if self.read_only:
                 await _refuse(guarded, 405, "This panel is read-only (--read-only).",
                               allow="GET, HEAD")
                 return
+            if watch_only:
+                await _refuse(guarded, 403, "This session is read-only (opened with the "
+                              "read-only URL): it cannot steer the run.")
+                return
             origin = headers.get("origin", "")
             site = headers.get("sec-fetch-site")
-            if not same(headers.get(CSRF_HEADER, ""), self.token):
+            if not same(headers.get(CSRF_HEADER, ""), csrf_of(cookie)):
                 await _refuse(guarded, 403, "Missing or wrong X-Autodev-CSRF header.")
                 return
             if origin.lower() != f"http://{headers.get('host', '')}".lower():

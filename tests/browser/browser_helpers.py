@@ -26,6 +26,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from helpers.daemons import RunCommands, operator_signals_default
 
+from autodev_shell.panel.security import csrf_of
 from autodev_shell.standins import install_standins, standin_env, write_script
 
 #: Generous: the machine is shared and loaded; tests poll, never assert on timings.
@@ -361,7 +362,7 @@ class Panel:
         """A POST as the page sends it: the CSRF header and a same-origin Origin."""
         sent = {"Content-Type": content_type}
         if csrf:
-            sent["X-Autodev-CSRF"] = self.token
+            sent["X-Autodev-CSRF"] = csrf_of(self.token)  # derived, as the page's
         if origin:
             sent["Origin"] = self.origin
         sent.update(headers or {})

@@ -8,12 +8,15 @@ refused everything would fail here.
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from browser_helpers import Panel, read_sse
+
+from autodev_shell.panel.security import csrf_of, host_label
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +39,11 @@ def _controls(run: Path) -> list[tuple[str, str]]:
 
 
 def test_the_printed_url_is_loopback_with_a_token(panel: Panel) -> None:
-    assert panel.url.startswith(f"http://127.0.0.1:{panel.port}/?token=")
+    """On a host name of its own under `.localhost` (loopback in the browser), so its cookie
+    goes to no other local server (issue 41, item 1)."""
+    label = host_label(panel.token)
+    assert re.fullmatch(r"p-[0-9a-f]{16}", label), label
+    assert panel.url.startswith(f"http://{label}.localhost:{panel.port}/?token=")
     assert len(panel.token) >= 32
     mode = stat.S_IMODE(os.stat(panel.run_dir / "panel.token").st_mode)
     assert mode == 0o600, oct(mode)
@@ -174,7 +181,7 @@ def test_read_only_has_no_post_route(needs_panel: None, demo_run: Path) -> None:
             answer = panel.post(path, "message=x")
             assert answer.status in (404, 405), (path, answer)
         put = panel.request("PUT", "/api/prompt/ana", body='{"text": "x"}', headers={
-            "X-Autodev-CSRF": panel.token, "Origin": panel.origin, "If-Match": "*",
+            "X-Autodev-CSRF": csrf_of(panel.token), "Origin": panel.origin, "If-Match": "*",
             "Content-Type": "application/json"})
         assert put.status in (404, 405), put
         assert _controls(demo_run / "run") == before
@@ -204,7 +211,7 @@ def test_a_file_broken_by_hand_can_be_repaired_from_the_panel(
         assert opened.json()["text"] == broken
         fixed = broken.replace("[agy", "agy")
         saved = panel.request("PUT", "/api/prompt/eva", body=json.dumps({"text": fixed}), headers={
-            "X-Autodev-CSRF": panel.token, "Origin": panel.origin,
+            "X-Autodev-CSRF": csrf_of(panel.token), "Origin": panel.origin,
             "If-Match": opened.json()["etag"], "Content-Type": "application/json"})
         assert saved.status == 200, saved
         assert (team / "eva.md").read_text(encoding="utf-8") == fixed

@@ -20,6 +20,8 @@ pytest.importorskip("starlette")
 
 from helpers.panels import Panel, control_rows, make_run, make_team, panel_factory
 
+from autodev_shell.panel.security import csrf_of, host_label, read_only_token
+
 __all__ = ["panel_factory"]
 
 ROUTES = ("/", "/events", "/api/status", "/api/thread", "/api/lane/ana", "/api/prompt/ana",
@@ -40,7 +42,10 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 def test_the_printed_url_is_one_line_with_the_token_and_the_token_file_is_0600(
         served: Panel) -> None:
-    assert served.line.startswith("autodev panel: http://127.0.0.1:")
+    # Issue 41: on the panel's own host name under .localhost (loopback in the browser, and a
+    # cookie no other local server is sent).
+    assert served.line.startswith(f"autodev panel: http://{host_label(served.token)}.localhost:")
+    assert served.line.count("\n") == 1
     token_file = Path(served.proc.args[served.proc.args.index("--run") + 1]) / "panel.token"
     assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
     assert token_file.read_text().strip() == served.token
@@ -256,6 +261,69 @@ def test_a_prompt_over_256_kib_is_refused(served: Panel) -> None:
                             headers={"If-Match": etag, "Content-Type": "application/json"})
     assert answer.status == 413
     assert (team / "ana.md").read_bytes() == before
+
+
+# --- issue 41: a read-only credential, a derived CSRF value, a host of its own -----------------
+
+FORM = {"Content-Type": "application/x-www-form-urlencoded"}
+
+
+def test_the_page_holds_a_csrf_value_derived_from_the_session_never_the_secret(
+        served: Panel) -> None:
+    page = served.request("GET", "/").text
+    assert served.token not in page  # HttpOnly means something: the page never holds it
+    assert f'<meta name="autodev-csrf" content="{csrf_of(served.token)}">' in page
+    assert csrf_of(served.token) != served.token
+    # The secret itself is not the CSRF value: a script that learnt it still needs the cookie.
+    before = control_rows(Path(served.proc.args[served.proc.args.index("--run") + 1]))
+    answer = served.request("POST", "/api/say", body="message=x", csrf=False,
+                            headers={**FORM, "X-Autodev-CSRF": served.token})
+    assert answer.status == 403, answer
+    assert control_rows(Path(served.proc.args[served.proc.args.index("--run") + 1])) == before
+
+
+def test_the_read_only_url_opens_a_session_that_cannot_steer_the_run(served: Panel) -> None:
+    run = Path(served.proc.args[served.proc.args.index("--run") + 1])
+    watch = read_only_token(served.token)
+    assert watch != served.token and watch not in (run / "panel.token").read_text()
+    signed = served.request("GET", f"/?token={watch}", cookie=False)
+    assert signed.status == 303
+    cookie = signed.headers["Set-Cookie"]
+    assert cookie.startswith(f"autodev_panel={watch};"), cookie
+    assert "domain" not in cookie.lower()  # host-only: its own host name, no other
+    session = {"Cookie": f"autodev_panel={watch}"}
+    page = served.request("GET", "/", cookie=False, headers=session).text
+    assert '<meta name="autodev-read-only" content="true">' in page
+    assert 'id="say-form"' not in page and served.token not in page
+    assert served.request("GET", "/api/status", cookie=False, headers=session).status == 200
+    before = control_rows(run)
+    for path in ("/api/say", "/api/pause", "/api/resume", "/api/stop"):
+        answer = served.request("POST", path, body="message=hi", cookie=False, csrf=False,
+                                headers={**FORM, **session, "X-Autodev-CSRF": csrf_of(watch)})
+        assert answer.status == 403 and "read-only" in answer.text, (path, answer)
+    put = served.request("PUT", "/api/prompt/ana", body='{"text": "x"}', cookie=False,
+                         csrf=False, headers={**session, "If-Match": '"x"',
+                                              "X-Autodev-CSRF": csrf_of(watch)})
+    assert put.status == 403
+    assert control_rows(run) == before
+
+
+def test_a_read_only_panel_prints_the_read_only_credential_not_the_secret(
+        tmp_path: Path, panel_factory: Any) -> None:
+    run = make_run(tmp_path, posts=1)
+    panel = panel_factory(run, "--read-only")
+    secret = (run / "panel.token").read_text().strip()
+    assert panel.token == read_only_token(secret) != secret
+    assert panel.line.startswith(f"autodev panel: http://{host_label(secret)}.localhost:")
+    signed = panel.request("GET", f"/?token={panel.token}", cookie=False)
+    assert signed.status == 303
+
+
+def test_the_panels_own_host_name_is_answered_and_a_neighbours_is_not(served: Panel) -> None:
+    mine = f"{host_label(served.token)}.localhost:{served.port}"
+    assert served.request("GET", "/api/status", host=mine).status == 200
+    other = f"p-0000000000000000.localhost:{served.port}"
+    assert served.request("GET", "/api/status", host=other).status == 403
 
 
 # --- --read-only, --host, the missing extra ---------------------------------------------------

@@ -24,6 +24,7 @@ import pytest
 from autodev_core import Engine, SchedulerConfig, initial_state, parse_participant
 from autodev_core.scheduler.state import EngineLimit, Outage
 from autodev_core.serialization import to_json
+from autodev_shell.panel.security import csrf_of
 from autodev_shell.store.run_store import NewPost, RunStore
 
 WAIT = 60.0
@@ -162,7 +163,7 @@ class Panel:
             sent["Cookie"] = f"autodev_panel={self.token}"
         if method not in ("GET", "HEAD"):
             if csrf:
-                sent["X-Autodev-CSRF"] = self.token
+                sent["X-Autodev-CSRF"] = csrf_of(self.token)  # the page's value (issue 41)
             if origin == "same":
                 sent["Origin"] = f"http://{host or self.host}"
             elif origin is not None:
