@@ -28,6 +28,10 @@ _EXPORTS: Final[dict[str, tuple[str, ...]]] = {
         "RecoveryCopy", "TierRoles", "TurnGate", "UnknownTierError", "reduce_persistence",
         "tier_role", "turn_gate",
     ),
+    "control.turn_input": (
+        "InputRecord", "TurnInputPlan", "TurnStart", "bind_input_context", "plan_call_input",
+        "plan_turn_input", "turn_type_of",
+    ),
     "detection.classification": ("Classification", "LimitNotice", "UsageReading"),
     "detection.posts": ("extract_post",),
     "detection.reader": (
@@ -69,6 +73,11 @@ if TYPE_CHECKING:
         RecoveryCopy as RecoveryCopy, TierRoles as TierRoles, TurnGate as TurnGate,
         UnknownTierError as UnknownTierError, reduce_persistence as reduce_persistence,
         tier_role as tier_role, turn_gate as turn_gate,
+    )
+    from .control.turn_input import (
+        InputRecord as InputRecord, TurnInputPlan as TurnInputPlan, TurnStart as TurnStart,
+        bind_input_context as bind_input_context, plan_call_input as plan_call_input,
+        plan_turn_input as plan_turn_input, turn_type_of as turn_type_of,
     )
     from .detection.classification import (
         Classification as Classification, LimitNotice as LimitNotice, UsageReading as UsageReading,
@@ -137,6 +146,10 @@ def _module(name: str) -> ModuleType:
         from .detection import posts
 
         return posts
+    if name == "control.turn_input":
+        from .control import turn_input
+
+        return turn_input
     if name == "simulation.scenario":
         from .simulation import scenario
 

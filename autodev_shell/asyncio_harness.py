@@ -9,9 +9,11 @@ this module runs such a loop under the same machine, with the same checks:
   When no callback is ready it jumps at once to its next timer, so `await asyncio.sleep(3600)`
   takes no real time while tasks still interleave as they would on the wall clock; awaiting
   something nothing will ever finish raises `VirtualTimeDeadlock` instead of hanging.
-- `AsyncWorld`: the harness's `World` on that clock. `await world.call(effect)` runs the stand-in
-  CLI for the call's duration in virtual time (other tasks run meanwhile), `await
-  world.sleep_until(t)` sleeps, `world.log(message)` writes a line, `world.now` is the time.
+- `AsyncWorld`: the harness's `World` on that clock, with the same interface, awaited where it
+  waits: `await world.call(effect, prompt)` runs the stand-in CLI for the call's duration in
+  virtual time (other tasks run meanwhile), `await world.sleep_until(t)` sleeps,
+  `world.post(participant, text)` appends a post, `world.log(message)` writes a line,
+  `world.now` is the time.
 - `AsyncOrchestratorMachine`: set `make_async(config, world)` to build your loop (and
   `restart_async(crashed, config, world)` to crash and restart it); the machine calls your
   coroutine `handle` through the event loop, one event at a time. A crash cancels every task
@@ -43,7 +45,6 @@ from autodev_core.testing.orchestrator import (
     Orchestrator,
     OrchestratorMachine,
     World,
-    cli_outputs,
 )
 
 
@@ -133,24 +134,27 @@ class AsyncWorld(World):
     def advance(self, seconds: float) -> None:
         self.clock.advance(seconds)
 
-    async def call(self, call: StartCall) -> CliOutput:
-        """Run the CLI `call` asks for: a realistic output of its provider, returned after the
-        call's duration in virtual time (your other tasks run meanwhile)."""
-        output: CliOutput = self.draw(cli_outputs(call.engine.provider))
-        self.calls.append(call)
-        self.outputs.append(output)
+    async def call(  # type: ignore[override]
+        self, call: StartCall, prompt: str | None = None
+    ) -> CliOutput:
+        """Run the CLI `call` asks for, sending `prompt`: a realistic output of its provider,
+        returned after the call's duration in virtual time (your other tasks run meanwhile)."""
+        output = self._output(call, prompt)
         start = max(0.0, (call.at - self.now).total_seconds())
         await asyncio.sleep(start + output.duration.total_seconds())
         self.returned.append(self.now)
         return output
 
     async def sleep_until(self, until: datetime) -> datetime:  # type: ignore[override]
-        """Sleep until `until` in virtual time; returns the time on waking."""
-        await asyncio.sleep(max(0.0, (until - self.now).total_seconds()))
+        """Sleep until `until` in virtual time; returns the time on waking: the deadline, or
+        later when the machine was suspended (A20)."""
+        late = self._oversleep()
+        await asyncio.sleep(max(0.0, (until - self.now).total_seconds()) + late.total_seconds())
+        self.slept.append((until, self.now))
         return self.now
 
-    def run_cli(self, call: StartCall) -> CliOutput:
-        raise TypeError("in an asyncio loop, `await world.call(effect)` runs the CLI")
+    def run_cli(self, call: StartCall, prompt: str | None = None) -> CliOutput:
+        raise TypeError("in an asyncio loop, `await world.call(effect, prompt)` runs the CLI")
 
     def stop_tasks(self) -> None:
         """Cancel every task still running on the loop and let them end (a process that dies

@@ -146,3 +146,33 @@ def plan_turn_input(turn: TurnStart, record: InputRecord | None) -> TurnInputPla
     if record.bound_text != turn.parent_text:
         return TurnInputPlan(kind, "recompute", "parent-text-changed", rollback)
     return TurnInputPlan(kind, "reapply", "record-reused", rollback, record.context)
+
+
+#: B18: the host turn type of each `StartCall.turn_kind` (the scheduler's word for the same thing).
+TURN_TYPE_OF_KIND: Final[dict[str, str]] = {"fresh": "normal", "no-new-input": "retry"}
+
+
+def turn_type_of(turn_kind: str) -> str:
+    """B18: the host turn type `plan_turn_input` reads for a `StartCall`'s `turn_kind`: "fresh"
+    is "normal", "no-new-input" is "retry". Anything else raises `UnknownTurnType`."""
+    if turn_kind not in TURN_TYPE_OF_KIND:
+        raise UnknownTurnType(turn_kind)
+    return TURN_TYPE_OF_KIND[turn_kind]
+
+
+def plan_call_input(
+    turn_kind: str,
+    record: InputRecord | None,
+    *,
+    parent_input_id: str,
+    parent_text: str,
+    committed_revision: int = 0,
+    working_revision: int = 0,
+) -> TurnInputPlan:
+    """B18-B20 for a `StartCall`: `plan_turn_input` with the call's `turn_kind` ("fresh" or
+    "no-new-input") as the turn type. A no-new-input call (a retry, a hop) whose `record` is
+    bound to the same parent input reapplies `record.context`; otherwise compute the input and
+    keep `bind_input_context(parent_input_id, parent_text, computed)` for the next retry."""
+    turn = TurnStart(turn_type_of(turn_kind), parent_input_id, parent_text,
+                     committed_revision, working_revision)
+    return plan_turn_input(turn, record)

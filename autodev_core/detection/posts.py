@@ -13,17 +13,28 @@ Pure and total: any text in, a post or None out; it never raises.
   "agent_message", "message": …}}`).
 - agy `-p`: plain stdout.
 
-Whether the call ended well enough for its text to count (exit code, timeout) is the caller's
-business: this module reads text only.
+A notice is never a post: an answer whose text `classify_output` reads as a usage limit, a
+network error or claude's login error (A2-A6, A26, A32) — claude's plain-text limit notice on
+stdout, a short agent message that is a notice — is None here, whatever the CLI's exit code.
+Model text over 300 characters that quotes a notice is a post (A5), and so is an answer followed
+by a separate notice in the same output (A17: the post stays; the call is a limit after a
+post). Whether the call ended well enough for its text to count (a clean exit, no
+timeout: only a clean exit posts) is the caller's business; `classify_output`'s verdict plus the
+exit code is all an adapter needs (docs/orchestrators.md, "Writing your adapter").
 """
 
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 from ..engine import PROVIDERS
 from .cli_events import ITEM_DONE_EVENT, MESSAGE_ITEM_TYPES, RESULT_EVENT
+from .reader import classify_output
+
+#: Any instant serves to tell a notice from a post: only a limit's reset depends on it.
+_ANY_TIME = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def _events(stdout: str) -> list[dict[str, Any]]:
@@ -91,15 +102,27 @@ def _codex(stdout: str) -> str | None:
     return None
 
 
+def _is_notice(provider: str, text: str) -> bool:
+    """Whether `classify_output` reads the answer `text` alone as a notice (limit, network,
+    login)."""
+    seen = classify_output(provider, stdout=text, stderr="", exit_code=None, now=_ANY_TIME,
+                           local_tz=UTC)
+    return seen.kind != "other"
+
+
 def extract_post(provider: str, stdout: str) -> str | None:
     """The text the call posted, or None when its output carries no post. Never raises."""
     try:
         if not isinstance(stdout, str) or provider not in PROVIDERS:
             return None
         if provider == "claude":
-            return _claude(stdout)
-        if provider == "codex":
-            return _codex(stdout)
-        return _plain(stdout)
+            post = _claude(stdout)
+        elif provider == "codex":
+            post = _codex(stdout)
+        else:
+            post = _plain(stdout)
+        if post is not None and _is_notice(provider, post):
+            return None  # a notice is never a post, whatever the exit code
+        return post
     except Exception:  # total by contract: odd output is "no post", never a crash
         return None

@@ -27,16 +27,19 @@ docs/testing-your-orchestrator.md for a complete example. This module imports hy
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar, Protocol
+from zoneinfo import ZoneInfo
 
 import attrs
+from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from ..detection import classify_output
-from ..scheduler.effects import Effect, Log, StartCall
+from ..scheduler.effects import Effect, Log, Sleep, StartCall
 from ..scheduler.events import (
     EVENT_TYPES,
     CallEnded,
@@ -46,13 +49,14 @@ from ..scheduler.events import (
     ResumeRequested,
     RunStarted,
     StopRequested,
+    Woke,
     call_ended,
 )
 from ..scheduler.restore import restore_state
 from ..scheduler.state import SchedulerConfig, SchedulerState, initial_state
 from ..scheduler.step import TRANSITIONS, step
 from .notices import NOTICE_CASES
-from .scheduler_strategies import scheduler_configs
+from .scheduler_strategies import instants, participants, scheduler_configs
 
 #: What `cli_outputs` can draw: a post, each kind of notice, and plain failures (A28, A31).
 OUTPUT_KINDS: tuple[str, ...] = (
@@ -231,19 +235,105 @@ _CONTROLS: dict[str, Callable[..., Event]] = {
     "stop": StopRequested, "start": RunStarted,
 }
 
+#: How late past its deadline the world's clock is when a sleep ends, in seconds (A20, C2): most
+#: sleeps end on time; a machine suspended during the wait wakes minutes or hours after it.
+OVERSLEEPS: tuple[int, ...] = (0, 0, 0, 1, 45, 19 * 60, 3 * 3600)
+
+
+def _offset_changes(zone_name: str, year: int) -> tuple[datetime, ...]:
+    """The instants (UTC, to the minute) at which `zone_name`'s offset from UTC changes in `year`
+    (its DST edges; none for a zone without DST)."""
+    zone = ZoneInfo(zone_name)
+    edges: list[datetime] = []
+    day = datetime(year, 1, 1, tzinfo=UTC)
+    offset = day.astimezone(zone).utcoffset()
+    while day.year == year:
+        after = day + timedelta(days=1)
+        if after.astimezone(zone).utcoffset() != offset:
+            low, high = day, after  # the offset changes in (low, high]: halve to the minute
+            while high - low > timedelta(minutes=1):
+                mid = low + (high - low) / 2
+                if mid.astimezone(zone).utcoffset() == offset:
+                    low = mid
+                else:
+                    high = mid
+            edges.append(high.replace(second=0, microsecond=0))
+            offset = after.astimezone(zone).utcoffset()
+        day = after
+    return tuple(edges)
+
+
+_EDGES: dict[str, tuple[datetime, ...]] = {}
+
+
+def dst_edges(zone_name: str) -> tuple[datetime, ...]:
+    """`zone_name`'s DST edges in 2026 and 2027, as UTC instants (empty for a zone without)."""
+    if zone_name not in _EDGES:
+        _EDGES[zone_name] = _offset_changes(zone_name, 2026) + _offset_changes(zone_name, 2027)
+    return _EDGES[zone_name]
+
+
+@st.composite
+def run_starts(draw: st.DrawFn, zone: str = "UTC") -> datetime:
+    """When a run starts (UTC): any second of 2026-2027, or within three hours of a DST edge of
+    `zone`, so a loop that reads a notice's clock time in UTC where the run's zone is meant
+    fails whatever the zone's offset that day (A6)."""
+    edges = dst_edges(zone)
+    near_edge: bool = draw(st.booleans()) if edges else False
+    if near_edge:
+        edge = draw(st.sampled_from(edges))
+        return edge + timedelta(seconds=draw(st.integers(min_value=-3 * 3600,
+                                                         max_value=3 * 3600)))
+    return draw(instants())
+
+
+@st.composite
+def team_edits(draw: st.DrawFn, config: SchedulerConfig) -> SchedulerConfig:
+    """The team folder as a restart reads it: as it was, or with one participant added, removed
+    or edited (its CLI, model, chain or gate), the rest of the config unchanged."""
+    team = list(config.team)
+    edit = draw(st.sampled_from(("same", "same", "add", "remove", "edit")))
+    if edit == "remove" and len(team) > 1:
+        del team[draw(st.integers(min_value=0, max_value=len(team) - 1))]
+    elif edit == "add":
+        ids = {p.id for p in team}
+        new_id = next(f"p{n}" for n in range(len(team) + 1) if f"p{n}" not in ids)
+        team.append(draw(participants(id=new_id, installed=config.installed)))
+    elif edit == "edit":
+        at = draw(st.integers(min_value=0, max_value=len(team) - 1))
+        team[at] = draw(participants(id=team[at].id, installed=config.installed))
+    return attrs.evolve(config, team=tuple(team))
+
 
 class World:
-    """The harness's stand-ins for everything your loop touches outside the core: a virtual
-    clock (`now`, `sleep_until`), the CLIs (`run_cli`) and the log (`log`)."""
+    """The harness's stand-ins for everything your loop touches outside the core, one interface
+    for a synchronous loop and an asyncio one (`autodev_shell.asyncio_harness.AsyncWorld`, where
+    `call` and `sleep_until` are awaited):
+
+    - `now`: the virtual clock's time;
+    - `call(effect, prompt)`: run the stand-in CLI for a `StartCall`, sending `prompt` (the input
+      your loop sends the CLI; the harness checks a retried turn sends its saved input, B19);
+    - `sleep_until(t)`: sleep; returns the clock's time on waking, which may be past `t` (a
+      machine suspended during the wait, A20);
+    - `post(participant, text)`: append a post to the thread (the thread survives a crash);
+    - `log(message)`: write a log line.
+
+    `run_cli(call)` is the former name of `call` (deprecated; it still works)."""
 
     def __init__(self, start: datetime, draw: Callable[[st.SearchStrategy[Any]], Any]) -> None:
         self._now = start
         self.draw = draw
         self.calls: list[StartCall] = []
         self.outputs: list[CliOutput] = []
+        #: The prompt sent with each call of `calls` (None: the loop passed none).
+        self.prompts: list[str | None] = []
         #: When each call of `calls` returned (the clock after its duration).
         self.returned: list[datetime] = []
         self.logged: list[str] = []
+        #: Each sleep: its deadline and the clock's time on waking.
+        self.slept: list[tuple[datetime, datetime]] = []
+        #: The thread: each post appended, as (participant, text).
+        self.thread: list[tuple[str, str]] = []
 
     @property
     def now(self) -> datetime:
@@ -253,20 +343,43 @@ class World:
     def advance(self, seconds: float) -> None:
         self._now += timedelta(seconds=seconds)
 
-    def sleep_until(self, until: datetime) -> datetime:
-        """Sleep until `until` (at once, in virtual time); returns the time on waking."""
-        self._now = max(self._now, until)
-        return self._now
-
-    def run_cli(self, call: StartCall) -> CliOutput:
-        """Run the CLI `call` asks for: a realistic output of its provider; the clock moves on
-        by the call's duration."""
+    def _output(self, call: StartCall, prompt: str | None) -> CliOutput:
+        """Draw the output of `call` and record the call (shared by the sync and async worlds)."""
+        if not isinstance(call, StartCall):
+            raise TypeError(f"world.call takes the StartCall effect, not {call!r}")
+        if prompt is not None and not isinstance(prompt, str):
+            raise TypeError(f"the prompt is the text your loop sends the CLI, not {prompt!r}")
         output: CliOutput = self.draw(cli_outputs(call.engine.provider))
         self.calls.append(call)
         self.outputs.append(output)
+        self.prompts.append(prompt)
+        return output
+
+    def _oversleep(self) -> timedelta:
+        return timedelta(seconds=self.draw(st.sampled_from(OVERSLEEPS)))
+
+    def call(self, call: StartCall, prompt: str | None = None) -> CliOutput:
+        """Run the CLI `call` asks for, sending `prompt`: a realistic output of its provider;
+        the clock moves on by the call's duration."""
+        output = self._output(call, prompt)
         self._now = max(self._now, call.at) + output.duration
         self.returned.append(self._now)
         return output
+
+    def run_cli(self, call: StartCall, prompt: str | None = None) -> CliOutput:
+        """Deprecated: the former name of `call` (one name for the sync and async worlds)."""
+        return self.call(call, prompt)
+
+    def sleep_until(self, until: datetime) -> datetime:
+        """Sleep until `until` (at once, in virtual time); returns the time on waking: the
+        deadline, or later when the machine was suspended (A20)."""
+        self._now = max(self._now, until) + self._oversleep()
+        self.slept.append((until, self._now))
+        return self._now
+
+    def post(self, participant: str, text: str) -> None:
+        """Append `participant`'s post `text` to the thread."""
+        self.thread.append((participant, text))
 
     def log(self, message: str) -> None:
         self.logged.append(message)
@@ -288,6 +401,66 @@ class Orchestrator(Protocol):
         """What your store holds now: the state a restart after a crash would load."""
 
 
+# --- failures an author can read ---------------------------------------------------------------
+
+
+def _short(value: Any, width: int = 90) -> str:
+    text = value.isoformat() if isinstance(value, datetime) else repr(value)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def field_diff(expected: Any, actual: Any, *, limit: int = 8, _prefix: str = "") -> list[str]:
+    """The fields in which `actual` differs from `expected`, one short line each
+    (`name: expected …, your loop …`), nested attrs values by their own fields; the values
+    themselves when they are not attrs instances of one class."""
+    if type(expected) is not type(actual) or not attrs.has(type(expected)):
+        return [f"{_prefix or 'value'}: expected {_short(expected)}, your loop "
+                f"{_short(actual)}"]
+    lines: list[str] = []
+    for field in attrs.fields(type(expected)):
+        if not field.eq:
+            continue
+        want, got = getattr(expected, field.name), getattr(actual, field.name)
+        if want == got:
+            continue
+        name = f"{_prefix}{field.name}"
+        if attrs.has(type(want)) and type(want) is type(got) and _prefix.count(".") < 2:
+            lines += field_diff(want, got, limit=limit, _prefix=name + ".")
+        else:
+            lines.append(f"{name}: expected {_short(want)}, your loop {_short(got)}")
+    if len(lines) > limit:
+        lines = [*lines[:limit], f"… and {len(lines) - limit} more"]
+    return lines
+
+
+class HarnessFailure(AssertionError):
+    """What the harness caught in your loop: `rule` (the SPEC rule or the contract's clause),
+    `what` (one line), `expected` and `did` (what your loop did), and `diff` (the differing
+    fields, one line each). `str()` is all of it, short."""
+
+    def __init__(self, rule: str, what: str, expected: str, did: str,
+                 diff: Sequence[str] = ()) -> None:
+        self.rule, self.what, self.expected, self.did = rule, what, expected, did
+        self.diff = tuple(diff)
+        lines = [what, f"  rule: {rule}", f"  expected: {expected}", f"  your loop: {did}"]
+        if self.diff:
+            lines.append("  differs:")
+            lines += [f"    {line}" for line in self.diff]
+        super().__init__("\n".join(lines))
+
+
+def _first_difference(expected: Sequence[Any], got: Sequence[Any]) -> str:
+    for index, (want, have) in enumerate(zip(expected, got, strict=False)):
+        if want != have:
+            return f"#{index + 1}: expected {_short(want)}, your loop {_short(have)}"
+    if len(got) < len(expected):
+        return f"#{len(got) + 1}: expected {_short(expected[len(got)])}, your loop none"
+    return f"#{len(expected) + 1}: expected none, your loop {_short(got[len(expected)])}"
+
+
+# --- the machine ---------------------------------------------------------------------------------
+
+
 class OrchestratorMachine(RuleBasedStateMachine):
     """Random runs through YOUR loop. Subclass, set `make`, and use `.TestCase`:
 
@@ -304,11 +477,19 @@ class OrchestratorMachine(RuleBasedStateMachine):
     #: once the run is stopped or paused).
     saved_when: ClassVar[str] = "always"
     #: How your loop comes back after a crash: given the crashed loop (whose store survives),
-    #: the config and the world, a new loop that loaded its store through
+    #: the config read from the team folder now (`team_edits`: maybe a participant added,
+    #: removed or edited) and the world, a new loop that loaded its store through
     #: `restore_state(config, saved)`. None (the default): no crash rule.
     restart: ClassVar[Callable[[Orchestrator, SchedulerConfig, World], Orchestrator] | None] = (
         None
     )
+    #: Whether the team may change across a restart (as a restart from the team folder would
+    #: read it); False keeps the config a restart is given the same.
+    edits_team: ClassVar[bool] = True
+    #: Whether your loop appends each post to the thread (`world.post`); the harness then checks
+    #: every post a reported call made is there exactly once, crashes and all. False: your loop
+    #: keeps no thread (a post is still never to be appended twice).
+    posts_to_thread: ClassVar[bool] = True
 
     def __init__(self) -> None:
         super().__init__()
@@ -320,6 +501,9 @@ class OrchestratorMachine(RuleBasedStateMachine):
         self.expected_logs: list[str] = []
         self.config: SchedulerConfig | None = None
         self.checked_calls = 0  # the world's calls whose CallEnded was checked or lost
+        self.inputs_checked = 0  # the world's calls whose input was checked
+        self.last_prompt: str | None = None  # the input the last call sent
+        self.reported_posts: Counter[tuple[str, str]] = Counter()
 
     def new_world(
         self, start: datetime, draw: Callable[[st.SearchStrategy[Any]], Any]
@@ -345,13 +529,30 @@ class OrchestratorMachine(RuleBasedStateMachine):
         self.reference, effects = step(self.reference, event)
         self.expected_calls += [e for e in effects if isinstance(e, StartCall)]
         self.expected_logs += [e.message for e in effects if isinstance(e, Log)]
-        follow = list(self.o.handle(event))
+        slept = len(self.w.slept)
+        try:
+            follow = list(self.o.handle(event))
+        except AssertionError:
+            raise
+        except Exception as error:
+            raise HarnessFailure(
+                "the contract: handle carries out every effect of the event it is given",
+                f"your loop raised {type(error).__name__} handling {type(event).__name__}",
+                "the events the effects led to", f"{type(error).__name__}: {error}",
+            ) from error
+        self._check_calls()
         for later in follow:
-            assert isinstance(later, EVENT_TYPES), f"handle returned {later!r}, not an event"
+            if not isinstance(later, EVENT_TYPES):
+                raise HarnessFailure(
+                    "the contract: handle returns events", "handle returned a non-event",
+                    "the events the effects led to (CallEnded, Woke, ...)", _short(later))
             if isinstance(later, CallEnded):
                 self._check_call_ended(later)
+        self._check_wait(effects, follow, slept)
+        self._check_inputs()
         self.pending.extend(follow)
         self._check(effects)
+        self._check_thread()
 
     def expected_call_ended(self, index: int) -> CallEnded:
         """What the world's call `index` must be reported as: its output read by the core."""
@@ -364,16 +565,101 @@ class OrchestratorMachine(RuleBasedStateMachine):
                           exit_code=output.exit_code, timed_out=output.timed_out)
 
     def _check_call_ended(self, reported: CallEnded) -> None:
-        assert self.checked_calls < len(self.w.calls), (
-            f"your loop reported {reported!r} for a call it never ran through world.run_cli")
+        if self.checked_calls >= len(self.w.calls):
+            raise HarnessFailure(
+                "the contract: one CallEnded per call run through the world",
+                "your loop reported the end of a call it never ran through world.call",
+                "a CallEnded only after world.call", _short(reported))
         index, output = self.checked_calls, self.w.outputs[self.checked_calls]
         self.checked_calls += 1
         expected = self.expected_call_ended(index)
-        assert reported == expected, (
-            f"your loop reported the call as {reported!r}, but the CLI printed a {output.kind!r} "
-            f"output ({output!r}) that the core reads as {expected!r}: report what the CLI "
-            "said (its post, exit code, timeout), stamped when the call returned"
+        if reported != expected:
+            raise HarnessFailure(
+                "A2-A6, A26, A28, A31, A32: a call is reported as its output reads "
+                "(classify_output in the run's zone, call_ended), stamped when it returned",
+                f"your loop reported the call as the core would not: the CLI printed a "
+                f"{output.kind!r} output",
+                _short(expected), _short(reported), field_diff(expected, reported))
+        if output.post:
+            self.reported_posts[(self.w.calls[index].participant, output.post)] += 1
+
+    def _check_wait(self, effects: tuple[Effect, ...], follow: list[Event], slept: int) -> None:
+        """A `Sleep` ends with one `Woke`, at or after its deadline, stamped with the clock."""
+        sleeps = [e for e in effects if isinstance(e, Sleep)]
+        wakes = [e for e in follow if isinstance(e, Woke)]
+        if not sleeps:
+            if wakes:
+                raise HarnessFailure(
+                    "A19, C2: a wake ends a wait", "your loop reported a wake without a wait",
+                    "no Woke (the step asked for no Sleep)", _short(wakes[0]))
+            return
+        sleep = sleeps[-1]
+        if len(wakes) != 1:
+            raise HarnessFailure(
+                "A19-A23, C2: a wait ends with the wake (then limits whose reset has passed are "
+                "lifted)",
+                f"your loop did not report the end of a {sleep.status} wait",
+                f"one Woke at or after {sleep.until.isoformat()}",
+                f"returned {_short(follow)}" if wakes else
+                "no Woke: the run stays waiting for ever and no limit is ever lifted")
+        woke = wakes[0]
+        if woke.now < sleep.until:
+            raise HarnessFailure(
+                "A19, C2: a wait lasts until its deadline (a stop or a pause ends it, as events "
+                "of their own)",
+                f"your loop woke from a {sleep.status} wait before its deadline",
+                f"a Woke at or after {sleep.until.isoformat()}",
+                f"Woke(now={woke.now.isoformat()}), {sleep.until - woke.now} early: it went on "
+                "without sleeping through world.sleep_until")
+        clock = self.w.slept[-1][1] if len(self.w.slept) > slept else self.w.now
+        if woke.now != clock:
+            raise HarnessFailure(
+                "A20, A21: a wake is stamped with the clock's time on waking (a suspended "
+                "machine wakes late; the time asleep is not charged as call time)",
+                "your loop stamped its wake with another time than the clock's",
+                f"Woke(now={clock.isoformat()}) (what world.sleep_until returned)",
+                f"Woke(now={woke.now.isoformat()})"
+                + (" — the deadline" if woke.now == sleep.until else ""))
+
+    def _check_inputs(self) -> None:
+        """B18, B19: a no-new-input turn sends the input its last attempt sent."""
+        while self.inputs_checked < len(self.w.calls):
+            index = self.inputs_checked
+            self.inputs_checked += 1
+            call, prompt = self.w.calls[index], self.w.prompts[index]
+            if prompt is None:
+                continue
+            if (call.turn_kind == "no-new-input" and self.last_prompt is not None
+                    and prompt != self.last_prompt):
+                raise HarnessFailure(
+                    "B18, B19: a no-new-input turn (a retry, a hop) reapplies the input saved "
+                    "with its first attempt",
+                    f"your loop sent {call.participant}'s retried turn a fresh input",
+                    _short(self.last_prompt), _short(prompt))
+            self.last_prompt = prompt
+
+    def _check_thread(self) -> None:
+        """Each post a call made is appended at most once, and each reported one at least once."""
+        made = Counter(
+            (call.participant, output.post)
+            for call, output in zip(self.w.calls, self.w.outputs, strict=True) if output.post
         )
+        posted = Counter(self.w.thread)
+        extra = posted - made
+        if extra:
+            (who, text), _ = next(iter(extra.items()))
+            raise HarnessFailure(
+                "A17, C3: the thread holds each post once, crashes and all",
+                f"your loop appended a post of {who} more often than the CLI made it",
+                f"{made[(who, text)]} time(s): {_short(text, 80)}",
+                f"{posted[(who, text)]} time(s)")
+        missing = self.reported_posts - posted
+        if type(self).posts_to_thread and missing:
+            (who, text), _ = next(iter(missing.items()))
+            raise HarnessFailure(
+                "A17, C3: a post stays: every post of a reported call is in the thread",
+                f"your loop reported a post of {who} that is not in the thread",
+                f"world.post({who!r}, {_short(text, 80)})", "never appended it")
 
     def _legal(self, event_type: object) -> bool:
         return self.reference is not None and (self.reference.status, event_type) in TRANSITIONS
@@ -382,7 +668,8 @@ class OrchestratorMachine(RuleBasedStateMachine):
     def start(self, data: st.DataObject) -> None:
         config = data.draw(type(self).configs, label="config")
         self.config = config
-        self.world = self.new_world(datetime(2026, 12, 1, 9, tzinfo=UTC), data.draw)
+        start = data.draw(run_starts(config.timezone), label="start")
+        self.world = self.new_world(start, data.draw)
         self.orchestrator = type(self).make(config, self.world)
         self.reference = initial_state(config)
         self._feed(data, RunStarted(now=self.w.now))
@@ -409,37 +696,65 @@ class OrchestratorMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def crash_and_restart(self, data: st.DataObject) -> None:
         """Your process dies between two events (what was in flight is lost) and comes back
-        through `restart`: it must hold `restore_state(config, saved())`, and the owed turn
-        runs again, once, on its owner (A33; the call lists are checked as ever)."""
+        through `restart` with the team folder as it is now: it must hold
+        `restore_state(config, saved())`, and the owed turn runs again, once, on its owner (A33;
+        the call lists are checked as ever)."""
         restart = type(self).restart
         assert self.config is not None and restart is not None
         saved = self.o.saved()
+        if type(self).edits_team:
+            self.config = data.draw(team_edits(self.config), label="team after the restart")
         self.pending.clear()
         self.checked_calls = len(self.w.calls)  # a lost call's end is never reported
         self.orchestrator = restart(self.o, self.config, self.w)
         self.reference = restore_state(self.config, saved)
-        assert self.o.state == self.reference, (
-            "after a restart your loop's state is not restore_state(config, saved()): "
-            "load your store through restore_state, which keeps the owed turn"
-        )
+        if self.o.state != self.reference:
+            raise HarnessFailure(
+                "A33, the contract: a restart loads the store through restore_state, with the "
+                "team the team folder holds now",
+                "after a restart your loop's state is not restore_state(config, saved()): load "
+                "your store through restore_state(config, saved), with the config restart is "
+                "given, which keeps the owed turn",
+                "restore_state(config, saved())", "another state",
+                field_diff(self.reference, self.o.state))
+        self._check_thread()
         if self.reference.status == "stopped":
             self._feed(data, RunStarted(now=self.w.now))
 
+    def _check_calls(self) -> None:
+        ran = [(c.participant, c.engine) for c in self.w.calls]
+        owed = [(c.participant, c.engine) for c in self.expected_calls]
+        if ran != owed:
+            raise HarnessFailure(
+                "A9-A15, A33: every StartCall runs one CLI call on its participant and engine",
+                "every StartCall runs one CLI call on its participant and engine, and nothing "
+                "else",
+                f"{len(owed)} call(s)", f"{len(ran)} call(s)",
+                [f"call {_first_difference(owed, ran)}"])
+
     def _check(self, effects: tuple[Effect, ...]) -> None:
         o, w = self.o, self.w
-        assert o.state == self.reference, (
-            "your loop's state is not the core's: did it feed step exactly the events given?"
-        )
-        assert [(c.participant, c.engine) for c in w.calls] == [
-            (c.participant, c.engine) for c in self.expected_calls
-        ], "every StartCall runs one CLI call on its participant and engine, and nothing else"
-        assert w.logged == self.expected_logs, "every Log line is written, in order"
+        if o.state != self.reference:
+            raise HarnessFailure(
+                "the contract: handle feeds step exactly the event it is given, once",
+                "your loop's state is not the core's: did it feed step exactly the events given?",
+                "the state step returned", "another state", field_diff(self.reference, o.state))
+        if w.logged != self.expected_logs:
+            raise HarnessFailure(
+                "A1-A43's log lines: every Log effect is written, in order",
+                "every Log line is written, in order",
+                f"{len(self.expected_logs)} line(s)", f"{len(w.logged)} line(s)",
+                [f"line {_first_difference(self.expected_logs, w.logged)}"])
         at_rest = o.state.status in ("stopped", "paused")
         if type(self).saved_when == "always" or at_rest:
-            assert o.saved() == o.state, (
-                f"your store does not hold the state after {o.state.status!r}: a crash now "
-                "would lose the last step"
-            )
+            stored = o.saved()
+            if stored != o.state:
+                raise HarnessFailure(
+                    "C3, the contract: the store holds the state after each step",
+                    f"your store does not hold the state after {o.state.status!r}: a crash now "
+                    "would lose the last step",
+                    "saved() == state", "saved() is None" if stored is None else "an older state",
+                    [] if stored is None else field_diff(o.state, stored))
 
     @invariant()
     def time_never_goes_backwards(self) -> None:
@@ -447,13 +762,32 @@ class OrchestratorMachine(RuleBasedStateMachine):
             assert self.w.now >= self.reference.last_event_at
 
 
+def harness_settings(*, derandomize: bool = True, max_examples: int = 100) -> settings:
+    """The settings to run an orchestrator machine with: derandomized by default (the same draw
+    on every run, as CI wants), shrinking on (a failure is shown at its smallest), no database
+    and no deadline (virtual time, real CLIs' outputs). Pass `derandomize=False` and decorate
+    the machine with `hypothesis.seed(n)` to try another draw; `@seed(n)` replays it."""
+    return settings(max_examples=max_examples, derandomize=derandomize, database=None,
+                    deadline=None, stateful_step_count=50,
+                    phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink],
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                           HealthCheck.filter_too_much])
+
+
 __all__ = [
     "OUTPUT_KINDS",
+    "OVERSLEEPS",
     "RESET_FORMS",
     "CliOutput",
+    "HarnessFailure",
     "Orchestrator",
     "OrchestratorMachine",
     "World",
     "cli_outputs",
+    "dst_edges",
+    "field_diff",
+    "harness_settings",
     "notice_outputs",
+    "run_starts",
+    "team_edits",
 ]

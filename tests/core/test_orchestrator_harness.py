@@ -4,6 +4,8 @@ loop that loses its last write at a stop."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
 from datetime import UTC
 from pathlib import Path
@@ -93,8 +95,20 @@ def test_the_guide_catches_the_lost_last_write_and_passes_the_fixed_loop() -> No
     """docs/testing-your-orchestrator.md, run: the buggy loop fails, the fixed one passes."""
     page = (ROOT / "docs" / "testing-your-orchestrator.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```python\n(.*?)```", page, flags=re.DOTALL)
-    assert len(blocks) == 3
+    assert len(blocks) == 4
     namespace: dict[str, Any] = {"__name__": "docs_guide"}
-    for block in blocks:
-        exec(compile(block, "docs/testing-your-orchestrator.md", "exec"), namespace)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        for block in blocks:
+            exec(compile(block, "docs/testing-your-orchestrator.md", "exec"), namespace)
     assert namespace["FixedLoopMachine"].make is namespace["FixedLoop"]
+    shown = re.findall(r"```text\n(.*?)```", page, flags=re.DOTALL)
+    assert out.getvalue() == shown[0] + shown[2]  # the rules printed (shown[1]: the failure)
+    # issue 39 item 4: the failure the page shows has the shape the harness gives it.
+    failure = shown[1].split("\n")
+    assert failure[0].startswith("your store does not hold the state after ")
+    assert failure[1:5] == ["  rule: C3, the contract: the store holds the state after each step",
+                            "  expected: saved() == state", "  your loop: an older state",
+                            "  differs:"]
+    assert all(line.startswith("    ") and ": expected " in line and ", your loop " in line
+               for line in failure[5:] if line)

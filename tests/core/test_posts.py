@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from autodev_core import classify_output
 from autodev_core.detection.posts import extract_post
+from autodev_core.testing.notices import NOTICE_CASES
+
+_NOW = datetime(2026, 7, 1, 9, tzinfo=UTC)
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "realcli"
 
@@ -148,4 +155,21 @@ def test_C1_extract_post_never_raises(provider: str, text: str) -> None:
 def test_C1_claude_result_survives_noise(text: str, noise: list[str]) -> None:
     result = json.dumps({"type": "result", "subtype": "success", "is_error": False, "result": text})
     out = "\n".join([*noise, result])
-    assert extract_post("claude", out) == text.strip()
+    # issue 39: a result that reads as a notice (drawn text may be one) is no post.
+    notice = classify_output("claude", stdout=out, exit_code=None, now=_NOW,
+                             local_tz=UTC).kind != "other"
+    assert extract_post("claude", out) == (None if notice else text.strip())
+
+
+@pytest.mark.parametrize("case", NOTICE_CASES, ids=[c[0] for c in NOTICE_CASES])
+def test_issue_39_a_notice_is_never_a_post(case: tuple[Any, ...]) -> None:
+    """Every limit, network and login notice of the corpus, on stdout: no post, whatever the
+    exit code (before, claude's plain-text limit notice was returned as a post)."""
+    assert extract_post(case[1], case[4]) is None
+
+
+def test_issue_39_a_report_quoting_a_notice_is_still_a_post() -> None:
+    """A5: model text over 300 characters that quotes a notice is a post."""
+    report = ("Summary. The CLI once printed: Claude AI usage limit reached|1762952400. "
+              + "All tests pass. " * 20).strip()
+    assert extract_post("claude", report) == report

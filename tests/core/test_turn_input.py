@@ -99,3 +99,31 @@ def test_0_3_turn_input_values_round_trip() -> None:
     plan = plan_turn_input(TurnStart("retry", "msg-4", "please review the patch", 1, 2), RECORD)
     assert from_json(to_json(plan), TurnInputPlan) == plan
     assert from_json(to_json(RECORD), InputRecord) == RECORD
+
+
+# --- issue 39: the helper an orchestrator calls with `StartCall.turn_kind` -----------------------
+
+
+def test_B18_a_calls_turn_kind_is_a_host_turn_type() -> None:
+    from autodev_core.control.turn_input import turn_type_of
+
+    assert turn_type_of("fresh") == "normal"
+    assert turn_type_of("no-new-input") == "retry"
+    with pytest.raises(UnknownTurnType, match="unknown turn type 'normal-ish'"):
+        turn_type_of("normal-ish")
+
+
+def test_B19_a_retried_call_reapplies_its_saved_input() -> None:
+    from autodev_core.control.turn_input import plan_call_input
+
+    retry = plan_call_input("no-new-input", RECORD, parent_input_id="msg-4",
+                            parent_text="please review the patch")
+    assert (retry.kind, retry.action, retry.context) == ("no-new-input", "reapply", "CONTEXT v1")
+    fresh = plan_call_input("fresh", RECORD, parent_input_id="msg-4",
+                            parent_text="please review the patch")
+    assert (fresh.kind, fresh.action, fresh.context) == ("fresh", "compute", None)
+    changed = plan_call_input("no-new-input", RECORD, parent_input_id="msg-4",
+                              parent_text="please review the new patch", committed_revision=2,
+                              working_revision=3)
+    assert (changed.action, changed.reason) == ("recompute", "parent-text-changed")
+    assert changed.rollback == Rollback(True, 2, 3, 3)  # B20 all the same

@@ -499,3 +499,68 @@ def test_A28_a_nul_byte_in_the_environment_is_a_failed_call() -> None:
     env = dict(os.environ, AUTODEV_BAD="a\x00b")
     result = run_call(("/bin/true",), provider="codex", timeout=30, env=env)
     assert result.exit_code == 126 and "cannot start" in result.stderr
+
+
+# --- issue 39: the adapter helpers of an orchestrator's own loop ---------------------------------
+
+
+def test_issue_39_only_a_clean_exit_posts_and_a_notice_never_does() -> None:
+    import json
+
+    from autodev_shell.adapters import post_of
+
+    def post(stdout: str, exit_code: int | None, timed_out: bool = False) -> str | None:
+        return post_of("claude", stdout, exit_code, timed_out)
+
+    assert post("Reviewed the diff.\n", 0) == "Reviewed the diff."
+    assert post("Reviewed the diff.\n", 1) is None  # a failed call posts nothing
+    assert post("Reviewed the diff.\n", None, timed_out=True) is None
+    assert post("", 0) is None  # an empty turn (A31)
+    assert post("Claude AI usage limit reached|1762952400", 0) is None  # a notice (A2)
+    assert post("5-hour limit reached ∙ resets 3pm", 0) is None
+    # A17: an answer, then a notice: the post stays (the call is a limit after a post).
+    answer = json.dumps({"type": "result", "subtype": "success", "is_error": False,
+                         "result": "Merged #12."})
+    assert post(answer + "\nClaude AI usage limit reached|1762952400\n", 0) == "Merged #12."
+
+
+def test_issue_39_restoring_json_text_says_call_from_json_first() -> None:
+    from autodev_core import initial_state, parse_participant
+    from autodev_core.scheduler.state import SchedulerConfig
+    from autodev_core.serialization import to_json
+    from autodev_shell.adapters import NotASavedState, restored
+
+    config = SchedulerConfig(team=[parse_participant("---\nprovider: claude\n---\n", id="ana")])
+    text = to_json(initial_state(config))
+    with pytest.raises(NotASavedState, match=r"not JSON text: call from_json\(text, "
+                                             r"SchedulerState\) first$"):
+        restored(config, text)  # type: ignore[arg-type]
+    with pytest.raises(NotASavedState, match="not dict"):
+        restored(config, {"status": "stopped"})  # type: ignore[arg-type]
+    assert restored(config, None) == initial_state(config)
+
+
+def test_issue_39_resume_or_start_after_a_restart() -> None:
+    from datetime import UTC, datetime
+
+    import attrs
+
+    from autodev_core import (
+        ResumeRequested,
+        RunStarted,
+        initial_state,
+        parse_participant,
+        restore_state,
+    )
+    from autodev_core.scheduler.state import SchedulerConfig
+    from autodev_shell.adapters import resume_or_start
+
+    now = datetime(2026, 7, 1, 9, tzinfo=UTC)
+    config = SchedulerConfig(team=[parse_participant("---\nprovider: claude\n---\n", id="ana")])
+    running = attrs.evolve(initial_state(config), status="running")
+    state, first = resume_or_start(config, running, now)
+    assert state == restore_state(config, running) and first == RunStarted(now=now)
+    assert resume_or_start(config, None, now)[1] == RunStarted(now=now)
+    paused = attrs.evolve(initial_state(config), status="paused")
+    assert resume_or_start(config, paused, now)[1] is None  # a pause waits for a person
+    assert resume_or_start(config, paused, now, resume_paused=True)[1] == ResumeRequested(now=now)
