@@ -64,12 +64,12 @@ def _model_family(window: str) -> str | None:
 def _holds_for(record_engine: Engine, window: str, engine: Engine,
                readings: tuple[Any, ...]) -> bool:
     """Whether a reading of `window` made on `record_engine` is a reading of `engine`."""
-    if window in _ACCOUNT_WINDOWS:
-        return record_engine.provider == engine.provider
+    if window in _ACCOUNT_WINDOWS:  # the account: `Engine.primary` (issue 42 adds accounts)
+        return record_engine.primary == engine.primary
     family = _model_family(window)
     if family is None:
         return record_engine == engine
-    if record_engine.provider != engine.provider:
+    if record_engine.primary != engine.primary:
         return False
     if engine.model is None:
         return any(r.engine == engine and r.window == window for r in readings)
@@ -91,7 +91,7 @@ def near_limit(state: SchedulerState, now: datetime) -> frozenset[Engine]:
         windows: dict[tuple[str, str], list[Any]] = {}
         for r in state.readings:
             if now < r.until and _holds_for(r.engine, r.window, engine, state.readings):
-                scope = (r.engine.provider if r.window in _ACCOUNT_WINDOWS
+                scope = (str(r.engine.primary) if r.window in _ACCOUNT_WINDOWS
                          or _model_family(r.window) is not None else str(r.engine))
                 windows.setdefault((scope, r.window), []).append(r)
         for held in windows.values():
