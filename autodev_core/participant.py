@@ -33,7 +33,8 @@ class ConfigWarning:
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
 _FENCE = "---"
 #: Keys a participant file may set; anything else is a typo (C5).
-KNOWN_KEYS: tuple[str, ...] = ("provider", "model", "failover", "gate")
+#: `env` is read by the shell (docs/participants.md, Accounts): the core never holds its values.
+KNOWN_KEYS: tuple[str, ...] = ("provider", "model", "failover", "gate", "env")
 
 
 def _check_id(_instance: object, _attribute: object, value: str) -> None:
@@ -55,11 +56,15 @@ class Participant:
     failover: tuple[Engine, ...] = attrs.field(default=(), converter=_engines)
     gate: bool = False
     prompt: str = ""
+    #: The account the primary runs on (`provider: claude@work`; docs/participants.md,
+    #: Accounts); None: the CLI's own login, as before accounts existed.
+    account: str | None = attrs.field(default=None, kw_only=True)
 
     @property
     def primary(self) -> Engine:
-        """The primary engine is the provider alone; the pin is not a separate engine (A9)."""
-        return Engine(self.provider)
+        """The primary engine is the provider alone (on its account); the pin is not a
+        separate engine (A9)."""
+        return Engine(self.provider, account=self.account)
 
     @property
     def entries(self) -> tuple[Engine, ...]:
@@ -89,11 +94,25 @@ def read_participant(
     front = _front_matter(text, source)
     fields = _Fields(front, source)
     provider, model, gate = fields.settings()
-    chain, warnings = fields.chain(Engine(provider))  # A9: the provider alone, whatever the pin
+    primary = Engine.parse(provider)  # `claude` or `claude@work`
+    # A9: the provider alone (on its account), whatever the pin
+    chain, warnings = fields.chain(primary)
     participant = Participant(
-        id=id, provider=provider, model=model, failover=chain, gate=gate, prompt=front.body,
+        id=id, provider=primary.provider, model=model, failover=chain, gate=gate,
+        prompt=front.body, account=primary.account,
     )
     return participant, warnings
+
+
+def front_matter_value(text: str, key: str, *, source: str = "<string>"
+                       ) -> tuple[Any, int | None]:
+    """The value of `key` in a participant file's front matter and its line (None, None when
+    absent): for keys the shell reads itself, such as `env` (docs/participants.md, Accounts),
+    whose values the core never holds. The file is read as `read_participant` reads it."""
+    fields = _Fields(_front_matter(text, source), source)
+    if key not in fields.data:
+        return None, None
+    return fields.data[key], fields.lines.get(key)
 
 
 class _FrontMatter(NamedTuple):
@@ -169,9 +188,18 @@ class _Fields:
         if "provider" not in data:
             raise self.fail("provider", "missing required key 'provider'", line=self.fallback)
         provider = data["provider"]
-        if not isinstance(provider, str) or provider.strip() not in PROVIDERS:
+        name = provider.partition("@")[0] if isinstance(provider, str) else ""
+        if not isinstance(provider, str) or name.strip() not in PROVIDERS:
             raise self.fail("provider",
-                            f"unknown provider {provider!r} (known: {', '.join(PROVIDERS)})")
+                            f"unknown provider {provider!r} (known: {', '.join(PROVIDERS)}, "
+                            "each with an optional @account)")
+        if ":" in provider:
+            raise self.fail("provider", f"'provider' names no model ({provider!r}): the pin "
+                            "is 'model:'")
+        try:
+            Engine.parse(provider)
+        except ValueError as exc:
+            raise self.fail("provider", str(exc)) from None
         model = data.get("model")
         if model is not None and (not isinstance(model, str) or not model.strip()):
             raise self.fail("model", f"'model' must be a non-empty string, not {model!r}")

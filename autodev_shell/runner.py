@@ -71,6 +71,7 @@ from autodev_core.serialization import from_json
 
 from .calls import DEFAULT_TEMPLATES, CallResult, CommandTemplate
 from .calls.cli_calls import CliCalls
+from .calls.environments import CallEnvironments
 from .calls.lanes import Lanes
 from .clock import Clock, local_zone
 from .durability.writes import Durability
@@ -175,6 +176,7 @@ class Runner:
         prompt_dir: Path | None = None,
         sharing: LimitSharing | None = None,
         project: Path | None = None,
+        environments: CallEnvironments | None = None,
     ) -> None:
         self.config = config
         self.store = store
@@ -197,7 +199,8 @@ class Runner:
         # never in the run's `timezone:`, which is for writing `<time>` only.
         self.cli = CliCalls(store=store, clock=clock, log=log, zone=local_zone(env),
                             templates=templates, env=env, lanes=lanes, prompt_dir=prompt_dir,
-                            cancel=self._during_call, cwd=project)
+                            cancel=self._during_call, cwd=project,
+                            environments=environments)
         self._log = log
         self.perform_call = perform_call or self.cli.call
         self.members = {p.id: p for p in config.team}

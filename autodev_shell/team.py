@@ -17,11 +17,17 @@ from typing import Any, Final
 import attrs
 
 from autodev_core.errors import ConfigError
-from autodev_core.participant import ConfigWarning, Participant, read_participant
+from autodev_core.participant import (
+    ConfigWarning,
+    Participant,
+    front_matter_value,
+    read_participant,
+)
 from autodev_core.scheduler.policy import DEFAULT_POLICY, Policy, parse_policy
 from autodev_core.yaml_lines import load_yaml, node_line
 
 from .calls.argv import DEFAULT_TEMPLATES, CommandTemplate, templates_from_config
+from .calls.environments import CallEnvironments, read_team_env, read_variables, resolve
 from .notify import NotifySettings, notify_settings
 from .sharing import ShareOptions, share_options
 
@@ -29,7 +35,7 @@ from .sharing import ShareOptions, share_options
 SETTINGS_FILE: Final = "autodev.yaml"
 SETTINGS_KEYS: Final = (
     "timezone", "max_iterations", "max_runtime_min", "commands", "order", "share", "accounts",
-    "policy", "notify", "project",
+    "policy", "notify", "project", "env",
 )
 #: The largest `max_runtime_min` taken (100 years): beyond it the run's time arithmetic would
 #: pass the calendar's end (year 9999) instead of limiting anything.
@@ -56,6 +62,11 @@ class Team:
     project: Path | None = None
     #: The line of `project:` in autodev.yaml, for the one-line error at start.
     project_line: int | None = None
+    #: `env:` (docs/participants.md, Accounts), unresolved (`${VAR}` kept): the team's, each
+    #: account's (`claude@work`), each participant's (by id). `call_environments` resolves them.
+    env: Mapping[str, str] = attrs.field(factory=dict)
+    account_env: Mapping[str, Mapping[str, str]] = attrs.field(factory=dict)
+    member_env: Mapping[str, Mapping[str, str]] = attrs.field(factory=dict)
     #: What the files say that is allowed but useless (C5), for the caller to print once.
     warnings: tuple[ConfigWarning, ...] = ()
 
@@ -128,6 +139,7 @@ def load_team(directory: str | Path) -> Team:
     members: list[Participant] = []
     warnings: list[ConfigWarning] = []
     seen: dict[str, Path] = {}
+    member_env: dict[str, dict[str, str]] = {}
     for path in files:
         pid = path.stem
         twin = seen.get(pid.lower())
@@ -136,8 +148,13 @@ def load_team(directory: str | Path) -> Team:
                 f"duplicate participant id {pid!r} (also {twin.name})", source=str(path), line=1
             )
         seen[pid.lower()] = path
-        member, said = read_participant(_read(path), id=pid, source=str(path))
+        text = _read(path)
+        member, said = read_participant(text, id=pid, source=str(path))
         members.append(member)
+        raw_env, env_line = front_matter_value(text, "env", source=str(path))
+        if raw_env is not None:
+            member_env[pid] = read_variables(raw_env, what="env", source=str(path),
+                                             line=env_line)
         warnings.extend(said)
     timezone = settings.get("timezone")
     if timezone is not None and not isinstance(timezone, str):
@@ -164,8 +181,13 @@ def load_team(directory: str | Path) -> Team:
     if project is not None and (not isinstance(project, str) or not project.strip()):
         raise ConfigError("project: must be the path of the folder the participants work in",
                           source=source, line=lines.get("project"))
+    team_env, account_env = read_team_env(settings.get("env"), source=source,
+                                          line=lines.get("env"))
     return Team(
         directory=root,
+        env=team_env,
+        account_env=account_env,
+        member_env=member_env,
         project=(root / Path(project).expanduser()).resolve() if project else None,
         project_line=lines.get("project"),
         members=tuple(members),
@@ -227,3 +249,27 @@ def check_project(team: Team, providers: frozenset[str], *, cwd: Path | None = N
                           "--skip-git-repo-check to codex's command)",
                           source=source, line=team.project_line)
     return folder
+
+
+def call_environments(team: Team, environ: Mapping[str, str]) -> CallEnvironments:
+    """The team's `env:` resolved against the daemon's environment (`${VAR}`), checked at start
+    (docs/participants.md, Accounts): a `${VAR}` not set, or an account a participant names
+    with no `env:` block of its own (both accounts would share one login), is one line."""
+    source = str(team.directory / SETTINGS_FILE)
+    named = sorted({str(e.primary) for m in team.members for e in m.entries
+                    if e.account is not None})
+    for account in named:
+        if account not in team.account_env:
+            who = next(m.id for m in team.members for e in m.entries if str(e.primary) == account)
+            raise ConfigError(
+                f"env: {who} runs on {account}, which has no block of its own under env: (give "
+                f"each account its login, e.g. {account}: {{CLAUDE_CONFIG_DIR: ~/.claude-"
+                f"{account.partition('@')[2]}}} or CODEX_HOME for codex)", source=source)
+    members = {pid: resolve(values, environ, what="env", source=str(team.file_of(pid)))
+               for pid, values in team.member_env.items()}
+    return CallEnvironments(
+        team=resolve(team.env, environ, what="env", source=source),
+        accounts={name: resolve(values, environ, what=f"env: {name}", source=source)
+                  for name, values in team.account_env.items()},
+        members=members,
+    )

@@ -10,6 +10,7 @@ call runs (a stop or pause cuts it short; a user message is posted at once).
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable, Mapping
 from datetime import tzinfo
 from pathlib import Path
@@ -20,6 +21,7 @@ from autodev_core.participant import Participant
 from ..clock import Clock
 from ..store.run_store import RunStore, StoreError
 from .argv import CommandTemplate, argv_for, prompt_on_stdin
+from .environments import CallEnvironments
 from .lanes import Lanes
 from .processes import end_group, start_ticks
 from .run import CallResult, call_participant
@@ -36,7 +38,8 @@ class CliCalls:
     def __init__(self, *, store: RunStore, clock: Clock, log: LogSink, zone: tzinfo,
                  templates: Mapping[str, CommandTemplate], env: Mapping[str, str] | None,
                  lanes: Lanes | None, prompt_dir: Path | None,
-                 cancel: Callable[[], bool], cwd: Path | None = None) -> None:
+                 cancel: Callable[[], bool], cwd: Path | None = None,
+                 environments: CallEnvironments | None = None) -> None:
         self.store = store
         self.clock = clock
         self.log = log
@@ -50,6 +53,8 @@ class CliCalls:
         self.cancel = cancel
         #: The project folder every call runs in (`project:`; None: the daemon's own folder).
         self.cwd = cwd
+        #: `env:` of the team, its accounts and participants (docs/participants.md, Accounts).
+        self.environments = environments
 
     def call(self, effect: StartCall, member: Participant, prompt: str) -> CallResult:
         """Run `member`'s CLI on `effect.engine` with `prompt` and say how it ended."""
@@ -72,7 +77,7 @@ class CliCalls:
             prompt_dir=self.prompt_dir,
             clock=self.clock,
             local_tz=self.zone,
-            env=self.env,
+            env=self._env(member, effect),
             sink=lanes.sink(member.id) if lanes is not None else None,
             cancel=self.cancel,
             started=self._call_started,
@@ -82,6 +87,14 @@ class CliCalls:
         if lanes is not None:
             lanes.end_call(member.id, result)  # C8: the lane says how each call ended
         return result
+
+    def _env(self, member: Participant, effect: StartCall) -> Mapping[str, str] | None:
+        """The call's environment: the daemon's, with the `env:` that applies over it."""
+        found = self.environments
+        if found is None or found.empty:
+            return self.env
+        base = os.environ if self.env is None else self.env
+        return found.for_call(base, member.id, effect.engine)
 
     def _call_started(self, pid: int) -> None:
         """Record the call's process group (its pid, C1) so a daemon that follows a kill -9

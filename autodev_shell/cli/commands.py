@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
     from autodev_core.scheduler import SchedulerConfig
 
+    from ..calls.environments import CallEnvironments
     from ..clock import Clock
     from ..loop.logsink import LogSink
     from ..runner import Runner, RunSummary
@@ -117,9 +118,16 @@ def start_run(
         else installed_providers(team.templates, path=(env or os.environ).get("PATH"))
     )
     config = scheduler_config_for(team, have, zone_key)
-    from ..team import check_project
+    from ..team import call_environments, check_project
 
     project = check_project(team, frozenset(e.provider for lane in config.lanes for e in lane))
+    environments = call_environments(team, env if env is not None else os.environ)
+    named = sorted({str(e.primary) for m in team.members for e in m.entries if e.account})
+    if sharing_settings is not None and named:
+        raise ConfigError(
+            f"share: a team naming accounts ({', '.join(named)}) cannot share limits yet: "
+            "sharing keys limits by provider, and two accounts of one would be taken for one; "
+            "leave share: out", source=str(team.directory / SETTINGS_FILE))
     private_dir(run_dir)  # folders made here are 0700 (docs/shell.md, private files)
     db = run_db(run_dir)
     lock = RunLock.acquire(db, run=run_id)
@@ -132,7 +140,8 @@ def start_run(
             runner, closing = _daemon(
                 store, team=team, config=config, run_dir=run_dir, run_id=run_id, clock=clock,
                 sharing_settings=sharing_settings, json_lines=json_lines, stream=stream,
-                env=env, slice_seconds=slice_seconds, project=project)
+                env=env, slice_seconds=slice_seconds, project=project,
+                environments=environments)
             return _drive(runner, stop_at=stop_at, closing=closing)
         finally:
             store.close()
@@ -169,6 +178,7 @@ def _daemon(
     env: dict[str, str] | None,
     slice_seconds: float | None,
     project: Path | None = None,
+    environments: CallEnvironments | None = None,
 ) -> tuple[Runner, Callable[[], None]]:
     """The run's `Runner` on its open store, and what closes its log and sharing after it."""
     from autodev_core.control.identity import resolve_active_identity
@@ -200,7 +210,7 @@ def _daemon(
             clock=clock, log=log, templates=team.templates, env=env,
             countdown=None if json_lines else default_countdown(),
             lanes=Lanes(run_dir / LANES_DIR), prompt_dir=run_dir, sharing=sharing,
-            project=project,
+            project=project, environments=environments,
             **kwargs,  # type: ignore[arg-type]
         )
     except (Terminated, KeyboardInterrupt):
