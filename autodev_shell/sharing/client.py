@@ -26,7 +26,7 @@ from autodev_core.engine import Engine
 from .mirror import LIVE_SECONDS, PING_SECONDS, Liveness, Mirror, Where
 from .records import Shared, SharedUsage, _parse, _parse_usage, _text, millis
 from .scripts import MERGE_SCRIPT, USAGE_SCRIPT
-from .settings import ShareSettings, connection_options, lost_reason
+from .settings import ShareSettings, connect, connection_options, lost_reason, topology
 
 if TYPE_CHECKING:  # the scheduler is loaded only by a run that shares (cold start)
     from autodev_core.scheduler import EngineLimit, EngineUsage, LimitObserved, UsageObserved
@@ -79,13 +79,9 @@ class LimitSharing:
         self._redis = importlib.import_module("redis")
         retry_mod = importlib.import_module("redis.retry")
         backoff = importlib.import_module("redis.backoff")
-        self._client = self._redis.Redis.from_url(
-            settings.url,
-            socket_timeout=settings.timeout,
-            socket_connect_timeout=settings.timeout,
-            retry_on_timeout=False,
-            retry=retry_mod.Retry(backoff.NoBackoff(), 0),
-            health_check_interval=0,
+        self._client = connect(
+            self._redis, settings, socket_timeout=settings.timeout,
+            retry_on_timeout=False, retry=retry_mod.Retry(backoff.NoBackoff(), 0),
             **self._connection_kwargs(),
         )
         self._script = self._client.register_script(MERGE_SCRIPT)
@@ -395,7 +391,7 @@ class LimitSharing:
         autodev's can be in it. Whether it was repaired."""
         if "WRONGTYPE" not in str(error):
             return False
-        expected = "hash" if key.startswith(f"{self.settings.prefix}:usage:") else "string"
+        expected = "hash" if key.startswith(f"{self.settings.key_prefix}:usage:") else "string"
         try:
             held = _text(client.type(key))
             if held in (expected, "none"):
@@ -541,18 +537,35 @@ class LimitSharing:
         cannot be reached (the run carries on with its own)."""
         with self._mine_lock:
             mine = self._live_mine(self._server_ms(now))
+        cluster = topology(self.settings.url) == "cluster"
         try:
             pipe = self._client.pipeline(transaction=False)
-            pipe.time()
-            pipe.mget([k for _e, k in keyed])
+            if cluster:  # a cluster pipeline takes keyed commands only: TIME apart
+                before = self._wall()
+                server = self._client.time()
+                after = self._wall()
+            else:
+                pipe.time()
+            if cluster:  # nor MGET: a GET each (one slot, so one node, one round trip)
+                for _e, key in keyed:
+                    pipe.get(key)
+            else:
+                pipe.mget([k for _e, k in keyed])
             for engine, _key in keyed:
                 pipe.hgetall(self.settings.usage_key(engine))
             _queue_checks(pipe, mine)
-            before = self._wall()
-            server, values, *rest = pipe.execute(raise_on_error=False)
-            after = self._wall()
-            if isinstance(values, Exception):
-                raise values
+            if not cluster:
+                before = self._wall()
+            results = pipe.execute(raise_on_error=False)
+            if not cluster:
+                after = self._wall()
+                server, *results = results
+                values, *rest = results
+            else:
+                values, rest = results[:len(keyed)], results[len(keyed):]
+            for value in values if cluster else [values]:
+                if isinstance(value, Exception):
+                    raise value
         except self._errors() as error:
             self._lost(error)
             return []
@@ -664,21 +677,12 @@ class LimitSharing:
         while not self._stop.is_set():
             pubsub = None
             try:
-                client = self._redis.Redis.from_url(
-                    self.settings.url,
-                    socket_timeout=None,
-                    socket_connect_timeout=self.settings.timeout,
-                    health_check_interval=0,
-                    **self._connection_kwargs(),
-                )
+                client = connect(self._redis, self.settings, socket_timeout=None,
+                                 **self._connection_kwargs())
                 if checker is None:
-                    checker = self._redis.Redis.from_url(
-                        self.settings.url,
-                        socket_timeout=self.settings.timeout,
-                        socket_connect_timeout=self.settings.timeout,
-                        health_check_interval=0,
-                        **self._connection_kwargs(),
-                    )
+                    checker = connect(self._redis, self.settings,
+                                      socket_timeout=self.settings.timeout,
+                                      **self._connection_kwargs())
                 pubsub = client.pubsub()
                 self._read_channels(pubsub, checker)
             except self._redis.ResponseError as error:

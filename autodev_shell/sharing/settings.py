@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 import attrs
 
@@ -22,6 +22,41 @@ from autodev_core.errors import ConfigError
 DEFAULT_TIMEOUT: Final = 0.25
 DEFAULT_PREFIX: Final = "autodev"
 SCHEMES: Final = ("redis", "rediss")
+#: A Redis Cluster (any node's address: redis-py finds the others) and a Sentinel (its
+#: addresses, then the primary's service name and db: `redis+sentinel://h1:26379,h2:26379/
+#: mymaster/0`), docs/sharing.md "Cluster and Sentinel".
+CLUSTER_SCHEMES: Final = ("redis+cluster", "rediss+cluster")
+SENTINEL_SCHEMES: Final = ("redis+sentinel", "rediss+sentinel")
+
+
+def topology(url: str) -> str:
+    """`single`, `cluster` or `sentinel`: what the URL's scheme names."""
+    scheme = urlsplit(url).scheme
+    if scheme in CLUSTER_SCHEMES:
+        return "cluster"
+    if scheme in SENTINEL_SCHEMES:
+        return "sentinel"
+    return "single"
+
+
+def is_tls(url: str) -> bool:
+    return urlsplit(url).scheme.startswith("rediss")
+
+
+def sentinel_parts(url: str) -> tuple[list[tuple[str, int]], str, int]:
+    """A Sentinel URL's addresses, the primary's service name and its db (a ValueError when
+    they cannot be read)."""
+    parts = urlsplit(url)
+    hosts: list[tuple[str, int]] = []
+    for address in parts.netloc.rsplit("@", 1)[-1].split(","):
+        host, _, port = address.rpartition(":")
+        if not host or not port.isdigit():
+            raise ValueError(address)
+        hosts.append((host.strip("[]"), int(port)))
+    path = [p for p in parts.path.split("/") if p]
+    if not path or len(path) > 2 or (len(path) == 2 and not path[1].isdigit()):
+        raise ValueError(parts.path)
+    return hosts, unquote(path[0]), int(path[1]) if len(path) == 2 else 0
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
 
 
@@ -61,7 +96,7 @@ _BOOLS: Final = ("0", "1", "true", "false", "yes", "no", "on", "off", "")
 def _url_query(parts: Any, text: str, source: str) -> dict[str, str]:
     """The URL's query options, checked (see URL_OPTIONS); a ConfigError names the option."""
     found: dict[str, str] = {}
-    tls = parts.scheme == "rediss"
+    tls = parts.scheme.startswith("rediss")
     for key, value in parse_qsl(parts.query, keep_blank_values=True):
         if key in TLS_URL_OPTIONS and not tls:
             raise ConfigError(
@@ -91,9 +126,19 @@ def check_url(url: str, *, source: str = "--share") -> str:
     """A `redis://` or `rediss://` URL, or a ConfigError naming where it was written."""
     text = url.strip()
     parts = urlsplit(text)
-    if parts.scheme not in SCHEMES or not parts.hostname:
+    if parts.scheme in SENTINEL_SCHEMES:
+        try:
+            sentinel_parts(text)
+        except ValueError:
+            raise ConfigError(
+                f"share: a Sentinel URL is redis+sentinel://HOST:PORT[,HOST:PORT…]/SERVICE[/DB], "
+                f"not {redacted(text)!r}", source=source) from None
+        _url_query(parts, text, source)
+        return text
+    if parts.scheme not in SCHEMES + CLUSTER_SCHEMES or not parts.hostname:
         raise ConfigError(
-            f"share: expected a redis:// or rediss:// URL such as redis://localhost:6379/0, "
+            f"share: expected a redis:// or rediss:// URL (or redis+cluster://, "
+            f"redis+sentinel://) such as redis://localhost:6379/0, "
             f"not {redacted(text)!r}",
             source=source,
         )
@@ -212,7 +257,7 @@ def _ca_option(value: object, url: str, *, source: str) -> str | None:
             source=source,
         )
     parts = urlsplit(url)
-    if parts.scheme != "rediss":
+    if not is_tls(url):
         raise ConfigError(
             "share.ca: a CA is for TLS: the URL must start rediss://", source=source
         )
@@ -254,14 +299,20 @@ class ShareSettings:
         of an older version never reads a reading as a limit)."""
         return f"{self.prefix}:usage"
 
+    @property
+    def key_prefix(self) -> str:
+        """What every key starts with: the prefix, as a hash tag `{prefix}` on a cluster so
+        that a team's keys share one slot (one MGET, one pipeline)."""
+        return f"{{{self.prefix}}}" if topology(self.url) == "cluster" else self.prefix
+
     def key(self, engine: Engine) -> str | None:
         account = self.accounts.get(engine.provider)
-        return None if account is None else f"{self.prefix}:limit:{account}:{engine}"
+        return None if account is None else f"{self.key_prefix}:limit:{account}:{engine}"
 
     def usage_key(self, engine: Engine) -> str | None:
         """The hash of `engine`'s usage readings on its account, a field per window."""
         account = self.accounts.get(engine.provider)
-        return None if account is None else f"{self.prefix}:usage:{account}:{engine}"
+        return None if account is None else f"{self.key_prefix}:usage:{account}:{engine}"
 
 
 def share_settings(
@@ -275,7 +326,7 @@ def share_settings(
     parts = urlsplit(chosen)
     query = dict(parse_qsl(parts.query, keep_blank_values=True))
     if options.ca is not None:
-        if parts.scheme != "rediss":
+        if not is_tls(chosen):
             raise ConfigError(
                 f"share.ca: a CA is for TLS, but the URL is {redacted(chosen)!r}: start it "
                 "rediss://", source=source,
@@ -323,7 +374,7 @@ def _check_pem(path: str, field: str, *, source: str) -> None:
 def connection_options(settings: ShareSettings) -> dict[str, Any]:
     """What redis-py's `Redis.from_url` takes beside the URL for these settings (the
     URL's own query, e.g. `?ssl_ca_certs=`, redis-py reads itself)."""
-    if settings.ca is not None and urlsplit(settings.url).scheme == "rediss":
+    if settings.ca is not None and is_tls(settings.url):
         return {"ssl_ca_certs": settings.ca}
     return {}
 
@@ -339,7 +390,7 @@ def lost_reason(error: BaseException, url: str) -> str:
     while seen is not None and seen not in chain and len(chain) < 8:
         chain.append(seen)
         seen = seen.__cause__ or seen.__context__
-    tls = urlsplit(url).scheme == "rediss"
+    tls = is_tls(url)
     for item in chain:
         if isinstance(item, ssl.SSLCertVerificationError):
             detail = str(getattr(item, "verify_message", "") or "").rstrip(".")
@@ -357,3 +408,43 @@ def lost_reason(error: BaseException, url: str) -> str:
             return "the server closed the connection (a TLS port? its URL starts rediss://)"
     text = " ".join(str(error).split())
     return text or type(error).__name__
+
+
+def connect(redis: Any, settings: ShareSettings, *, socket_timeout: float | None,
+            **options: Any) -> Any:
+    """A redis-py client for the URL: `Redis`, a `RedisCluster`, or the current primary of a
+    Sentinel's service (redis-py's own clients, which follow a failover or a resharding)."""
+    kind = topology(settings.url)
+    common: dict[str, Any] = {
+        "socket_timeout": socket_timeout,
+        "socket_connect_timeout": settings.timeout,
+        **options,
+    }
+    if kind == "single":
+        return redis.Redis.from_url(settings.url, health_check_interval=0, **common)
+    parts = urlsplit(settings.url)
+    plain = "rediss" if is_tls(settings.url) else "redis"
+    if kind == "cluster":
+        import importlib
+
+        cluster = importlib.import_module("redis.cluster")
+        common.pop("retry_on_timeout", None)
+        return cluster.RedisCluster.from_url(
+            urlunsplit((plain, *parts[1:])), **common)
+    import importlib
+
+    sentinel = importlib.import_module("redis.sentinel")
+    hosts, service, db = sentinel_parts(settings.url)
+    query = dict(parse_qsl(parts.query))
+    tls: dict[str, Any] = {}
+    if plain == "rediss":
+        tls = {"ssl": True, **{k: v for k, v in query.items() if k.startswith("ssl_")}}
+    auth = parts.netloc.rsplit("@", 1)[0] if "@" in parts.netloc else ""
+    user, _, password = auth.partition(":")
+    timeouts = {"socket_timeout": settings.timeout, "socket_connect_timeout": settings.timeout}
+    watcher = sentinel.Sentinel(hosts, sentinel_kwargs={**timeouts, **tls}, **timeouts)
+    if "client_name" in query:
+        common["client_name"] = query["client_name"]
+    return watcher.master_for(
+        service, db=int(query.get("db", db)), username=unquote(user) or None,
+        password=unquote(password) or None, **tls, **common)
