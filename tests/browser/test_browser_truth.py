@@ -13,13 +13,17 @@ import re
 import socket
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
+from zoneinfo import ZoneInfo
 
 import pytest
 from browser_helpers import Panel, RunDaemon, participant_file, wait_for
 
 RUI_FILE = participant_file("codex", "You are Rui, the implementer.")
+#: Half an hour off any whole-hour zone: a post's time in UTC cannot pass for it.
+ZONE = "Asia/Kolkata"
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +36,10 @@ def run(browser: Any, tmp_path_factory: pytest.TempPathFactory
         {"codex": {"default": {"kind": "post", "post": "rui: a patch", "sleep": 0.7}},
          "agy": {"default": {"kind": "post", "post": "eva: a test", "sleep": 0.7}}},
         order=("rui", "eva"),
-    ).start()
+    )
+    with (daemon.team / "autodev.yaml").open("a", encoding="utf-8") as settings:
+        settings.write(f"timezone: {ZONE}\n")  # one zone on the page: the run's
+    daemon.start()
     wait_for(lambda: len(daemon.posts()) >= 2, "the first posts")
     # No --port: the panel chooses one, and a panel started again takes it again (item 1).
     panel = Panel(daemon.run_dir, team=daemon.team, log=root / "panel.stderr").start()
@@ -49,6 +56,18 @@ def says(page: Any, selector: str, pattern: str, timeout: float = 30_000) -> str
         " return e && new RegExp(p).test(e.textContent); }", arg=[selector, pattern],
         timeout=timeout)
     return str(page.locator(selector).first.text_content() or "")
+
+
+def test_posts_are_timed_in_the_runs_zone_which_the_page_names(
+        run: tuple[RunDaemon, Panel], open_page: Any) -> None:
+    """One zone on the page (issue 41): posts in the run's zone, as limits and waits are."""
+    _daemon, panel = run
+    page = open_page(panel).page
+    says(page, "#zone-note", f"Times are in {ZONE}, the run's zone")
+    stamp = page.locator("#thread .post time[datetime]").last
+    instant = datetime.fromisoformat(str(stamp.get_attribute("datetime")))
+    local = instant.astimezone(ZoneInfo(ZONE)).strftime("%Y-%m-%d %H:%M:%S")
+    assert stamp.text_content() == local, (stamp.text_content(), local)
 
 
 # --- lost input ---------------------------------------------------------------------------------

@@ -116,6 +116,26 @@
   }
   setInterval(tick, 1000);
 
+  // --- one zone on the page: the run's (timezone: in autodev.yaml, else UTC) ---------------------
+  let runZone = "UTC";
+  const zoneFormats = new Map();
+
+  function atText(iso) {
+    // A post's instant in the run's zone, as the limits and waits are written by the server.
+    let format = zoneFormats.get(runZone);
+    if (!format) {
+      try {
+        format = new Intl.DateTimeFormat("sv-SE", { timeZone: runZone, year: "numeric",
+          month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit",
+          second: "2-digit", hour12: false });
+      } catch (err) {
+        return iso.replace("T", " ").slice(0, 19) + " UTC";
+      }
+      zoneFormats.set(runZone, format);
+    }
+    return format.format(new Date(iso));
+  }
+
   // --- run status ---------------------------------------------------------------------------
   let daemonRunning = false;
   let lastView = null;
@@ -123,6 +143,13 @@
   function renderStatus(data) {
     const view = data.view || {};
     lastView = view;
+    if (view.zone && view.zone !== runZone) {
+      runZone = view.zone;
+      thread.querySelectorAll(".post time[datetime]").forEach((node) => {
+        node.textContent = atText(node.getAttribute("datetime"));
+      });
+    }
+    setText("#zone-note", `Times are in ${runZone}, the run's zone.`);
     const clock = view.clock || {};
     runClock = { fast: !!clock.fast, run: Date.parse(clock.run_now || "") || Date.now(),
                  at: Date.now(), rate: typeof clock.rate === "number" ? clock.rate : 1 };
@@ -204,7 +231,9 @@
                                     disabled: READ_ONLY || !!PROMPT_OFF,
                                     title: PROMPT_OFF || null,
                                     text: "Edit prompt" });
-        edit.setAttribute("aria-label", `Edit ${p.id}'s prompt`);
+        // The accessible name starts with the visible words (WCAG 2.5.3, axe's
+        // label-content-name-mismatch), then says whose.
+        edit.setAttribute("aria-label", `Edit prompt of ${p.id}`);
         edit.addEventListener("click", () => openPrompt(p.id));
         card.append(head, el("p", { class: "where" }), el("ol", { class: "chain" }),
                     el("div", { class: "limits" }), edit);
@@ -280,7 +309,7 @@
       el("p", { class: "post-head" },
          el("span", { class: "author", text: post.author }),
          post.engine ? el("span", { class: "via", text: ` via ${post.engine}` }) : "",
-         " · ", el("time", { datetime: post.at, text: post.at.replace("T", " ").slice(0, 19) }),
+         " · ", el("time", { datetime: post.at, text: atText(post.at) }),
          el("span", { class: "rev", text: ` · revision ${post.revision}` })),
       el("div", { class: "text", text: visible(post.text) }));
     return node;
@@ -341,7 +370,7 @@
       const section = el("section", { class: "lane", id: `lane-${name}`, "aria-labelledby": `lane-title-${name}` });
       const fold = el("button", { type: "button", class: "lane-fold", "aria-pressed": "false",
                                   "data-participant": name, text: "Show headers only" });
-      fold.setAttribute("aria-label", `Show only the call headers of ${name}'s lane`);
+      fold.setAttribute("aria-label", `Show headers only in ${name}'s lane`);
       section.append(el("h3", { id: `lane-title-${name}`, text: `${name}'s lane` }), fold);
       pre = el("pre", { "data-lane": name, tabindex: "0", "aria-live": "off",
                         "aria-label": `${name}'s lane` });
@@ -349,18 +378,39 @@
         const on = fold.getAttribute("aria-pressed") !== "true";
         fold.setAttribute("aria-pressed", on ? "true" : "false");
         fold.textContent = on ? "Show whole calls" : "Show headers only";
+        fold.setAttribute("aria-label", `${fold.textContent} in ${name}'s lane`);
         pre.classList.toggle("headers-only", on);
       });
       pre.addEventListener("click", (e) => {
         const header = e.target.closest && e.target.closest(".line-header");
-        if (header && header.parentElement.classList.contains("call")) {
-          header.parentElement.classList.toggle("folded");
+        if (header && header.parentElement.classList.contains("call")) foldCall(header);
+      });
+      // The keyboard: in a focused lane, Down and Up move between its call headers and
+      // Enter or Space folds the call of the header in focus (the headers are not in the Tab
+      // order: a lane of a thousand calls is one Tab stop).
+      pre.addEventListener("keydown", (e) => {
+        const headers = Array.from(pre.querySelectorAll(".call > .line-header"));
+        const current = e.target.closest && e.target.closest(".line-header");
+        if ((e.key === "ArrowDown" || e.key === "ArrowUp") && headers.length) {
+          const at = current ? headers.indexOf(current) : -1;
+          const next = e.key === "ArrowDown" ? Math.min(at + 1, headers.length - 1)
+            : (at < 0 ? headers.length - 1 : Math.max(at - 1, 0));
+          headers[next].focus();
+          e.preventDefault();
+        } else if ((e.key === "Enter" || e.key === " ") && current) {
+          foldCall(current);
+          e.preventDefault();
         }
       });
       section.append(pre);
       $("#lanes").append(section);
     }
     return pre;
+  }
+
+  function foldCall(header) {
+    const folded = header.parentElement.classList.toggle("folded");
+    header.setAttribute("aria-expanded", folded ? "false" : "true");
   }
 
   function addPieces(pre, pieces) {
@@ -378,6 +428,11 @@
       }
       if (!line || !line.classList.contains("line") || line.getAttribute("data-open") !== "true") {
         line = el("span", { class: `line line-${piece.kind}`, "data-open": "true" });
+        if (piece.kind === "header") {
+          line.setAttribute("tabindex", "-1");
+          line.setAttribute("role", "button");
+          line.setAttribute("aria-expanded", "true");
+        }
         holder.append(line);
         lines += 1;
       }
