@@ -45,6 +45,7 @@ from autodev_core.control.turn_input import (
     plan_turn_input,
 )
 from autodev_core.engine import Engine
+from autodev_core.errors import AutodevError
 from autodev_core.participant import Participant
 from autodev_core.scheduler import (
     CallCancelled,
@@ -115,6 +116,9 @@ _PLAIN_CONTROLS: Final[Mapping[str, type[StopRequested | PauseRequested | Resume
 _CONTROL_NAMES: Final[Mapping[type, str]] = MappingProxyType(
     {event: name for name, event in _CONTROL_EVENTS.items()})
 
+#: Reads the team's participant files again: their participants when the files changed since
+#: the last reading, None when they did not; raises `AutodevError` (the loader's one line).
+TeamReader = Callable[[], "tuple[Participant, ...] | None"]
 #: Runs one call for the loop: (effect, participant, prompt) -> the adapter's result.
 CallPerformer = Callable[[StartCall, Participant, str], CallResult]
 
@@ -177,6 +181,7 @@ class Runner:
         sharing: LimitSharing | None = None,
         project: Path | None = None,
         environments: CallEnvironments | None = None,
+        reload_team: TeamReader | None = None,
     ) -> None:
         self.config = config
         self.store = store
@@ -221,6 +226,9 @@ class Runner:
             StatusChanged: self._on_status,  # type: ignore[dict-item]
         }
         self._stop_at: datetime | None = None
+        # Edits apply at the next turn start (docs/participants.md, Editing a running team).
+        self.reload_team = reload_team
+        self._team_said = ""  # the last refusal written, so one bad edit is said once
 
     @property
     def log(self) -> LogSink:
@@ -308,6 +316,8 @@ class Runner:
             # The wall clock was set back (A20): the core refuses time going backwards (A38),
             # so the event happens at the last instant it knows.
             event = attrs.evolve(event, now=last)
+        if not isinstance(event, (CallCancelled, StopRequested, PauseRequested)):
+            self._take_team_edits(event.now)
         control = _CONTROL_NAMES.get(type(event))
         if control is not None:
             self.log.control(event.now, control)  # --json: the request, before what it does
@@ -327,6 +337,54 @@ class Runner:
         said = self.messages.take(self.clock.now())
         if said is not None:
             events.append(said)
+
+    # --- edits of the participant files, at the next turn start --------------------------
+
+    def _take_team_edits(self, now: datetime) -> None:
+        """Read the team's files again when they changed (the provider is chosen when a turn
+        starts): a team that reads cleanly and has the same participants in the same order
+        replaces the running one before this step decides; a refused edit is the loader's one
+        line in the log, said once, and the run goes on with the last good team."""
+        if self.reload_team is None:
+            return
+        try:
+            members = self.reload_team()
+        except AutodevError as exc:
+            self._refuse_edit(now, str(exc))
+            return
+        if members is None:
+            return  # nothing changed since the last reading
+        config = self.config
+        if tuple(m.id for m in members) != tuple(m.id for m in config.team):
+            self._refuse_edit(now, "participants added, removed or reordered apply at the next "
+                              "`autodev run`")
+            return
+        if members == config.team:
+            return
+        try:
+            new = attrs.evolve(config, team=members)
+        except ValueError as exc:
+            self._refuse_edit(now, str(exc))
+            return
+        state = self.state
+        changed = [i for i, (a, b) in enumerate(zip(config.lanes, new.lanes, strict=True))
+                   if a != b]
+        # A changed lane starts again at its first entry; a call in flight on the old lane
+        # ends as it began (its engine is the call's own, A24).
+        seats = tuple(0 if i in changed else seat for i, seat in enumerate(state.seats))
+        passed = tuple(0 if i in changed else bits for i, bits in enumerate(state.passed))
+        self.state = attrs.evolve(state, config=new, seats=seats, passed=passed)
+        self.config = new
+        self.members = {m.id: m for m in members}
+        edited = [m.id for m, old in zip(members, config.team, strict=True) if m != old]
+        self._team_said = ""
+        self.log.note(now, f"team edit applied from this turn: {', '.join(edited)}")
+
+    def _refuse_edit(self, now: datetime, why: str) -> None:
+        if why != self._team_said:
+            self._team_said = why
+            self.log.note(now, f"team edit refused: {why}; the run goes on with the last good "
+                          "team")
 
     # --- controls between and during steps: stop, pause, resume, say (C6) -------------
 

@@ -31,6 +31,21 @@ from .calls.environments import CallEnvironments, read_team_env, read_variables,
 from .notify import NotifySettings, notify_settings
 from .sharing import ShareOptions, share_options
 
+#: In a run folder: the team folder the run was started on (one absolute path), so that
+#: `autodev panel --run DIR` finds the participant files without `--team`.
+RUN_TEAM_FILE: Final = "team.path"
+
+
+def recorded_team(run_dir: Path) -> Path | None:
+    """The team folder the run in `run_dir` records, if any (and still a folder)."""
+    try:
+        text = (run_dir / RUN_TEAM_FILE).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    folder = Path(text)
+    return folder if text and folder.is_dir() else None
+
+
 #: The run settings file inside a team directory.
 SETTINGS_FILE: Final = "autodev.yaml"
 SETTINGS_KEYS: Final = (
@@ -273,3 +288,35 @@ def call_environments(team: Team, environ: Mapping[str, str]) -> CallEnvironment
                   for name, values in team.account_env.items()},
         members=members,
     )
+
+
+class TeamFiles:
+    """The team's files read again when they change (docs/participants.md, Editing a running
+    team): called at each turn start, it gives the participants when a file was edited, added
+    or removed since the last call, None when none was, and raises the loader's `ConfigError`
+    for an edit that does not read (said once: the same files are not read again)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self._seen = self._signature()
+
+    def _signature(self) -> tuple[tuple[str, int, int], ...]:
+        try:
+            paths = sorted([*self.directory.glob("*.md"), self.directory / SETTINGS_FILE])
+            found = []
+            for path in paths:
+                try:
+                    info = path.stat()
+                except FileNotFoundError:
+                    continue
+                found.append((path.name, info.st_mtime_ns, info.st_size))
+            return tuple(found)
+        except OSError:
+            return ()
+
+    def __call__(self) -> tuple[Participant, ...] | None:
+        now = self._signature()
+        if now == self._seen:
+            return None
+        self._seen = now
+        return load_team(self.directory).members

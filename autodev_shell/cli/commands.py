@@ -131,6 +131,13 @@ def start_run(
     private_dir(run_dir)  # folders made here are 0700 (docs/shell.md, private files)
     db = run_db(run_dir)
     lock = RunLock.acquire(db, run=run_id)
+    from contextlib import suppress
+
+    from ..team import RUN_TEAM_FILE
+
+    with suppress(OSError):  # the panel then asks for --team, as before
+        # The panel finds the team from the run (docs/panel.md): `--team` is not needed.
+        (run_dir / RUN_TEAM_FILE).write_text(f"{team.directory.resolve()}\n", encoding="utf-8")
     restore_sigterm = _raise_on_sigterm()
     try:
         make_private(run_dir)  # run files an older autodev (or another umask) left readable
@@ -187,6 +194,7 @@ def _daemon(
     from ..durability.writes import Durability
     from ..notify import observed_log
     from ..runner import Runner, StreamLog, default_countdown
+    from ..team import TeamFiles
 
     identity = resolve_active_identity(run_id=store.run_id)
     if not identity.names(run_id):
@@ -211,6 +219,7 @@ def _daemon(
             countdown=None if json_lines else default_countdown(),
             lanes=Lanes(run_dir / LANES_DIR), prompt_dir=run_dir, sharing=sharing,
             project=project, environments=environments,
+            reload_team=TeamFiles(team.directory),
             **kwargs,  # type: ignore[arg-type]
         )
     except (Terminated, KeyboardInterrupt):
@@ -449,8 +458,10 @@ def cmd_panel(args: argparse.Namespace) -> int:
         print(f"autodev: {MISSING_EXTRA}", file=sys.stderr)
         return 2
     from ..panel import serve
+    from ..team import recorded_team
 
-    return serve(Path(args.run), team_dir=args.team, host=args.host, port=args.port,
+    team_dir = args.team if args.team is not None else recorded_team(Path(args.run))
+    return serve(Path(args.run), team_dir=team_dir, host=args.host, port=args.port,
                  read_only=args.read_only)
 
 
@@ -604,7 +615,8 @@ def _add_panel(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "Ctrl-C. docs/panel.md.")
     _with_run(panel)
     panel.add_argument("--team", default=None, metavar="TEAM_DIR",
-                       help="the team folder, for editing prompts (off without it)")
+                       help="the team folder, for editing prompts (default: the one the run "
+                       "was started on)")
     panel.add_argument("--host", default="127.0.0.1",
                        help="the address to listen on (default 127.0.0.1; any other prints a "
                        "warning)")
