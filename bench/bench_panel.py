@@ -20,8 +20,15 @@ commits them; sync off: setup, not measured) to 100 and to 100,000 posts.
   `GET /events` until its first 50 posts are in (what an opened page shows first), on the
   100,000-post run over the 100-post run, the two panels running side by side, requests
   interleaved, median of per-round ratios (the worst of the three is the figure). Target ≤ 3×.
+- **A click during a burst** (issue 41). A real page follows the thread while 20,000 posts are
+  committed as fast as the store takes them (500 per commit); a click lands on the page every
+  100 ms. The figure is the 95th percentile of each click's input delay (from the event's
+  creation to its handler: how long the page's main thread kept it waiting), beside the same
+  page's delay with nothing arriving (the baseline, measured in the same run). Target ≤ 100 ms.
+  Also said: the posts the thread's DOM holds at the end (bounded at 1,000) and how long the
+  page took to show the burst's last post.
 
-    python bench/bench_panel.py [--quick]
+    python bench/bench_panel.py [--quick] [--burst-only]
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -57,6 +65,9 @@ from autodev_shell.store.run_store import NewPost, RunStore  # noqa: E402
 TARGET_LATENCY_S = 1.0
 TARGET_RSS_RATIO = 1.2
 TARGET_PAGE_RATIO = 3.0
+TARGET_CLICK_MS = 100.0
+#: Posts of the burst, posts per commit, and the period of the clicks during it.
+BURST_POSTS, BURST_CHUNK, CLICK_EVERY = 20_000, 500, 0.1
 SMALL, LARGE = 100, 100_000
 CLIENTS = 20
 #: Mean seconds between two commits (jittered ±50%) while the clients listen; posts committed
@@ -293,6 +304,86 @@ def latency(run: Path, posts: int, logs: Path, *, browser: bool = True) -> dict[
     }
 
 
+_CLICKS = """() => {
+  window.__delays = [];
+  document.addEventListener('click', e => {
+    if (e.target.id === 'thread-title') window.__delays.push(performance.now() - e.timeStamp);
+  }, true);
+}"""
+
+
+def burst(base: Path, work: Path, posts: int = BURST_POSTS) -> dict[str, Any] | None:
+    """Click input delay on a real page while `posts` posts arrive, and the idle baseline."""
+    if CHROMIUM is None:
+        return None
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        return None
+    run = grow(base, work / "burst", SMALL)
+    panel = Panel(run, log=work / "burst.stderr").start()
+    pw = sync_playwright().start()
+    chromium = launch_chromium(pw)
+    try:
+        page = chromium.new_page(viewport={"width": 1280, "height": 900})
+        page.goto(panel.url)
+        page.wait_for_function(
+            "() => document.querySelector('#connection').textContent.includes('live')")
+        page.evaluate(_CLICKS)
+
+        def clicks(until: Callable[[], bool]) -> list[float]:
+            page.evaluate("window.__delays = []")
+            while not until():
+                page.click("#thread-title")
+                time.sleep(CLICK_EVERY)
+            return [float(x) for x in page.evaluate("window.__delays")]
+
+        rounds = iter(range(20))
+        idle = clicks(lambda: next(rounds, None) is None)
+        done = threading.Event()
+        last: list[int] = []
+
+        def commit_all() -> None:
+            store = RunStore.open(run / "run.db", check=False)
+            try:
+                state = store.committed_state()
+                revision = state.revision
+                for start in range(0, posts, BURST_CHUNK):
+                    revision += 1
+                    now = datetime.now(UTC)
+                    store.commit(revision, tuple(
+                        NewPost("rui", "codex", f"{revision}.{i}: {POST}", now,
+                                key=f"burst-{revision}-{i}")
+                        for i in range(min(BURST_CHUNK, posts - start))),
+                        state.scheduler_state_json,
+                        persistence_state_json=state.persistence_state_json, now=now)
+                last.append(revision)
+            finally:
+                store.close()
+                done.set()
+
+        began = time.perf_counter()
+        writer = threading.Thread(target=commit_all, daemon=True)
+        writer.start()
+        shown = ("() => { const t = document.querySelector('#thread');"
+                 " const p = t.lastElementChild; return p ? +p.dataset.revision : 0; }")
+        deadline = time.monotonic() + 300
+        during = clicks(lambda: (done.is_set() and bool(last)
+                                 and page.evaluate(shown) >= last[0])
+                        or time.monotonic() > deadline)
+        caught_up = time.perf_counter() - began
+        dom = int(page.evaluate("document.querySelectorAll('#thread .post').length"))
+        writer.join(60)
+    finally:
+        chromium.close()
+        pw.stop()
+        panel.stop()
+    return {"posts": posts, "clicks": len(during), "idle_p95_ms": _quantile(idle, 0.95),
+            "p95_ms": _quantile(during, 0.95), "max_ms": max(during), "dom_posts": dom,
+            "caught_up_s": caught_up,
+            "ratio": _quantile(during, 0.95) / max(_quantile(idle, 0.95), 0.1)}
+
+
 def _quantile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -314,6 +405,7 @@ def measure(quick: bool = False, directory: Path | None = None) -> dict[str, Any
             "rss": rss(small, large, RSS_ROUNDS[index], work),
             "page": first_page(small, large, PAGE_ROUNDS[index], work),
             "latency": latency(grow(base, work / "live", SMALL), LATENCY_POSTS[index], work),
+            "burst": burst(base, work),
             "built_s": built,
         }
     finally:
@@ -346,7 +438,21 @@ def report(m: dict[str, Any]) -> list[str]:
         f" | {worst['large_ms']:.1f} ms | {SMALL} posts: {worst['small_ms']:.1f} ms "
         f"| **{worst['ratio']:.2f}×** | ≤ {TARGET_PAGE_RATIO:.0f}× "
         f"| {'met' if worst['ratio'] <= TARGET_PAGE_RATIO else '**missed**'} |",
+        *burst_rows(m.get("burst")),
     ]
+
+
+def burst_rows(b: dict[str, Any] | None) -> list[str]:
+    if b is None:
+        return []
+    return [
+        f"| 10‴. panel: a click's input delay while {b['posts']:,} posts arrive (a real page, "
+        f"{b['clicks']} clicks 100 ms apart) | p95 {b['p95_ms']:.1f} ms (max "
+        f"{b['max_ms']:.1f} ms; the thread's DOM then holds {b['dom_posts']} posts; the last "
+        f"shown after {b['caught_up_s']:.1f} s) | the same page idle: p95 "
+        f"{b['idle_p95_ms']:.1f} ms | **{b['p95_ms']:.0f} ms** ({b['ratio']:.1f}× idle) "
+        f"| ≤ {TARGET_CLICK_MS:.0f} ms "
+        f"| {'met' if b['p95_ms'] <= TARGET_CLICK_MS else '**missed**'} |"]
 
 
 def details(m: dict[str, Any]) -> str:
@@ -376,7 +482,17 @@ def details(m: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--burst-only", action="store_true",
+                        help="only the click-during-a-burst figure")
     args = parser.parse_args(argv)
+    if args.burst_only:
+        work = Path(tempfile.mkdtemp(prefix="autodev-bench-burst-"))
+        try:
+            for row in burst_rows(burst(demo_run(work), work)):
+                print(row)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        return 0
     m = measure(args.quick)
     for row in report(m):
         print(row)

@@ -262,6 +262,10 @@ class Hub:
             for seq, text in post_events(posts):
                 sent.append((seq, text))
                 self.last_seq = seq
+            if len(posts) >= MAX_PAGE:
+                # More may wait than one read takes (a burst of commits between two polls):
+                # read on at the next tick, whether or not anything is committed meanwhile.
+                self._version = None
         now = time.monotonic()
         if changed or now - self._status_at >= STATUS_SECONDS:
             self._status_at = now

@@ -307,6 +307,28 @@ def test_a_failing_status_read_does_not_lose_the_posts_of_its_tick(tmp_path: Pat
     reader.close()
 
 
+def test_a_burst_larger_than_one_read_is_sent_whole_with_no_commit_after_it(
+        tmp_path: Path) -> None:
+    """Issue 41 (bursts): 1,200 posts committed between two polls, then nothing more. The
+    poller reads 500 at a time (MAX_PAGE); it reads on at the next ticks though `data_version`
+    no longer changes, so every post is sent, once, in order."""
+    from autodev_shell.panel.live import Hub
+    from autodev_shell.panel.store_reads import MAX_PAGE, RunReader
+
+    run = make_run(tmp_path, posts=2)
+    reader = RunReader(run)
+    hub = Hub(reader, lambda: {"view": {}}, lambda: [])
+    hub.tick()
+    texts = [f"burst {i}" for i in range(MAX_PAGE * 2 + 200)]
+    add_posts(run, texts)
+    sent: list[str] = []
+    for _ in range(4):  # no commit between these ticks
+        sent += [json.loads(t.split("data: ", 1)[1])["text"] for _s, t in hub.tick()
+                 if "event: post" in t]
+    assert sent == texts
+    reader.close()
+
+
 def test_a_page_ahead_of_the_store_is_told_to_resync(tmp_path: Path,
                                                      panel_factory: Any) -> None:
     """A page that saw revision 40 reconnects to a panel whose store holds 10 revisions (the

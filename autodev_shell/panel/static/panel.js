@@ -315,28 +315,73 @@
     return node;
   }
 
+  // Posts are shown in slices of at most SLICE_MS of work, each one DOM insertion and one
+  // scroll, the page answering clicks between slices: a burst of 20,000 posts never freezes it.
+  // The thread keeps at most MAX_THREAD_POSTS posts (the oldest whole revisions go first;
+  // "Load older posts" brings them back).
+  const SLICE_MS = 12;
+  const MAX_THREAD_POSTS = 1000;
+  let pending = [];
+  let pendingAt = 0;
+  let flushing = false;
+
   function addPost(post) {
-    if (seqs.has(post.seq)) return;
-    seqs.add(post.seq);
+    if (lastRevision === null || post.revision > lastRevision) lastRevision = post.revision;
+    pending.push(post);
+    if (!flushing) { flushing = true; setTimeout(flushPosts, 0); }
+  }
+
+  function flushPosts() {
+    flushing = false;
+    const started = performance.now();
     // Where the thread is now, not only what the last scroll event said: a post can arrive
     // after the reader's scroll moved the thread and before its scroll event is dispatched
     // (a frame or more on a loaded machine), and must not pull the reader back down.
     const stick = following && atBottom();
     if (!stick) following = false;
-    thread.append(makePost(post));
-    if (lastRevision === null || post.revision > lastRevision) lastRevision = post.revision;
-    if (oldestRevision === null || post.revision < oldestRevision) oldestRevision = post.revision;
-    if (waitingFor && post.key === waitingFor) {
-      setText("#say-result", `queued → in the thread at revision ${post.revision}`);
-      waitingFor = null;
+    const batch = document.createDocumentFragment();
+    let added = 0;
+    while (pendingAt < pending.length && performance.now() - started < SLICE_MS) {
+      const post = pending[pendingAt++];
+      if (seqs.has(post.seq)) continue;
+      seqs.add(post.seq);
+      batch.append(makePost(post));
+      added += 1;
+      if (oldestRevision === null || post.revision < oldestRevision) oldestRevision = post.revision;
+      if (waitingFor && post.key === waitingFor) {
+        setText("#say-result", `queued → in the thread at revision ${post.revision}`);
+        waitingFor = null;
+      }
     }
+    if (pendingAt >= pending.length) { pending = []; pendingAt = 0; }
+    thread.append(batch);
+    trimThread(stick);
     if (stick) {
       thread.scrollTop = thread.scrollHeight;
-    } else {
-      unseen += 1;
+    } else if (added) {
+      unseen += added;
       newButton.textContent = `${unseen} new`;
       newButton.hidden = false;
     }
+    if (pending.length) { flushing = true; setTimeout(flushPosts, 0); }
+  }
+
+  function trimThread(stick) {
+    let count = thread.childElementCount;
+    if (count <= MAX_THREAD_POSTS) return;
+    const height = stick ? 0 : thread.scrollHeight;
+    let cut = null;
+    while (thread.firstElementChild && (count > MAX_THREAD_POSTS
+           || thread.firstElementChild.getAttribute("data-revision") === cut)) {
+      const first = thread.firstElementChild;
+      cut = first.getAttribute("data-revision");
+      seqs.delete(Number(first.getAttribute("data-seq")));
+      first.remove();
+      count -= 1;
+    }
+    const first = thread.firstElementChild;
+    oldestRevision = first ? Number(first.getAttribute("data-revision")) : null;
+    if (!stick) thread.scrollTop -= height - thread.scrollHeight; // the reader's place kept
   }
 
   $("#older-posts").addEventListener("click", async () => {
@@ -537,6 +582,7 @@
     source.addEventListener("resync", () => {
       source.close();
       thread.replaceChildren(); seqs.clear(); lastRevision = null; oldestRevision = null;
+      pending = []; pendingAt = 0;
       connect();
     });
   }
