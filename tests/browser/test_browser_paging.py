@@ -91,3 +91,35 @@ def test_older_posts_are_loaded_a_page_at_a_time_to_the_first(panel: Panel,
     page.wait_for_function(
         "() => /no older/.test(document.querySelector('#older-result')?.textContent || '')")
     assert page.evaluate(SEQS) == stored
+
+
+def test_a_burst_keeps_the_thread_bounded_and_its_last_post_shown(panel: Panel,
+                                                                  open_page: Any) -> None:
+    """Issue 41 (bursts): 1,800 posts committed 300 at a time while a page follows the thread.
+    The page shows the burst's last post, holds at most 1,000 posts (whole revisions: the
+    oldest left first), none twice and in order; "Load older posts" still pages back from the
+    oldest it kept."""
+    page = open_page(panel).page
+    store = RunStore.open(panel.run_dir / "run.db")
+    try:
+        state = store.committed_state()
+        revision, now = state.revision, datetime.now(UTC)
+        for _ in range(6):
+            revision += 1
+            store.commit(revision, tuple(
+                NewPost("eva", "agy", f"burst {revision}.{i}", now, key=f"burst-{revision}-{i}")
+                for i in range(300)), state.scheduler_state_json,
+                persistence_state_json=state.persistence_state_json, now=now)
+    finally:
+        store.close()
+    page.wait_for_function(
+        f"() => {{ const p = document.querySelector('#thread').lastElementChild;"
+        f" return p && p.textContent.includes('burst {revision}.299'); }}", timeout=60_000)
+    seqs = page.evaluate(SEQS)
+    assert len(seqs) <= 1000, len(seqs)
+    assert seqs == sorted(set(seqs)), "a post twice or out of order"
+    revisions = page.evaluate(REVISIONS)
+    kept = [r for r in revisions if r == revisions[0]]
+    assert len(kept) == 300, "a revision cut in two at the thread's top"
+    page.click("#older-posts")
+    page.wait_for_function(f"() => Math.min(...{REVISIONS}) < {revisions[0]}")
