@@ -785,15 +785,19 @@ class LimitSharing:
         pending: set[str] = set(channels)
         pings: dict[str, float] = {}
         count = 0
+        last_ping = subscribed_at  # the last PING sent (or the SUBSCRIBE)
         next_ping = subscribed_at + PING_SECONDS
         next_check = subscribed_at
         while not self._stop.is_set():
             clock = time.monotonic()
+            # Fast at once when something becomes live, not at the end of an idle interval.
+            next_ping = last_ping + (PING_SECONDS if self._active() else IDLE_PING_SECONDS)
             if not pending and clock >= next_ping:
                 count += 1
                 pings[f"autodev-{count}"] = clock
                 pubsub.ping(f"autodev-{count}")
-                next_ping = clock + (PING_SECONDS if self._active() else IDLE_PING_SECONDS)
+                last_ping = clock
+                next_ping = clock + PING_SECONDS
             if not pending and checker is not None and clock >= next_check:
                 next_check = clock + CHECK_SECONDS
                 self._check_records(checker)

@@ -234,6 +234,34 @@ def test_an_acl_user_without_scripting_is_said_once_and_never_flaps(
     a.close()
 
 
+def test_a_full_redis_under_noeviction_is_said_once_and_reads_go_on(tmp_path: Path) -> None:
+    """`maxmemory` with `noeviction`: every write is refused (OOM), reads work: one line,
+    no lost/back pair, and the limits Redis holds are still read."""
+    with RedisServer(tmp_path / "r") as srv:
+        client = redis.Redis.from_url(srv.url)
+        said: list[str] = []
+        other = LimitSharing(settings_for(srv, "ci", "o"), subscribe=False)
+        now = datetime.now(UTC)
+        other.publish([limit(now + timedelta(hours=1), now)], now)
+        client.config_set("maxmemory-policy", "noeviction")
+        client.config_set("maxmemory", 1)
+        a = LimitSharing(settings_for(srv, "laptop", "o"), subscribe=False, say=said.append)
+        for minutes in range(1, 6):
+            a.publish([limit(now + timedelta(minutes=minutes), now,
+                             engine=Engine("codex"))], now)
+            got = a.sync(TEAM, now)
+        assert len(said) == 1 and "command not allowed when used memory" in said[0], said
+        assert said[0].startswith("limit sharing cannot write o:limit:team:codex (")
+        assert a.up and a.lost_count == 0
+        a.forget_told()
+        got = a.sync(TEAM, now)
+        assert [(str(o.engine), o.source) for o in got] == [("claude", "ci")]
+        client.config_set("maxmemory", 0)
+        client.close()
+        a.close()
+        other.close()
+
+
 # --- item 4: no channel rights ------------------------------------------------------------------
 
 
