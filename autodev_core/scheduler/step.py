@@ -59,7 +59,7 @@ from .state import (
     SchedulerState,
     UsagePoint,
 )
-from .windows import near_engines, window_key
+from .windows import near_engines, reading_of, window_key
 
 
 class SchedulerProtocolError(AutodevError):
@@ -504,7 +504,23 @@ def _entry(w: _Working, runner: int) -> int:
     if str(w.config.lanes[runner][position]) not in near:
         return position
     cool = _cool_entry(w, runner, near)
-    return position if cool is None else cool
+    return _least_near(w, runner) if cool is None else cool
+
+
+def _least_near(w: _Working, runner: int) -> int:
+    """`runner`'s free entries are all near their limit: the one read lowest (the highest live
+    reading of the windows that hold for it, `windows.reading_of`), the earliest in its chain
+    on a tie. The runner has a free entry."""
+    lane = w.config.lanes[runner]
+    best: tuple[float, int] | None = None
+    for at in w.in_force().free_entries[runner]:
+        if w.outage_of(lane[at].provider) is not None:
+            continue
+        level = reading_of(w.readings, lane[at], w.now)
+        if best is None or level < best[0]:
+            best = (level, at)
+    assert best is not None
+    return best[1]
 
 
 def _cool_entry(w: _Working, runner: int, near: frozenset[str]) -> int | None:
@@ -529,6 +545,14 @@ def _begin_turn(w: _Working) -> None:
     if headroom is not None and _hand_over_early(w, owner, position, headroom.hand_over_at):
         return
     if position is not None:
+        if headroom is not None:  # every free entry is near, or the earliest is not (`_entry`)
+            entry = _entry(w, owner)
+            if entry != position and w.seats[owner] != entry:
+                member = w.config.team[owner]
+                source, target = w.config.lanes[owner][position], w.config.lanes[owner][entry]
+                w.log(logs.hop_near_limit(member.id, source, target), "hop-near-limit",
+                      participant=member.id, engine=source, target=target)
+            position = entry
         _start(w, owner, position, owner)
         return
     if _keeps_turn(w, owner):
@@ -549,50 +573,70 @@ def _begin_turn(w: _Working) -> None:
 
 def _hand_over_early(w: _Working, owner: int, position: int | None, threshold: float) -> bool:
     """docs/limits.md, Usage readings (`Policy.headroom`): a turn start prefers an engine that
-    is free and not near its limit — the owner's earliest such entry (its chain, A10-A13),
-    else, when the owner may hand over (A16, A22: not with a gate, an approved turn or a team
-    of one), the first colleague after it in team order with such an entry (A15, A33), on its
-    earliest. Whether it started the call; False leaves the turn to the rules of A23-A24 and
-    A15-A18 as they are: a warning never makes the run wait (with nothing else free, the
-    warned engine runs)."""
+    is free and not near its limit, by THE order of `_cool_turn`. Whether it started the call;
+    False leaves the turn to the rules of A23-A24 and A15-A18 as they are: a warning never makes
+    the run wait (with nothing else free, the warned engine runs)."""
     near = _near_limit(w, threshold)
     if not near:
         return False
     config = w.config
     if position is not None and str(config.lanes[owner][position]) not in near:
         return False  # the earliest free entry is not near its limit: as without the knob
-
+    found = _cool_turn(w, owner, owner, near)
+    if found is None:
+        return False
+    runner, entry = found
     member = config.team[owner]
-    own = _cool_entry(w, owner, near)
-    if own is not None:
+    if runner == owner:
         assert position is not None  # a free entry exists, so the earliest free one does
-        if w.seats[owner] != own:  # written when it moves there, not at every turn (A24)
+        if w.seats[owner] != entry:  # written when it moves there, not at every turn (A24)
             source = config.lanes[owner][position]
-            target = config.lanes[owner][own]
+            target = config.lanes[owner][entry]
             w.log(logs.hop_near_limit(member.id, source, target), "hop-near-limit",
                   participant=member.id, engine=source, target=target)
-        _start(w, owner, own, owner)
+        _start(w, owner, entry, owner)
         return True
+    other = config.team[runner].id
+    if position is not None:
+        source = config.lanes[owner][position]
+        w.log(logs.handover_near_limit(member.id, source, other), "handover-near-limit",
+              participant=member.id, engine=source, colleague=other)
+    else:  # the owner cannot run at all: the A15/A36 line, as without the knob
+        unreachable = not w.in_force().has_limited(owner)
+        _handover_line(w, member.id, other,
+                       config.lanes[owner][0].provider if unreachable else None)
+    _start(w, runner, entry, owner)
+    return True
+
+
+def _cool_turn(w: _Working, owner: int, runner: int, near: frozenset[str]
+               ) -> tuple[int, int] | None:
+    """THE order of docs/scheduler.md "Which entry a turn runs on" with `Policy.headroom` on,
+    for `owner`'s turn that `runner` was to run (the owner itself at a turn start; whoever ran
+    the refused call after a limit or an outage): an entry free (A8, A26) and not near its
+    limit — `runner`'s earliest such entry (its chain, A10-A13, A11), else the owner's (A33:
+    a colleague's chain exhausted gives the turn back to its owner first), else, when the owner
+    may hand over (A16, A22: not with a gate, an approved turn or a team of one), the first
+    colleague after the owner in team order with one (A15, A33), on its earliest. None: no such
+    entry; the turn goes on by the rules without the knob (a warning never makes it wait)."""
+    own = _cool_entry(w, runner, near)
+    if own is not None:
+        return runner, own
+    if runner != owner:
+        back = _cool_entry(w, owner, near)
+        if back is not None:
+            return owner, back
     if _keeps_turn(w, owner):
-        return False
-    n = len(config.team)
+        return None
+    n = len(w.config.team)
     for offset in range(1, n):
-        runner = (owner + offset) % n
-        entry = _cool_entry(w, runner, near)
-        if entry is None:
+        other = (owner + offset) % n
+        if other == runner:
             continue
-        other = config.team[runner].id
-        if position is not None:
-            source = config.lanes[owner][position]
-            w.log(logs.handover_near_limit(member.id, source, other), "handover-near-limit",
-                  participant=member.id, engine=source, colleague=other)
-        else:  # the owner cannot run at all: the A15/A36 line, as without the knob
-            unreachable = not w.in_force().has_limited(owner)
-            _handover_line(w, member.id, other,
-                           config.lanes[owner][0].provider if unreachable else None)
-        _start(w, runner, entry, owner)
-        return True
-    return False
+        entry = _cool_entry(w, other, near)
+        if entry is not None:
+            return other, entry
+    return None
 
 
 def _reroute(w: _Working, runner: int, source: Engine, unreachable: bool) -> None:
@@ -600,6 +644,10 @@ def _reroute(w: _Working, runner: int, source: Engine, unreachable: bool) -> Non
     same step walk the runner's chain, else hand the turn to a colleague, else wait."""
     owner = w.owner()
     member = w.config.team[runner]
+    headroom = w.config.policy.headroom
+    if headroom is not None and _reroute_cool(w, runner, owner, source, unreachable,
+                                              headroom.hand_over_at):
+        return
     position = None if w.earliest_free(runner) is None else _entry(w, runner)
     if position is not None:
         target = w.config.lanes[runner][position]
@@ -627,6 +675,46 @@ def _reroute(w: _Working, runner: int, source: Engine, unreachable: bool) -> Non
     _handover_line(w, member.id, w.config.team[other].id,
                    source.provider if unreachable else None, source)
     _start(w, other, other_position, owner)
+
+
+def _reroute_cool(w: _Working, runner: int, owner: int, source: Engine, unreachable: bool,
+                  threshold: float) -> bool:
+    """`Policy.headroom` on: the turn of a refused call goes where `_cool_turn` says, when
+    somewhere is free and not near its limit — a hop along the runner's chain (the A11/A26
+    line), the owner's own entry or a colleague's: the A15/A36 line when the runner has no free
+    entry left, else `<id>: <entry> near its limit — @<other> takes the turn`, naming the
+    runner's next free entry, which is near. Whether it started the call."""
+    near = _near_limit(w, threshold)
+    if not near:
+        return False
+    found = _cool_turn(w, owner, runner, near)
+    if found is None:
+        return False
+    config = w.config
+    member = config.team[runner]
+    other, position = found
+    target = config.lanes[other][position]
+    if other == runner:
+        if unreachable:
+            w.log(logs.hop_unreachable(member.id, source, target), "hop-unreachable",
+                  participant=member.id, engine=source, target=target)
+        else:
+            w.log(logs.hop_limited(member.id, source, target), "hop-limited",
+                  participant=member.id, engine=source, target=target)
+        _start(w, runner, position, owner, False)
+        return True
+    colleague = config.team[other].id
+    skipped = w.earliest_free(runner)
+    if skipped is None:
+        _handover_line(w, member.id, colleague, source.provider if unreachable else None,
+                       source)
+    else:
+        near_entry = config.lanes[runner][skipped]
+        w.log(logs.handover_near_limit(member.id, near_entry, colleague),
+              "handover-near-limit", participant=member.id, engine=near_entry,
+              colleague=colleague)
+    _start(w, other, position, owner)
+    return True
 
 
 def _what_failed(event: CallEnded) -> str:

@@ -108,5 +108,22 @@ def near_engines(readings: tuple[EngineUsage, ...], engines: Iterable[Engine], n
     return frozenset(found)
 
 
-__all__ = ["ACCOUNT_WINDOWS", "account_readings", "applies", "near_engines", "window_family",
-           "window_key"]
+def reading_of(readings: tuple[EngineUsage, ...], engine: Engine, now: datetime) -> float:
+    """The highest live reading among the account windows that hold for `engine` (0 with none):
+    how near its limit it is, for the tie-break between entries that are all near (docs/
+    scheduler.md, "Which entry a turn runs on")."""
+    joined = account_readings(readings, now)
+    level = 0.0
+    for key, record in joined.items():
+        if now >= record.until or record.utilization <= level:
+            continue
+        reporters = frozenset(str(r.engine) for r in readings if window_key(r) == key) \
+            if engine.model is None and window_family(record.window) is not None \
+            else frozenset()
+        if applies(record, engine, reporters):
+            level = record.utilization
+    return level
+
+
+__all__ = ["ACCOUNT_WINDOWS", "account_readings", "applies", "near_engines", "reading_of",
+           "window_family", "window_key"]

@@ -70,6 +70,7 @@ from .scheduler_model import (
     expected_wait,
     is_learned,
     near_limit,
+    reading_levels,
     spec_backoff,
     spec_outage_retry,
 )
@@ -394,44 +395,63 @@ class SchedulerMachine(RuleBasedStateMachine):
         after: SchedulerState,
         starts: list[StartCall],
     ) -> None:
-        """docs/limits.md, Usage readings (`Policy.headroom`): a reading joins its window's
-        record (`check_reading_joined`); a turn start takes the owner's earliest free entry
-        when no window of it is near its limit (the return); on one that is, it prefers the
-        owner's earliest free entry that is not (A10-A13), else — when the owner may hand over
-        (A16, A22) — the first colleague in team order with one (A15, A33); it runs on an
-        engine near its limit only when no such entry is free, and a reading never makes it
-        wait (`check_limit_wait`)."""
+        """docs/scheduler.md, "Which entry a turn runs on" (`Policy.headroom`): a reading joins
+        its window's record (`check_reading_joined`); wherever a turn lands — a turn start, or
+        the same turn after a refused call or an outage — it runs on an entry free and not near
+        its limit when one exists: the runner's earliest such entry (its chain, A10-A13: the
+        owner at a turn start, whoever ran the refused call after one), else the owner's (when
+        a colleague ran it), else — when the owner may hand over (A16, A22) — the first
+        colleague after the owner in team order with one (A15, A33). A turn start whose owner's
+        earliest free entry is not near takes it, as without the knob. Only when no such entry
+        is free does it run on a near one: the participant's free entry read lowest, the
+        earliest on a tie; a reading never makes it wait (`check_limit_wait`)."""
         now = event.now
         self.check_reading_joined(before, event, after)
         if after.config.policy.headroom is None:
             return
-        if isinstance(event, CallEnded) and event.kind in ("limit", "network") and (
-            not event.posted
-        ):
-            return  # a hop or handover of A11-A15, A26, A36: the same call's turn, not a start
+        levels = reading_levels(after, now)
         near = near_limit(after, now)
         config = after.config
+        rerouted = isinstance(event, CallEnded) and event.kind in ("limit", "network") and (
+            not event.posted)
         for start in starts:
             owner = config.index[start.turn_owner]
+            runner = config.index[event.participant] if (
+                rerouted and isinstance(event, CallEnded)) else owner
 
-            def cool(runner: int) -> Engine | None:
-                return next((e for e in config.lanes[runner]
-                             if back_at(after, e, now) is None and e not in near), None)
+            def frees(who: int) -> list[Engine]:
+                return [e for e in config.lanes[who] if back_at(after, e, now) is None]
 
-            free = next((e for e in config.lanes[owner] if back_at(after, e, now) is None), None)
-            if free is not None and free not in near:
-                # The earliest free entry is not near its limit: taken, as without the knob.
-                assert (start.participant, start.engine) == (start.turn_owner, free), start
-                continue
-            if start.engine not in near:
-                continue
-            assert cool(owner) is None, (start, near)
+            def cool(who: int) -> Engine | None:
+                return next((e for e in frees(who) if e not in near), None)
+
+            if not rerouted:
+                free = next(iter(frees(owner)), None)
+                if free is not None and free not in near:
+                    # The earliest free entry is not near its limit: taken, as without the knob.
+                    assert (start.participant, start.engine) == (start.turn_owner, free), start
+                    continue
             hands_over = not (
                 len(config.team) == 1 or after.approved == start.turn_owner
                 or start.turn_owner in after.gates
             )
+            order = [runner] + ([owner] if owner != runner else [])
             if hands_over:
-                assert all(cool(r) is None for r in range(len(config.team))), (start, near)
+                order += [(owner + k) % len(config.team) for k in range(1, len(config.team))
+                          if (owner + k) % len(config.team) not in order]
+            expected = next(((config.team[who].id, cool(who)) for who in order
+                             if cool(who) is not None), None)
+            if expected is not None:
+                assert (start.participant, start.engine) == expected, (start, near, expected)
+                continue
+            # Nothing free is cool: the run goes on as without the knob, and a participant
+            # that runs on its own entries takes the one read lowest (the earliest on a tie).
+            mine = frees(config.index[start.participant])
+            assert start.engine in mine, (start, mine)
+            if all(e in near for e in mine):
+                lowest = min(levels.get(e, 0.0) for e in mine)
+                first = next(e for e in mine if levels.get(e, 0.0) == lowest)
+                assert start.engine == first, (start, mine, levels)
 
     def check_reading_joined(
         self, before: SchedulerState, event: Event, after: SchedulerState

@@ -76,17 +76,14 @@ def _holds_for(record_engine: Engine, window: str, engine: Engine,
     return family in engine.model.lower()
 
 
-def near_limit(state: SchedulerState, now: datetime) -> frozenset[Engine]:
-    """docs/limits.md: the team's engines some window of which holds at or above the policy's
-    threshold and has not reset (A38); empty with `Policy.headroom` off. A window's reading for
-    an engine is the newest live one among the readings that hold for it (its account's
-    windows, its model's, its own), the higher utilization on a tie."""
-    headroom = state.config.policy.headroom
-    if headroom is None:
-        return frozenset()
+def reading_levels(state: SchedulerState, now: datetime) -> dict[Engine, float]:
+    """docs/limits.md: for each of the team's engines (and each that reported), the highest of
+    its windows' readings — a window's reading for an engine being the newest live one among the
+    readings that hold for it (its account's windows, its model's, its own), the higher
+    utilization on a tie (A38: a window ending at `t` has reset when `now >= t`). 0 with none."""
     engines = {e for lane in state.config.lanes for e in lane}
     engines |= {r.engine for r in state.readings}
-    near: set[Engine] = set()
+    levels: dict[Engine, float] = {}
     for engine in engines:
         windows: dict[tuple[str, str], list[Any]] = {}
         for r in state.readings:
@@ -94,12 +91,23 @@ def near_limit(state: SchedulerState, now: datetime) -> frozenset[Engine]:
                 scope = (str(r.engine.primary) if r.window in _ACCOUNT_WINDOWS
                          or _model_family(r.window) is not None else str(r.engine))
                 windows.setdefault((scope, r.window), []).append(r)
+        level = 0.0
         for held in windows.values():
             newest = max(held, key=lambda r: (r.seen if r.seen is not None else r.until,
                                               r.utilization))
-            if newest.utilization >= headroom.hand_over_at:
-                near.add(engine)
-    return frozenset(near)
+            level = max(level, newest.utilization)
+        levels[engine] = level
+    return levels
+
+
+def near_limit(state: SchedulerState, now: datetime) -> frozenset[Engine]:
+    """docs/limits.md: the team's engines some window of which holds at or above the policy's
+    threshold and has not reset (A38); empty with `Policy.headroom` off (`reading_levels`)."""
+    headroom = state.config.policy.headroom
+    if headroom is None:
+        return frozenset()
+    return frozenset(engine for engine, level in reading_levels(state, now).items()
+                     if level >= headroom.hand_over_at)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -145,6 +153,7 @@ __all__ = [
     "expected_wait",
     "is_learned",
     "near_limit",
+    "reading_levels",
     "spec_backoff",
     "spec_outage_retry",
 ]

@@ -107,6 +107,63 @@ def test_A26_after_an_outage_the_hop_goes_past_an_entry_near_its_limit() -> None
     assert "ana: codex unreachable → agy" in lines
 
 
+def test_A15_a_refused_call_whose_chain_is_all_near_goes_to_a_colleague_not_near() -> None:
+    """Issue 37, bench row 9: rui (codex → agy) is refused on codex and agy is near its limit;
+    ana has claude free and not near: she takes the turn (the order of a turn start), rather
+    than rui running on agy until its limit refuses him too."""
+    config = _config({"ana": ("claude", []), "rui": ("codex", ["agy"])})
+    start, lines = _refused(_in_call(config, "rui", "codex", near={"agy"}), "rui", "codex")
+    assert start == ("ana", "claude")
+    assert lines[-1] == "rui: agy near its limit — @ana takes the turn"
+
+
+def test_A16_with_a_gate_the_refused_call_hops_onto_the_near_entry() -> None:
+    """A16: a participant with a pending gate never hands its turn over, near or not."""
+    config = _config({"ana": ("claude", []), "rui": ("codex", ["agy"])})
+    state = _in_call(config, "rui", "codex", near={"agy"})
+    state = attrs.evolve(state, gates=("rui",))
+    start, lines = _refused(state, "rui", "codex")
+    assert start == ("rui", "agy")
+    assert "rui: codex limited → agy" in lines
+
+
+def test_every_free_entry_near_the_turn_runs_on_the_one_read_lowest() -> None:
+    """Nothing free is cool anywhere: ana (claude → codex → agy), refused on claude, hops onto
+    agy read at 96 %, not codex at 99 % (the earliest in her chain); a tie keeps chain order."""
+    config = _config({"ana": ("claude", ["codex", "agy"]), "rui": ("codex", [])})
+    state = _in_call(config, "ana", "claude", near=set())
+    state = attrs.evolve(state, readings=(
+        EngineUsage(Engine("codex"), 0.99, "five_hour", NOW + H, seen=NOW),
+        EngineUsage(Engine("agy"), 0.96, "five_hour", NOW + H, seen=NOW),
+    ))
+    start, lines = _refused(state, "ana", "claude")
+    assert start == ("ana", "agy")
+    assert "ana: claude limited → agy" in lines
+
+
+def test_a_turn_start_on_entries_all_near_takes_the_one_read_lowest() -> None:
+    """At a turn start with every free entry near, the owner moves to the one read lowest,
+    with the near-limit hop line once (A24: not again while it stays there)."""
+    config = _config({"ana": ("claude", ["codex"])})
+    state = attrs.evolve(
+        initial_state(config), status="running", last_event_at=NOW - H,
+        readings=(EngineUsage(Engine("claude"), 0.99, "five_hour", NOW + H, seen=NOW - H),
+                  EngineUsage(Engine("codex"), 0.96, "primary", NOW + H, seen=NOW - H)))
+    state = attrs.evolve(state, call=Call(participant="ana", engine=Engine("claude"),
+                                          started_at=NOW - H, turn_owner="ana"))
+    after, effects = step(state, CallEnded(now=NOW, participant="ana", engine=Engine("claude"),
+                                           kind="post", posted=True))
+    starts = [(e.participant, str(e.engine)) for e in effects if isinstance(e, StartCall)]
+    assert starts == [("ana", "codex")]
+    assert [e.message for e in effects if isinstance(e, Log)][-1] == (
+        "ana: claude near its limit → codex")
+    _after, again = step(after, CallEnded(now=NOW + H / 2, participant="ana",
+                                          engine=Engine("codex"), kind="post", posted=True))
+    assert [(e.participant, str(e.engine)) for e in again if isinstance(e, StartCall)] == [
+        ("ana", "codex")]
+    assert not any("near its limit" in e.message for e in again if isinstance(e, Log))
+
+
 def test_knob_off_the_hop_takes_the_earliest_free_entry_as_before() -> None:
     config = _config({"ana": ("claude", ["codex", "agy"]), "rui": ("codex", [])}, headroom=False)
     start, lines = _refused(_in_call(config, "ana", "codex", near={"claude"}), "ana", "codex")
@@ -131,8 +188,9 @@ def test_a_hop_lands_on_a_near_entry_only_when_no_free_entry_is_cool(
     chain: list[str], near: set[str], out: set[str], limited: set[str], kind: str,
     first_near: bool,
 ) -> None:
-    """ana (claude → chain) is refused on claude: if she hops, it is to her first free entry
-    not near its limit, when one exists; else to her first free entry (A11, A26). (`first_near`
+    """ana (claude → chain) is refused on claude: she hops to her first free entry not near its
+    limit, when one exists (A11, A26); else rui takes the turn on agy when it is free and not
+    near; else she hops to her first free entry (all are read alike here). (`first_near`
     puts the chain's first entry near its limit half the time: the case the rule is about.)"""
     if first_near:
         near = near | {chain[0]}
@@ -147,11 +205,18 @@ def test_a_hop_lands_on_a_near_entry_only_when_no_free_entry_is_cool(
                 and engine.split(":")[0] not in out)
 
     frees = [e for e in lane if free(e)]
-    if not frees:
-        assert start is None or start[0] != "ana"
-        return
     # Issue 37: the readings are of the five-hour window, which is the account's: one near
     # engine puts every engine of its account (provider) near.
     accounts = {e.split(":")[0] for e in near}
     cool = [e for e in frees if e.split(":")[0] not in accounts]
-    assert start == ("ana", (cool or frees)[0])
+    rui_cool = free("agy") and "agy" not in accounts
+    if cool:
+        assert start == ("ana", cool[0])  # A11: on along her chain, past near entries
+    elif rui_cool:
+        # No free entry of hers is cool, rui's agy is: he takes the turn on it (A15, the same
+        # order as a turn start), not she on a near entry.
+        assert start == ("rui", "agy")
+    elif frees:
+        assert start == ("ana", frees[0])  # every free entry near, all read alike: the first
+    else:
+        assert start is None or start[0] != "ana"
