@@ -5,7 +5,7 @@ of each account window and says where it is heading:
     claude five-hour: 82 % at 14:05, rising ~9 %/h, reaches 95 % about 15:30, resets 16:00
 
 Pure arithmetic: `now` and the series are arguments, the text is the shell's
-(`autodev_shell/status/usage_forecast.py`).
+(the status report's `usage_forecast` module).
 
 - **The series** (`SchedulerState.usage_series`) holds, per account window, the readings of its
   current cycle (those naming the newest reading's reset; a reading naming another reset
