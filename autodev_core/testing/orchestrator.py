@@ -17,8 +17,20 @@ restarts in between, and checks after every step that:
 - each `CallEnded` your loop reports says what the CLI output it was handed says (read by the
   core's `classify_output` and `call_ended`: kind, notice, post or none, exit code, timeout),
   stamped when the call returned;
+- each `Sleep` ends with one `Woke` at or after its deadline, stamped with the clock's time on
+  waking (`World.sleep_until` may wake late, as a suspended machine does), a limit wait
+  included (A19-A21, A23, C2);
+- a no-new-input call (a retry, a hop) sends the prompt the call before it sent (B18, B19);
+- the thread (`World.post`) holds each post of a reported call once, and no post more often than
+  the CLI made it, crashes and all (A17);
 - with `restart` set, a crash at any moment loses nothing: a new loop built from your store
-  holds `restore_state(config, saved())` and the owed turn is run again, once, by its owner.
+  and the team folder as it is now (`team_edits`) holds `restore_state(config, saved())` and
+  the owed turn is run again, once, by its owner.
+
+Runs start on any day of 2026-2027 or around a DST edge of the team's zone (`run_starts`), so a
+notice's clock time read in UTC instead of the run's zone fails. A failure is a
+`HarnessFailure`: the rule, what was expected, what your loop did and the differing fields
+(`field_diff`); `harness_settings()` is the profile to run with.
 
 Your orchestrator implements `Orchestrator`: `state`, `handle(event)` and `saved()`. See
 docs/testing-your-orchestrator.md for a complete example. This module imports hypothesis.

@@ -112,3 +112,21 @@ def test_the_guide_catches_the_lost_last_write_and_passes_the_fixed_loop() -> No
                             "  differs:"]
     assert all(line.startswith("    ") and ": expected " in line and ", your loop " in line
                for line in failure[5:] if line)
+
+
+def test_field_diff_lists_only_the_fields_that_differ() -> None:
+    """Issue 39 item 4: a short diff of the differing fields, nested ones by their path, long
+    values cut, instead of two whole reprs."""
+    from autodev_core import CallEnded, Engine
+    from autodev_core.testing import field_diff
+
+    a = CallEnded(now=NOW, participant="ana", engine=Engine("claude"), kind="exit",
+                  exit_code=1)
+    b = CallEnded(now=NOW, participant="ana", engine=Engine("codex"), kind="exit", exit_code=2)
+    assert field_diff(a, b) == [
+        "engine.provider: expected 'claude', your loop 'codex'",
+        "exit_code: expected 1, your loop 2",
+    ]
+    assert field_diff(a, a) == []
+    assert field_diff("x" * 500, 1)[0].endswith("…, your loop 1")
+    assert len(field_diff("x" * 500, 1)[0]) < 130

@@ -319,3 +319,37 @@ def test_the_machine_catches_a_planted_bug_under_any_seed(
 @pytest.mark.parametrize("draw", [None, *SEEDS[:3]])
 def test_a_loop_without_a_bug_passes_crashes_and_all(draw: int | None) -> None:
     run_machine(machine(Loop), draw)
+
+
+# --- issue 39 item 3: a zone that is UTC+0 on the old fixed start date --------------------------
+
+
+def lisbon(config: Any) -> Any:
+    return attrs.evolve(config, timezone="Europe/Lisbon")
+
+
+@pytest.mark.parametrize("draw", [None, *CI_SEEDS])
+def test_classifying_in_utc_is_caught_with_a_lisbon_team(draw: int | None) -> None:
+    """Lisbon is UTC+0 on 2026-12-01, where every run used to start: the bug went unseen. Runs
+    now start across the year and around Lisbon's DST edges, where it is UTC+1."""
+    from autodev_core.testing import scheduler_configs
+
+    caught = planted(OrchestratorMachine, ClassifiesInUTC, make=ClassifiesInUTC,
+                     restart=ClassifiesInUTC.restart,
+                     configs=scheduler_configs(max_team=3).map(lisbon))
+    assert_caught(caught, "your loop reported the call as", draw)
+
+
+def test_a_failure_names_its_rule_and_the_fields_that_differ() -> None:
+    """Issue 39 item 4: the rule, what was expected, what the loop did, a short field diff."""
+    from autodev_core.testing import HarnessFailure
+
+    with pytest.raises(HarnessFailure) as caught:
+        run_machine(machine(WakesAtTheDeadline), None)
+    lines = str(caught.value).split("\n")
+    assert lines[0] == "your loop stamped its wake with another time than the clock's"
+    assert lines[1].startswith("  rule: A20, A21: a wake is stamped with the clock's time")
+    assert lines[2].startswith("  expected: Woke(now=") and lines[3].startswith("  your loop: ")
+    assert lines[3].endswith(" — the deadline")
+    assert all(len(line) < 200 for line in lines)
+    assert caught.value.rule.startswith("A20, A21")
