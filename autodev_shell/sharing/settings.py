@@ -420,6 +420,9 @@ def connect(redis: Any, settings: ShareSettings, *, socket_timeout: float | None
         "socket_connect_timeout": settings.timeout,
         **options,
     }
+    name = common.pop("client_name", None)
+    if name is not None:  # named where the ACL allows it, never refused where it does not
+        common["redis_connect_func"] = _naming(redis, str(name), cluster=kind == "cluster")
     if kind == "single":
         return redis.Redis.from_url(settings.url, health_check_interval=0, **common)
     parts = urlsplit(settings.url)
@@ -444,7 +447,24 @@ def connect(redis: Any, settings: ShareSettings, *, socket_timeout: float | None
     timeouts = {"socket_timeout": settings.timeout, "socket_connect_timeout": settings.timeout}
     watcher = sentinel.Sentinel(hosts, sentinel_kwargs={**timeouts, **tls}, **timeouts)
     if "client_name" in query:
+        common.pop("redis_connect_func", None)
         common["client_name"] = query["client_name"]
     return watcher.master_for(
         service, db=int(query.get("db", db)), username=unquote(user) or None,
         password=unquote(password) or None, **tls, **common)
+
+
+def _naming(redis: Any, name: str, *, cluster: bool) -> Any:
+    """redis-py's `redis_connect_func`: the usual handshake (a cluster has done it already),
+    then `CLIENT SETNAME`, whose refusal (an ACL without `client|setname`) costs nothing."""
+
+    def connected(connection: Any) -> None:
+        if not cluster:
+            connection.on_connect()
+        try:
+            connection.send_command("CLIENT", "SETNAME", name)
+            connection.read_response()
+        except redis.ResponseError:
+            pass
+
+    return connected

@@ -470,6 +470,26 @@ def test_each_daemon_names_its_connections(server: RedisServer, raw: redis.Redis
     a.close()
 
 
+def test_an_acl_without_client_setname_shares_all_the_same(
+    server: RedisServer, raw: redis.Redis,
+) -> None:
+    """The name is a courtesy: a user the ACL refuses `CLIENT SETNAME` connects unnamed."""
+    p = prefix()
+    add_user(raw, "noname", *(r.format(p=p) for r in MINIMAL_ACL if r != "+client|setname"))
+    said: list[str] = []
+    a = LimitSharing(as_user(settings_for(server, "laptop", p), server, "noname"),
+                     say=said.append)
+    wait_for(lambda: a.subscription is not None)
+    now = datetime.now(UTC)
+    a.sync(TEAM, now)
+    a.publish([limit(now + timedelta(hours=1), now)], now)
+    assert said == [] and a.up and a.problems() == []
+    assert a.settings.key(CLAUDE) and raw.exists(a.settings.key(CLAUDE))
+    users = [c for c in raw.client_list() if c["user"] == "noname"]
+    assert len(users) >= 2 and all(c["name"] == "" for c in users)
+    a.close()
+
+
 def test_the_keepalive_is_fast_only_while_something_is_live(server: RedisServer) -> None:
     p = prefix()
     a = LimitSharing(settings_for(server, "laptop", p), subscribe=False)
