@@ -117,6 +117,79 @@ def outages(state: SchedulerState, now: datetime, zone: tzinfo) -> list[dict[str
     } for o in state.outages]
 
 
+def engines(state: SchedulerState, now: datetime, zone: tzinfo, limit_view: list[dict[str, Any]],
+            people: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The engines view (issue 41 item 2): one row per engine of the team's lanes, in lane
+    order: its state (`limited` until when, `unreachable` while its provider is out, else
+    `free`), where a limit's reset came from, its notice, who runs on it now (their seat) and
+    whose chains hold it, shared or this run's own. A limit belongs to an engine: it is said
+    here once, and the participants' cards point here."""
+    seen: list[str] = []
+    for lane in state.config.lanes:
+        for engine in lane:
+            if str(engine) not in seen:
+                seen.append(str(engine))
+    by_engine = {lim["engine"]: lim for lim in limit_view}
+    out = {o.provider: o for o in state.outages if o.retry_at > now}
+    rows = []
+    for name in seen:
+        limit = by_engine.get(name)
+        provider = name.split(":", 1)[0].split("@", 1)[0]
+        outage = out.get(provider)
+        row: dict[str, Any] = {
+            "engine": name,
+            "state": "limited" if limit else ("unreachable" if outage else "free"),
+            "runs_on_it": [p["id"] for p in people if p["engine"] == name],
+            "in_chains_of": [p["id"] for p in people
+                             if any(c["engine"] == name for c in p["chain"])],
+            "limit": limit,
+            "outage": None,
+        }
+        if outage is not None:
+            row["outage"] = {"until": _utc(outage.retry_at), "attempts": outage.attempts,
+                             "back_at": f"next try at {at_text(outage.retry_at, now, zone)}"}
+        rows.append(row)
+    return rows
+
+
+def first_line(view: dict[str, Any], state: SchedulerState | None) -> dict[str, Any]:
+    """What the run does now and what it waits for, in one line (issue 41 item 2): `text`, and
+    `until`/`back_at` when there is a time to count down to (the page ticks it)."""
+    status = view["status"]
+    if status == "not running":
+        return {"text": f"Not running: {view['status_note']}.", "until": None}
+    if status in ("stopped", "not started"):
+        return {"text": "Stopped: autodev run starts it again." if status == "stopped"
+                else "Not started yet.", "until": None}
+    if status == "paused":
+        return {"text": "Paused: Resume (or autodev resume) lets it go on.", "until": None}
+    if state is not None and state.call is not None:
+        return {"text": f"{state.call.participant} is in a call on {state.call.engine}.",
+                "until": None}
+    wait = view.get("wait_until")
+    limited = [e for e in view.get("engines") or () if e["state"] == "limited"]
+    if status == "rate_limited" and limited:
+        first = min(limited, key=lambda e: e["limit"]["until"])
+        return {"text": f"Waiting for {first['engine']} — every engine a turn can take is "
+                f"limited;", "until": first["limit"]["until"],
+                "back_at": first["limit"]["back_at"]}
+    if status == "unreachable":
+        down = [e for e in view.get("engines") or () if e["outage"]]
+        if down:
+            return {"text": f"Waiting for {down[0]['engine']}'s servers;",
+                    "until": down[0]["outage"]["until"], "back_at": down[0]["outage"]["back_at"]}
+    if status == "backing_off" and wait:
+        return {"text": f"Backing off after {view.get('failure_streak')} failed calls;",
+                "until": wait["until"], "back_at": wait["back_at"].replace("until", "next try at")}
+    if wait:
+        return {"text": "Waiting;", "until": wait["until"], "back_at": wait["back_at"]}
+    due = [p for p in view.get("participants") or () if p["due"]]
+    if due:
+        return {"text": f"Running: {due[0]['id']}'s turn is due, on {due[0]['engine']}.",
+                "until": None}
+    return {"text": f"{status.capitalize()}.", "until": None}
+
+
 def _gone_note(daemon: dict[str, Any], status: str) -> str:
     """`autodev status`'s words for a run whose daemon is gone: "daemon pid 41 is gone; last
     status: running"."""
@@ -148,6 +221,7 @@ def status_view(facts: dict[str, Any], now: datetime, zone: tzinfo,
         "participants": [],
         "limits": [],
         "outages": [],
+        "engines": [],
         "usage": [u["forecast"] for u in facts.get("usage") or ()],
         "failure_streak": facts["failure_streak"],
         "calls": facts["calls"],
@@ -164,4 +238,8 @@ def status_view(facts: dict[str, Any], now: datetime, zone: tzinfo,
                 person["in_call"] = False  # the call ended with its daemon
         view["limits"] = limits(state, now, zone, log_lines)
         view["outages"] = outages(state, now, zone)
+        view["engines"] = engines(state, now, zone, view["limits"], view["participants"])
+    view["usage_windows"] = [str(w.get("line", "")) for w in facts.get("usage_windows") or ()
+                             if isinstance(w, dict)]
+    view["first_line"] = first_line(view, state)
     return {"facts": facts, "view": view}

@@ -52,7 +52,7 @@ def test_a_fast_runs_countdown_counts_on_the_runs_clock(run: tuple[RunDaemon, Pa
     # Its age on the run's clock: never "just now" for a heartbeat stamped hours ahead of the
     # machine's clock, and said to be the run's.
     assert "on the run's clock" in str(page.locator("#heartbeat").text_content())
-    timer = page.locator("#participants .limit [role=timer]").first
+    timer = page.locator("#engines .limit [role=timer]").first
     timer.wait_for(state="visible")
     first = minutes_left(str(timer.text_content()))
     facts = daemon.status()
@@ -65,6 +65,36 @@ def test_a_fast_runs_countdown_counts_on_the_runs_clock(run: tuple[RunDaemon, Pa
     assert first - later >= 3, (first, later)
 
 
+def test_the_first_line_says_what_the_run_waits_for_and_the_engines_view_holds_the_limit(
+        run: tuple[RunDaemon, Panel], open_page: Any) -> None:
+    """Issue 41 item 2: the page's first line says what the run does and what it waits for,
+    counting down; the limit is said once, in the engines view, with who runs on the engine;
+    the internals (revision, persistence, turn gate) are one click away."""
+    daemon, panel = run
+    page = open_page(panel).page
+    now = page.locator("#now-line")
+    page.wait_for_function(
+        "() => /^Waiting for claude/.test(document.querySelector('#now-text').textContent)")
+    line = " ".join(str(now.text_content()).split())
+    assert re.search(r"back at \d{1,2}:\d{2} \w+ \(in (\d+h )?\d+m\)", line), line
+    (stored,) = daemon.status()["limits"]
+    shown = now.locator("time[datetime]").get_attribute("datetime")
+    assert datetime.fromisoformat(str(shown).replace("Z", "+00:00")) == \
+        datetime.fromisoformat(stored["until"])
+    row = page.locator('#engines .engine-row[data-engine="claude"]')
+    assert row.get_attribute("data-state") == "limited"
+    said = " ".join(str(row.text_content()).split())
+    assert "read from the CLI's notice" in said and "this run's own" in said, said
+    assert "runs on it now: ana" in said, said
+    assert row.locator('a[href="#lane-ana"]').count() == 1
+    assert page.locator(".limit").count() == 1  # once on the page
+    internals = page.locator("#internals")
+    assert internals.get_attribute("open") is None and page.locator("#gate").is_hidden()
+    page.click("#internals summary")
+    page.locator("#gate").wait_for(state="visible")
+    assert str(page.locator("#revision").text_content()).strip().isdigit()
+
+
 def test_with_no_daemon_the_runs_clock_stands_still(run: tuple[RunDaemon, Panel],
                                                    open_page: Any) -> None:
     daemon, panel = run
@@ -73,7 +103,7 @@ def test_with_no_daemon_the_runs_clock_stands_still(run: tuple[RunDaemon, Panel]
     page.wait_for_function(
         "() => document.querySelector('#clock-note').textContent.includes('stands still')",
         timeout=30_000)
-    timer = page.locator("#participants .limit [role=timer]").first
+    timer = page.locator("#engines .limit [role=timer]").first
     if timer.count():  # the limit may have lifted before the kill on a slow machine
         first = str(timer.text_content())
         time.sleep(2.5)

@@ -80,11 +80,18 @@ def test_a_limit_appears_and_its_countdown_ticks(run: tuple[RunDaemon, Panel],
     wait_text(page, "#run-status", "paused")
     ana = page.locator('#participants article[data-participant="ana"]')
     assert ana.count() == 1
-    assert ana.locator(".limit").count() == 0, "ana is limited before any claude call"
+    assert page.locator("#engines .limit").count() == 0, "limited before any claude call"
 
     page.click("#resume")
-    limit = ana.locator(".limit").first
+    # Issue 41 item 2: the limit is said once, in the engines view; ana's card points to it.
+    limit = page.locator('#engines .engine-row[data-state="limited"] .limit').first
     limit.wait_for(state="visible", timeout=60_000)
+    engine = str(limit.get_attribute("data-engine"))
+    assert engine.startswith("claude"), engine
+    ana.locator(f'.see-engines a[href="#engine-{engine}"]').wait_for(state="attached")
+    assert ana.locator(".limit").count() == 0, "the limit repeated in the card"
+    row = page.locator(f'#engines .engine-row[data-engine="{engine}"]')
+    assert "in the chains of: ana" in " ".join(str(row.text_content()).split())
     # The instant comes from the core's value (`autodev status --json`), not re-derived.
     stored = [r for r in daemon.status()["limits"] if r["engine"].startswith("claude")]
     assert len(stored) == 1, daemon.status()["limits"]

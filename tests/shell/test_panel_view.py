@@ -77,3 +77,25 @@ def test_the_next_candidate_is_the_first_entry_neither_limited_nor_unreachable()
     (out,) = outages(state, NOW, LISBON)  # type: ignore[arg-type]
     assert out == {"provider": "codex", "attempts": 1, "retry_at": "2026-07-01T12:01:00Z",
                    "back_at": "next try at 13:01 WEST"}
+
+
+def test_the_engines_view_says_each_limit_once_with_who_runs_on_the_engine() -> None:
+    """Issue 41 item 2: one row per engine of the lanes, in lane order; a limit is its
+    engine's, said once, with who runs on it now and whose chains hold it."""
+    from autodev_shell.panel.view import engines
+
+    until = NOW + timedelta(minutes=2)
+    state = _state(limits=(EngineLimit(engine=Engine("codex"), until=until),),
+                   outages=(Outage(provider="agy", retry_at=NOW + timedelta(minutes=1),
+                                   attempts=2),))
+    people = participants(state, NOW)  # type: ignore[arg-type]
+    shown = limits(state, NOW, LISBON, [])  # type: ignore[arg-type]
+    rows = engines(state, NOW, LISBON, shown, people)  # type: ignore[arg-type]
+    assert [(r["engine"], r["state"], r["runs_on_it"], r["in_chains_of"]) for r in rows] == [
+        ("claude", "free", ["ana"], ["ana"]),
+        ("codex", "limited", ["rui"], ["ana", "rui"]),
+        ("agy", "unreachable", [], ["ana"]),
+    ]
+    assert rows[1]["limit"]["back_at"] == "back at 13:02 WEST"
+    assert rows[2]["outage"] == {"until": "2026-07-01T12:01:00Z", "attempts": 2,
+                                 "back_at": "next try at 13:01 WEST"}

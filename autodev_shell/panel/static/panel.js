@@ -207,9 +207,73 @@
            `${o.provider} unreachable (${o.attempts} ${o.attempts === 1 ? "try" : "tries"}); `,
            timer(o.retry_at, o.back_at))));
     }
+    renderNow(view);
+    renderEngines(view);
     renderParticipants(view);
     updateControls();
     tick(); // every countdown on the clock just said, not on the one before
+  }
+
+  function renderNow(view) {
+    // The page's first line: what the run does now and what it waits for.
+    const now = view.first_line || { text: String(view.status), until: null };
+    setText("#now-text", now.text);
+    const box = $("#now-wait");
+    const key = now.until || "";
+    if (box.getAttribute("data-key") !== key) {
+      box.setAttribute("data-key", key);
+      box.replaceChildren(now.until ? timer(now.until, now.back_at) : "");
+    }
+  }
+
+  function laneOf(row) {
+    // The lane that holds the notice: the participant named in its line, else who runs on it.
+    const line = (row.limit && row.limit.notice) || "";
+    const named = row.in_chains_of.find((id) => line.includes(id));
+    return named || row.runs_on_it[0] || row.in_chains_of[0] || null;
+  }
+
+  function renderEngines(view) {
+    const windows = $("#usage-windows");
+    const windowsKey = JSON.stringify(view.usage_windows || []);
+    if (windows.getAttribute("data-key") !== windowsKey) {
+      windows.setAttribute("data-key", windowsKey);
+      windows.replaceChildren(...(view.usage_windows || []).map((line) => el("li", { text: line })));
+    }
+    const box = $("#engines");
+    const key = JSON.stringify(view.engines || []);
+    if (box.getAttribute("data-key") === key) return;
+    box.setAttribute("data-key", key);
+    box.replaceChildren(...(view.engines || []).map((row) => {
+      const item = el("article", { class: `engine-row state-${row.state}`, id: `engine-${row.engine}`,
+                                   "data-engine": row.engine, "data-state": row.state,
+                                   "aria-labelledby": `engine-title-${row.engine}` });
+      const head = el("h3", { id: `engine-title-${row.engine}` }, el("span", { class: "engine", text: row.engine }), " ",
+                      el("span", { class: `tag tag-${row.state === "free" ? "next" : row.state === "limited" ? "limited" : "outage"}`,
+                                   text: row.state }));
+      item.append(head);
+      if (row.limit) {
+        const l = row.limit;
+        const limit = el("div", { class: l.shared ? "limit shared" : "limit", "data-engine": l.engine });
+        limit.append(el("span", { class: "tag tag-limited", text: "limited" }), " ",
+                     el("strong", { text: l.engine }), " ", timer(l.until, l.back_at));
+        limit.append(el("p", { class: "origin", text: `reset ${l.origin}${l.shared ? "" : " (this run's own)"}` }));
+        const lane = laneOf(row);
+        if (l.notice) {
+          limit.append(el("p", { class: "notice" }, "log: ", el("code", { text: l.notice }), " ",
+                          lane ? el("a", { href: `#lane-${lane}`, text: `${lane}'s lane` }) : ""));
+        }
+        item.append(limit);
+      }
+      if (row.outage) {
+        item.append(el("p", { class: "outage" }, `${row.outage.attempts} failed ${row.outage.attempts === 1 ? "try" : "tries"}; `,
+                       timer(row.outage.until, row.outage.back_at)));
+      }
+      item.append(el("p", { class: "who" },
+        `runs on it now: ${row.runs_on_it.length ? row.runs_on_it.join(", ") : "nobody"}`,
+        ` · in the chains of: ${row.in_chains_of.join(", ")}`));
+      return item;
+    }));
   }
 
   function formatRate(rate) {
@@ -239,12 +303,12 @@
                     el("div", { class: "limits" }), edit);
         box.append(card);
       }
-      const key = JSON.stringify([p, (view.limits || []).filter((l) => l.lanes.includes(p.id))]);
+      const key = JSON.stringify(p);
       if (card.getAttribute("data-key") === key) continue;
       card.setAttribute("data-key", key);
       const where = card.querySelector(".where");
       where.replaceChildren(
-        "on ", el("span", { class: "engine", text: p.engine }),
+        "on ", el("a", { class: "engine", href: `#engine-${p.engine}`, text: p.engine }),
         ` — lane entry ${p.seat + 1} of ${p.lane_entries}`,
         p.due ? el("span", { class: "tag tag-due", text: "turn due" }) : "",
         p.in_call ? el("span", { class: "tag tag-call", text: "in a call" }) : "",
@@ -257,22 +321,19 @@
         if (entry.next) marks.push(el("span", { class: "tag tag-next", text: "next" }));
         if (entry.limited) marks.push(el("span", { class: "tag tag-limited", text: "limited" }));
         if (entry.unreachable) marks.push(el("span", { class: "tag tag-outage", text: "unreachable" }));
+        // A limit belongs to its engine: the card points to the engine's row, never repeats it.
+        const name = entry.limited || entry.unreachable
+          ? el("a", { href: `#engine-${entry.engine}`, text: entry.engine }) : entry.engine;
         return el("li", { class: ["entry", entry.next ? "next" : "", entry.limited ? "limited" : ""].join(" ").trim(),
-                          "data-engine": entry.engine }, entry.engine, " ", ...marks);
+                          "data-engine": entry.engine }, name, " ", ...marks);
       }));
       const limits = card.querySelector(".limits");
-      limits.replaceChildren(...(view.limits || []).filter((l) => l.lanes.includes(p.id)).map((l) => {
-        const box = el("div", { class: "limit", "data-engine": l.engine });
-        box.append(el("span", { class: "tag tag-limited", text: "limited" }), " ",
-                   el("strong", { text: l.engine }), " ", timer(l.until, l.back_at));
-        box.append(el("p", { class: "origin", text: `reset ${l.origin}` }));
-        if (l.shared) box.classList.add("shared");
-        if (l.notice) {
-          box.append(el("p", { class: "notice" }, "log: ", el("code", { text: l.notice }), " ",
-                         el("a", { href: `#lane-${p.id}`, text: `${p.id}'s lane` })));
-        }
-        return box;
-      }));
+      const limited = p.chain.filter((entry) => entry.limited).map((entry) => entry.engine);
+      limits.replaceChildren(limited.length
+        ? el("p", { class: "see-engines" }, `${limited.length === 1 ? "Limited engine" : "Limited engines"} of its chain: `,
+             ...limited.flatMap((name, i) => [i ? ", " : "", el("a", { href: `#engine-${name}`, text: name })]),
+             " (see Engines)")
+        : "");
     }
     box.querySelectorAll("[data-participant]").forEach((card) => {
       if (card.matches("article") && !seen.has(card.getAttribute("data-participant"))) card.remove();
