@@ -20,6 +20,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import hypothesis.strategies as st
+from hypothesis import settings
 from hypothesis.stateful import precondition, rule
 
 from autodev_core.detection.classification import LimitNotice
@@ -94,6 +95,10 @@ class ClearedByHand(SchedulerMachine):
 
 
 TestClearedByHand = ClearedByHand.TestCase
+# The shipped machine's own runs (tests/core/test_scheduler_stateful.py) cover the rest of the
+# rules; a third of the profile's examples keeps this one cheap (common.md: under a minute).
+TestClearedByHand.settings = settings(settings.default, max_examples=max(
+    1, (settings.default.max_examples or 100) // 3))
 
 
 def _limited_team() -> tuple[SchedulerConfig, object]:
