@@ -242,4 +242,23 @@ def status_view(facts: dict[str, Any], now: datetime, zone: tzinfo,
     view["usage_windows"] = [str(w.get("line", "")) for w in facts.get("usage_windows") or ()
                              if isinstance(w, dict)]
     view["first_line"] = first_line(view, state)
+    view["needs_you"] = needs_you(view, facts)
     return {"facts": facts, "view": view}
+
+
+def needs_you(view: dict[str, Any], facts: dict[str, Any]) -> str:
+    """Why the run needs its operator now, in a few words ("" when it does not): what the tab's
+    title badge and the optional browser notification say (issue 41 item 4)."""
+    status = view["status"]
+    if status == "not running":
+        return "the daemon is gone"
+    if status == "stopped":
+        return "the run stopped"
+    if status == "paused":
+        return "the run is paused"
+    if status == "rate_limited":
+        return "every participant is limited"
+    sharing = facts.get("sharing")
+    if isinstance(sharing, dict) and sharing.get("state") not in (None, "on"):
+        return "limit sharing is lost"
+    return ""

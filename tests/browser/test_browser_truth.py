@@ -50,6 +50,18 @@ def run(browser: Any, tmp_path_factory: pytest.TempPathFactory
         daemon.stop()
 
 
+#: Stands in for the browser's Notification (headless Chromium shows none): granted, and each
+#: notification noted as (title, body) in `window.__notes`.
+FAKE_NOTIFICATION = """
+window.__notes = [];
+window.Notification = class {
+  constructor(title, options) { window.__notes.push([title, (options || {}).body]); }
+  static get permission() { return "granted"; }
+  static requestPermission() { return Promise.resolve("granted"); }
+};
+"""
+
+
 def says(page: Any, selector: str, pattern: str, timeout: float = 30_000) -> str:
     page.wait_for_function(
         "([s, p]) => { const e = document.querySelector(s);"
@@ -219,8 +231,13 @@ def test_a_killed_daemon_is_shown_as_autodev_status_shows_it(
         run: tuple[RunDaemon, Panel], open_page: Any) -> None:
     daemon, panel = run
     page = open_page(panel).page
+    page.add_init_script(FAKE_NOTIFICATION)
+    page.reload()
     says(page, "#run-status", "^running$")
     says(page, "#daemon", "^daemon running")
+    assert not page.title().startswith("(!)"), page.title()
+    page.click("#notify-toggle")  # the operator asks to be told (issue 41 item 4)
+    says(page, "#notify-toggle", "Notifications on")
     pid = daemon.status()["daemon"]["pid"]
     daemon.kill9()
     killed = time.monotonic()
@@ -235,3 +252,9 @@ def test_a_killed_daemon_is_shown_as_autodev_status_shows_it(
     assert page.locator(".tag-call").count() == 0, "a dead daemon's call shown as in flight"
     for control in ("#pause", "#resume", "#stop"):
         assert page.locator(control).is_disabled(), control
+    # It needs its operator: a badge in the tab's title, a line on the page, one notification.
+    assert page.title().startswith("(!) the daemon is gone — autodev panel"), page.title()
+    says(page, "#needs-you", "The run needs you: the daemon is gone")
+    page.wait_for_function("() => window.__notes.length > 0")
+    assert page.evaluate("window.__notes") == [["autodev: the run needs you",
+                                                "the daemon is gone"]]

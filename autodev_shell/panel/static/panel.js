@@ -208,11 +208,48 @@
            timer(o.retry_at, o.back_at))));
     }
     renderNow(view);
+    renderNeeds(view.needs_you || "");
     renderEngines(view);
     renderParticipants(view);
     updateControls();
     tick(); // every countdown on the clock just said, not on the one before
   }
+
+  // --- when the run needs you: a badge in the tab's title, an optional notification -----------
+  const TITLE = document.title;
+  let lastNeed = null;
+
+  function renderNeeds(need) {
+    document.title = need ? `(!) ${need} — ${TITLE}` : TITLE;
+    setText("#needs-you", need ? `The run needs you: ${need}.` : "");
+    $("#needs-you").hidden = !need;
+    if (need && need !== lastNeed && lastNeed !== null && notifying()) {
+      try { new Notification("autodev: the run needs you", { body: need, tag: "autodev-needs" }); }
+      catch (err) { /* a browser that refuses it: the badge still says it */ }
+    }
+    lastNeed = need;
+  }
+
+  function notifying() {
+    return "Notification" in window && Notification.permission === "granted"
+      && localStorage.getItem("autodev-notify") === "on";
+  }
+
+  function showNotify() {
+    const button = $("#notify-toggle");
+    if (!("Notification" in window)) { button.disabled = true; button.title = "This browser has no notifications"; return; }
+    const on = notifying();
+    button.setAttribute("aria-pressed", on ? "true" : "false");
+    button.textContent = on ? "Notifications on" : "Notify me";
+  }
+
+  $("#notify-toggle").addEventListener("click", async () => {
+    if (notifying()) { localStorage.setItem("autodev-notify", "off"); showNotify(); return; }
+    const answer = Notification.permission === "granted" ? "granted" : await Notification.requestPermission();
+    localStorage.setItem("autodev-notify", answer === "granted" ? "on" : "off");
+    showNotify();
+  });
+  showNotify();
 
   function renderNow(view) {
     // The page's first line: what the run does now and what it waits for.
