@@ -183,18 +183,22 @@ ENGINES = ("claude", "codex", "agy", "claude:opus")
     limited=st.sets(st.sampled_from(ENGINES), max_size=2),
     kind=st.sampled_from(("limit", "network")),
     first_near=st.booleans(),
+    all_near=st.booleans(),
+    rui=st.sampled_from(("agy", "codex")),
 )
 def test_a_hop_lands_on_a_near_entry_only_when_no_free_entry_is_cool(
     chain: list[str], near: set[str], out: set[str], limited: set[str], kind: str,
-    first_near: bool,
+    first_near: bool, all_near: bool, rui: str,
 ) -> None:
     """ana (claude → chain) is refused on claude: she hops to her first free entry not near its
-    limit, when one exists (A11, A26); else rui takes the turn on agy when it is free and not
-    near; else she hops to her first free entry (all are read alike here). (`first_near`
+    limit, when one exists (A11, A26); else rui takes the turn on his engine when it is free and
+    not near; else she hops to her first free entry (all are read alike here). (`first_near`
     puts the chain's first entry near its limit half the time: the case the rule is about.)"""
     if first_near:
         near = near | {chain[0]}
-    config = _config({"ana": ("claude", chain), "rui": ("agy", [])})
+    if all_near:  # every entry of hers near: the case where a colleague may take the turn
+        near = near | set(chain)
+    config = _config({"ana": ("claude", chain), "rui": (rui, [])})
     state = _in_call(config, "ana", "claude", near=near, out=out, limited=limited - {"claude"})
     start, _lines = _refused(state, "ana", "claude", kind=kind)
     lane = [str(e) for e in config.lanes[0]]
@@ -209,13 +213,13 @@ def test_a_hop_lands_on_a_near_entry_only_when_no_free_entry_is_cool(
     # engine puts every engine of its account (provider) near.
     accounts = {e.split(":")[0] for e in near}
     cool = [e for e in frees if e.split(":")[0] not in accounts]
-    rui_cool = free("agy") and "agy" not in accounts
+    rui_cool = free(rui) and rui not in accounts
     if cool:
         assert start == ("ana", cool[0])  # A11: on along her chain, past near entries
     elif rui_cool:
-        # No free entry of hers is cool, rui's agy is: he takes the turn on it (A15, the same
+        # No free entry of hers is cool, rui's is: he takes the turn on it (A15, the same
         # order as a turn start), not she on a near entry.
-        assert start == ("rui", "agy")
+        assert start == ("rui", rui)
     elif frees:
         assert start == ("ana", frees[0])  # every free entry near, all read alike: the first
     else:
