@@ -210,6 +210,40 @@ def test_after_A_meets_a_limit_B_makes_no_call_on_it_and_lifts_at_the_reset_with
     assert "sharing: off" in status(b.run_dir)  # the daemon has stopped
 
 
+def test_two_daemons_with_one_share_name_still_share_a_limit(
+    tmp_path: Path, locked_server: RedisServer
+) -> None:
+    """Issue 40 item 1: both runs are `laptop` (a copied `share.name`; the default
+    `<host>/<team folder>` collides the same way). Before run ids, B took A's record for its own,
+    dropped it, and called claude inside A's limit; now B makes no call until the reset."""
+    accounts = {"claude": "work-max"}
+    same = "share: {url: 'redis://127.0.0.1:1/0', name: laptop}\n"  # --share sets the URL
+    a = Daemon(tmp_path, "a", {"ana": "claude"}, accounts, {
+        "claude": [{"kind": "limit", "notice": "Usage limit reached. Try again in 40 minutes."}],
+        "default": {"post": "ok", "sleep": 0.05},
+    }, settings=same)
+    b = Daemon(tmp_path, "b", {"bob": "claude"}, accounts, {
+        "default": {"post": "ok", "sleep": 0.05},
+    }, settings=same)
+    factor = 150.0
+    virtual, real = _start_clock()
+    with all_finish(a, b):
+        a.start(locked_server.url, factor, virtual, real, seconds=30)
+        wait_for(lambda: any("claude limited until" in m for m in a.messages()), "A's limit")
+        b.start(locked_server.url, factor, virtual, real, seconds=25)
+        wait_for(lambda: any("every participant limited" in m for m in b.messages()),
+                 "B's wait")
+        assert b.calls() == 0
+        assert "this run is 'laptop'" in status(b.run_dir)
+    _at, reported = first(b.lines(), "(reported by ")
+    assert reported.endswith("(reported by laptop)"), reported
+    posted = [at for at, m in b.lines() if "bob posted via claude" in m]
+    reset = clock_time(re.match(r"claude limited until (\S+)", reported)[1], _at)
+    assert all(at >= reset for at in posted)
+    assert not any(m.startswith("claude limited until ") and "reported" not in m
+                   for m in b.messages())  # no call of B met the limit
+
+
 def test_a_reset_read_by_A_wakes_Bs_defaulted_wait_early(
     tmp_path: Path, own_redis: RedisServer
 ) -> None:
