@@ -263,6 +263,9 @@ class Panel:
         return (f"Saved. It applies from {participant}'s first fresh turn when `autodev run` "
                 f"starts this run again{at}.")
 
+    async def clear_limit(self, request: Request) -> Response:
+        return await _clear_limit(self, request)
+
     async def control(self, request: Request) -> Response:
         command = request.url.path.rsplit("/", 1)[-1]
         arg = ""
@@ -295,6 +298,26 @@ class Panel:
                              "message": f"{command}: queued for the run; {taken}"})
 
 
+async def _clear_limit(panel: Panel, request: Request) -> Response:
+    """`autodev limits clear ENGINE` from the page: the CLI's own `queue_clear` (issue 42's
+    function); like pause, refused while no daemon runs (queued now it would lift the limit at
+    the next `autodev run`'s start, whatever holds then)."""
+    from ..cli.limits import queue_clear
+
+    engine = request.path_params["engine"]
+    running, _pid = await run_in_threadpool(daemon_holding, run_db(panel.run_dir))
+    if not running:
+        return _error(409, "The daemon is not running: clear is not queued (it would act on "
+                      "the next `autodev run` at its start).")
+    try:
+        control_id = await run_in_threadpool(queue_clear, panel.run_dir, engine)
+    except AutodevError as exc:
+        return _error(400, str(exc))
+    return JSONResponse({"queued": True, "id": control_id, "command": "clear",
+                         "message": f"clear {engine}: queued for the run; the daemon takes it "
+                                    "and decides afresh"})
+
+
 def build_app(run_dir: Path, *, team_dir: Path | None, token: str, host: str, port: int,
               read_only: bool) -> tuple[Guard, Panel]:
     panel = Panel(run_dir, team_dir=team_dir, token=token, read_only=read_only)
@@ -313,6 +336,7 @@ def build_app(run_dir: Path, *, team_dir: Path | None, token: str, host: str, po
             Route("/api/prompt/{participant}", panel.put_prompt, methods=["PUT"]),
             *(Route(f"/api/{name}", panel.control, methods=["POST"])
               for name in ("say", "pause", "resume", "stop")),
+            Route("/api/clear/{engine}", panel.clear_limit, methods=["POST"]),
         ]
 
     @contextlib.asynccontextmanager

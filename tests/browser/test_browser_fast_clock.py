@@ -95,6 +95,22 @@ def test_the_first_line_says_what_the_run_waits_for_and_the_engines_view_holds_t
     assert str(page.locator("#revision").text_content()).strip().isdigit()
 
 
+def test_clear_limit_lifts_the_engines_limit_through_the_control_queue(
+        run: tuple[RunDaemon, Panel], open_page: Any) -> None:
+    """The panel's button for `autodev limits clear ENGINE` (issue 42's `queue_clear`): one
+    `clear` control queued; the daemon lifts the limit and the row says `free`."""
+    daemon, panel = run
+    page = open_page(panel).page
+    row = page.locator('#engines .engine-row[data-engine="claude"]')
+    row.locator("button.clear-limit").click()
+    says = row.locator(".clear-result")
+    page.wait_for_function("e => e.textContent.includes('queued')", arg=says.element_handle())
+    assert daemon.controls().count(("clear", "claude")) == 1
+    page.wait_for_selector('#engines .engine-row[data-engine="claude"][data-state="free"]',
+                           timeout=60_000)
+    assert not any(r["engine"] == "claude" for r in daemon.status()["limits"])
+
+
 def test_with_no_daemon_the_runs_clock_stands_still(run: tuple[RunDaemon, Panel],
                                                    open_page: Any) -> None:
     daemon, panel = run

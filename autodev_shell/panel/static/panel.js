@@ -278,7 +278,7 @@
       windows.replaceChildren(...(view.usage_windows || []).map((line) => el("li", { text: line })));
     }
     const box = $("#engines");
-    const key = JSON.stringify(view.engines || []);
+    const key = JSON.stringify([view.engines || [], daemonRunning]);
     if (box.getAttribute("data-key") === key) return;
     box.setAttribute("data-key", key);
     box.replaceChildren(...(view.engines || []).map((row) => {
@@ -299,6 +299,18 @@
         if (l.notice) {
           limit.append(el("p", { class: "notice" }, "log: ", el("code", { text: l.notice }), " ",
                           lane ? el("a", { href: `#lane-${lane}`, text: `${lane}'s lane` }) : ""));
+        }
+        if (!READ_ONLY) {
+          const clear = el("button", { type: "button", class: "clear-limit", "data-engine": row.engine,
+                                       disabled: !daemonRunning, text: "Clear limit" });
+          clear.setAttribute("aria-label", `Clear limit of ${row.engine}`);
+          const said = el("span", { class: "clear-result", role: "status" });
+          clear.addEventListener("click", async () => {
+            clear.disabled = true;
+            const answer = await send(`/api/clear/${encodeURIComponent(row.engine)}`, { method: "POST" });
+            said.textContent = answer.ok ? answer.body.message : `not queued: ${answer.body.error}`;
+          });
+          limit.append(el("p", {}, clear, " ", said));
         }
         item.append(limit);
       }
