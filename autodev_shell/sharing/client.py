@@ -593,6 +593,9 @@ class LimitSharing:
                 if isinstance(fields, BaseException) and usage_key is not None:
                     self._cannot("read", usage_key, fields)
                 continue
+            if self._problems and self._problems.pop(
+                    f"read {self.settings.usage_key(engine)}", None) is not None:
+                self._write_status()  # readable again
             kept = windows.setdefault(place, [])
             for window in sorted(fields):
                 name = window.decode("utf-8", "replace") if isinstance(

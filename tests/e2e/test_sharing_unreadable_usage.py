@@ -43,7 +43,8 @@ def test_an_unreadable_usage_hash_keeps_the_others_and_is_never_read_from_memory
 ) -> None:
     prefix = "unreadable"
     laptop = LimitSharing(settings_for(server, "laptop", prefix), subscribe=False)
-    ci = LimitSharing(settings_for(server, "ci", prefix))
+    said: list[str] = []
+    ci = LimitSharing(settings_for(server, "ci", prefix), say=said.append)
     now = datetime.now(UTC)
     for engine in TEAM:
         laptop.publish([EngineLimit(engine=engine, until=now + timedelta(hours=1), read=True,
@@ -77,7 +78,14 @@ def test_an_unreadable_usage_hash_keeps_the_others_and_is_never_read_from_memory
         # trusted for the whole team.
         raw.delete(sonnet_hash)
         laptop.publish_usage([usage(SONNET, now)], now)
+        # Said once, listed in status while it lasts (docs/sharing.md, issue 40 item 3).
+        assert [line.split(" (")[0] for line in said] == [
+            f"limit sharing cannot read {sonnet_hash}"]
+        assert "WRONGTYPE" in said[0] and said[0].endswith(
+            "other runs' records there are not read")
+        assert [p.split(" (")[0] for p in ci.problems()] == [f"cannot read {sonnet_hash}"]
         got = ci.sync(TEAM, now)
+        assert ci.problems() == [] and len(said) == 1  # readable again
         assert [(type(o).__name__, str(o.engine)) for o in got] == [
             ("UsageObserved", "claude:sonnet")]
         trips = ci.round_trips
