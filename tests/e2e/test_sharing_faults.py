@@ -369,7 +369,9 @@ def test_status_says_lost_when_a_stopped_server_leaves_a_ping_unanswered(
         try:
             paused = time.monotonic()
             wait_for(lambda: (sharing_facts(status) or {}).get("state") == "lost")
-            assert time.monotonic() - paused <= 2 + 2 * sharing_client.PING_SECONDS + 0.5
+            # LIVE_SECONDS after a PING, sent at most PING_SECONDS after the pause; the rest is
+            # slack for a loaded machine (docs/sharing.md: "within about 3 s")
+            assert time.monotonic() - paused <= 2 + sharing_client.PING_SECONDS + 1.5
         finally:
             srv.resume()
         wait_for(lambda: (sharing_facts(status) or {}).get("state") == "on")
