@@ -50,6 +50,7 @@ from autodev_core.participant import Participant
 from autodev_core.scheduler import (
     CallCancelled,
     Effect,
+    Event,
     LimitCleared,
     Log,
     MessageArrived,
@@ -329,6 +330,7 @@ class Runner:
                 self.posts.append((post.participant, post.engine))
         self.commits.commit(self.state, todo.posts, reason=type(event).__name__,
                             taken=todo.taken)
+        self._say_lifted(before, event)
         self._publish(before, event.now)
         for effect in effects:
             events.extend(self.handlers[type(effect)](effect))
@@ -337,6 +339,18 @@ class Runner:
         said = self.messages.take(self.clock.now())
         if said is not None:
             events.append(said)
+
+    def _say_lifted(self, before: SchedulerState, event: Event) -> None:
+        """docs/loop.md: a line when a limit leaves the registry at its reset (A23), for every
+        participant on the engine at once — also one whose lane has no other entry, for whom
+        the core writes no `limit lifted` line. A limit cleared by hand has its own line."""
+        if before.limits == self.state.limits or isinstance(event, LimitCleared):
+            return
+        kept = {record.engine for record in self.state.limits}
+        for record in before.limits:
+            if record.engine not in kept and record.until <= event.now:
+                self.log.note(event.now, f"{record.engine} limit lifted at its reset — back "
+                              "for everyone on it")
 
     # --- edits of the participant files, at the next turn start --------------------------
 

@@ -66,3 +66,23 @@ def test_limits_clear_refuses_a_malformed_engine_in_one_line(tmp_path: Path) -> 
         assert "gemini" in err and "unknown provider" in err
     finally:
         d.stop()
+
+
+def test_a_limit_lifted_at_its_reset_is_a_line_for_everyone_on_it(tmp_path: Path) -> None:
+    """A team of one on claude alone: no chain, so the core writes no `limit lifted` line; the
+    log still says when claude came back (docs/loop.md, The daemon's own lines)."""
+    resets = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=3)
+    d = Daemon(tmp_path, {"ana": "claude"}, {
+        "claude": [{"kind": "limit", "resets_at": int(resets.timestamp())}],
+        "default": {"post": "back"},
+    })
+    d.start()
+    try:
+        wait_for(lambda: any(who == "ana" for _, who, _ in d.thread()), "ana's post at the reset")
+    finally:
+        d.stop()
+    lines = [line.split(" ", 1)[1] for line in
+             (d.run_dir / "autodev.log").read_text(encoding="utf-8").splitlines()]
+    lifted = "claude limit lifted at its reset — back for everyone on it"
+    assert lines.count(lifted) == 1
+    assert lines.index(lifted) < lines.index("ana posted via claude")
