@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator
+import re
+from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
@@ -45,6 +46,19 @@ SAY_MAX_BYTES: Final = POST_MAX_BYTES
 #: The daemon's commands that make no sense with no daemon to take them: queued now, they would
 #: act on the next `autodev run` at its start (a stop queued today stops tomorrow's run).
 NEEDS_DAEMON: Final = frozenset({"pause", "resume", "stop"})
+
+
+def markdown_post(post: dict[str, Any]) -> str:
+    """One post as Markdown: `## ana via claude · 2026-12-07 14:30:05 UTC · revision 12` and
+    its text, fenced (a fence one backtick longer than the longest run in the text)."""
+    text = str(post["text"])
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    via = f" via {post['engine']}" if post.get("engine") else ""
+    at = str(post["at"]).replace("T", " ")[:19]
+    kind = " (said to the team)" if post.get("kind") == "message" else ""
+    return (f"## {post['author']}{via}{kind} · {at} UTC · revision {post['revision']}\n\n"
+            f"{fence}text\n{text}\n{fence}\n\n")
 
 
 class TooLarge(Exception):
@@ -188,6 +202,25 @@ class Panel:
             return _error(400, "before and limit must be whole numbers")
         return JSONResponse(posts)
 
+    def thread_markdown(self, request: Request) -> Response:
+        """The whole thread as Markdown (issue 41 item 6), oldest first, read a page at a time
+        so a long thread is never held whole: a heading per post (author, engine, the instant
+        in UTC, revision) and its text in a fence longer than any backtick run in it."""
+
+        def body() -> Iterator[str]:
+            yield f"# Thread of {self.run_dir}\n\n"
+            seq = 0
+            while True:
+                posts = self.reader.posts_after(seq, limit=MAX_PAGE)
+                for post in posts:
+                    yield markdown_post(post)
+                    seq = post["seq"]
+                if len(posts) < MAX_PAGE:
+                    return
+
+        return StreamingResponse(body(), media_type="text/markdown; charset=utf-8", headers={
+            "content-disposition": 'attachment; filename="thread.md"'})
+
     def lane(self, request: Request) -> Response:
         participant = request.path_params["participant"]
         try:
@@ -326,6 +359,7 @@ def build_app(run_dir: Path, *, team_dir: Path | None, token: str, host: str, po
         Route("/api/status", panel.api_status, methods=["GET"]),
         Route("/events", panel.events, methods=["GET"]),
         Route("/api/thread", panel.thread, methods=["GET"]),
+        Route("/api/thread.md", panel.thread_markdown, methods=["GET"]),
         Route("/api/lane/{participant}", panel.lane, methods=["GET"]),
         Route("/api/prompt/{participant}", panel.get_prompt, methods=["GET"]),
         *timeline_routes(run_dir),  # docs/timeline.md

@@ -414,16 +414,76 @@
 
   function makePost(post) {
     const node = el("article", { class: `post kind-${post.kind}`, "data-revision": post.revision,
-                                 "data-seq": post.seq, "data-key": post.key });
+                                 "data-seq": post.seq, "data-key": post.key,
+                                 "data-author": post.author, id: `post-${post.seq}` });
+    const link = el("a", { class: "permalink", href: `#post-${post.seq}`, text: "link" });
+    link.setAttribute("aria-label", `link to this post (${post.author}, revision ${post.revision})`);
     node.append(
       el("p", { class: "post-head" },
          el("span", { class: "author", text: post.author }),
          post.engine ? el("span", { class: "via", text: ` via ${post.engine}` }) : "",
          " · ", el("time", { datetime: post.at, text: atText(post.at) }),
-         el("span", { class: "rev", text: ` · revision ${post.revision}` })),
+         el("span", { class: "rev", text: ` · revision ${post.revision}` }), " · ", link),
       el("div", { class: "text", text: visible(post.text) }));
+    noteAuthor(post.author);
+    if (!matches(node)) node.classList.add("filtered-out");
     return node;
   }
+
+  // --- search and filters over the posts the page holds ------------------------------------------
+  const authors = new Set();
+
+  function noteAuthor(author) {
+    if (authors.has(author)) return;
+    authors.add(author);
+    const pick = $("#thread-author");
+    const options = Array.from(authors).sort().map((a) => el("option", { value: a, text: a }));
+    const chosen = pick.value;
+    pick.replaceChildren(el("option", { value: "", text: "everyone" }), ...options);
+    pick.value = chosen;
+  }
+
+  function matches(node) {
+    const words = $("#thread-search").value.trim().toLowerCase();
+    const author = $("#thread-author").value;
+    const kind = $("#thread-kind").value;
+    if (author && node.getAttribute("data-author") !== author) return false;
+    if (kind && !node.classList.contains(`kind-${kind}`)) return false;
+    if (words && !node.textContent.toLowerCase().includes(words)) return false;
+    return true;
+  }
+
+  function applyFilters() {
+    let shown = 0;
+    const posts = thread.querySelectorAll(".post");
+    posts.forEach((node) => {
+      const keep = matches(node);
+      node.classList.toggle("filtered-out", !keep);
+      if (keep) shown += 1;
+    });
+    const on = $("#thread-search").value.trim() || $("#thread-author").value || $("#thread-kind").value;
+    setText("#filter-result", on ? `${shown} of the ${posts.length} posts loaded match ("Load older posts" to search further back)` : "");
+  }
+  for (const id of ["#thread-search", "#thread-author", "#thread-kind"]) {
+    $(id).addEventListener("input", applyFilters);
+  }
+  $("#thread-filters").addEventListener("submit", (e) => e.preventDefault());
+
+  // A permalink (#post-SEQ) opened: older pages are loaded until the post is there (at most 20).
+  async function showLinked() {
+    const found = /^#post-(\d+)$/.exec(location.hash);
+    if (!found) return;
+    for (let page = 0; page < 20 && !document.getElementById(`post-${found[1]}`); page += 1) {
+      if (oldestRevision === null) return;
+      if (!(await loadOlder())) break;
+    }
+    const node = document.getElementById(`post-${found[1]}`);
+    if (!node) { setText("#older-result", `post ${found[1]} is not in this thread`); return; }
+    following = false;
+    node.classList.add("linked");
+    node.scrollIntoView({ block: "center" });
+  }
+  window.addEventListener("hashchange", showLinked);
 
   // Posts are shown in slices of at most SLICE_MS of work, each one DOM insertion and one
   // scroll, the page answering clicks between slices: a burst of 20,000 posts never freezes it.
@@ -474,7 +534,9 @@
       newButton.hidden = false;
     }
     if (pending.length) { flushing = true; setTimeout(flushPosts, 0); }
+    if (added && !linkedTried) { linkedTried = true; showLinked(); }
   }
+  let linkedTried = false;
 
   function trimThread(stick) {
     let count = thread.childElementCount;
@@ -494,10 +556,12 @@
     if (!stick) thread.scrollTop -= height - thread.scrollHeight; // the reader's place kept
   }
 
-  $("#older-posts").addEventListener("click", async () => {
+  $("#older-posts").addEventListener("click", () => loadOlder());
+
+  async function loadOlder() {
     const before = oldestRevision === null ? "" : `before=${oldestRevision}&`;
     const answer = await fetch(`/api/thread?${before}limit=50`, { credentials: "same-origin" });
-    if (!answer.ok) { setText("#older-result", `could not load older posts (${answer.status})`); return; }
+    if (!answer.ok) { setText("#older-result", `could not load older posts (${answer.status})`); return false; }
     const posts = await answer.json();
     const height = thread.scrollHeight;
     const first = thread.firstChild;
@@ -511,7 +575,9 @@
     }
     thread.scrollTop += thread.scrollHeight - height;
     setText("#older-result", added ? `${added} older posts loaded` : "no older posts");
-  });
+    applyFilters();
+    return added > 0;
+  }
 
   // --- lanes ------------------------------------------------------------------------------------
   // A lane is a <pre> of calls: each header frame (Lanes.begin_call) starts a span.call holding
