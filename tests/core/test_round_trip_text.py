@@ -138,6 +138,7 @@ def _hand_seeds() -> list[Any]:
         Engine,
         GateApproved,
         GateRequested,
+        LimitCleared,
         LimitNotice,
         LimitObserved,
         Outage,
@@ -176,6 +177,8 @@ def _hand_seeds() -> list[Any]:
         (PauseRequested(now), Event), (ResumeRequested(now), Event),
         (GateRequested(now, "ana"), Event), (GateApproved(now, "ana"), Event),
         (LimitObserved(now, claude, now, seen=now, source="another run"), Event),
+        # docs/cli.md, See and undo a limit; an engine on an account (docs/participants.md).
+        (LimitCleared(now, Engine.parse("claude@work:sonnet")), Event),
         (Classification("limit", notice, "5-hour limit reached"), None),
         (Classification("other", None, "done"), None),
         (CommitMarker("run-a", 3, "sqlite"), None), (RecoveryCopy("run-a", 3), None),

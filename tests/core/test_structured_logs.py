@@ -50,6 +50,8 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "near-limit": ("engine", "until", "count"),
     "hop-near-limit": ("participant", "engine", "target"),  # <id>: <from> near its limit → <to>
     "handover-near-limit": ("participant", "engine", "colleague"),
+    # docs/cli.md, See and undo a limit: <engine> limit cleared by hand — …
+    "cleared": ("engine",),
 }
 
 
