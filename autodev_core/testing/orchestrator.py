@@ -250,6 +250,9 @@ _CONTROLS: dict[str, Callable[..., Event]] = {
 #: How late past its deadline the world's clock is when a sleep ends, in seconds (A20, C2): most
 #: sleeps end on time; a machine suspended during the wait wakes minutes or hours after it.
 OVERSLEEPS: tuple[int, ...] = (0, 0, 0, 1, 45, 19 * 60, 3 * 3600)
+_OVERSLEEP_DRAW = st.sampled_from(OVERSLEEPS)
+#: `cli_outputs(provider)` for each provider the world has drawn for.
+_OUTPUTS: dict[str, st.SearchStrategy[CliOutput]] = {}
 
 
 def _offset_changes(zone_name: str, year: int) -> tuple[datetime, ...]:
@@ -299,12 +302,13 @@ def run_starts(draw: st.DrawFn, zone: str = "UTC") -> datetime:
     return draw(instants())
 
 
-@st.composite
-def team_edits(draw: st.DrawFn, config: SchedulerConfig) -> SchedulerConfig:
-    """The team folder as a restart reads it: as it was, or with one participant added, removed
-    or edited (its CLI, model, chain or gate), the rest of the config unchanged."""
+_EDITS = st.sampled_from(("same", "same", "add", "remove", "edit"))
+
+
+def _edit_team(draw: Callable[[st.SearchStrategy[Any]], Any],
+               config: SchedulerConfig) -> SchedulerConfig:
     team = list(config.team)
-    edit = draw(st.sampled_from(("same", "same", "add", "remove", "edit")))
+    edit = draw(_EDITS)
     if edit == "remove" and len(team) > 1:
         del team[draw(st.integers(min_value=0, max_value=len(team) - 1))]
     elif edit == "add":
@@ -314,7 +318,16 @@ def team_edits(draw: st.DrawFn, config: SchedulerConfig) -> SchedulerConfig:
     elif edit == "edit":
         at = draw(st.integers(min_value=0, max_value=len(team) - 1))
         team[at] = draw(participants(id=team[at].id, installed=config.installed))
+    else:
+        return config
     return attrs.evolve(config, team=tuple(team))
+
+
+@st.composite
+def team_edits(draw: st.DrawFn, config: SchedulerConfig) -> SchedulerConfig:
+    """The team folder as a restart reads it: as it was, or with one participant added, removed
+    or edited (its CLI, model, chain or gate), the rest of the config unchanged."""
+    return _edit_team(draw, config)
 
 
 class World:
@@ -361,14 +374,17 @@ class World:
             raise TypeError(f"world.call takes the StartCall effect, not {call!r}")
         if prompt is not None and not isinstance(prompt, str):
             raise TypeError(f"the prompt is the text your loop sends the CLI, not {prompt!r}")
-        output: CliOutput = self.draw(cli_outputs(call.engine.provider))
+        provider = call.engine.provider
+        if provider not in _OUTPUTS:  # built once: a strategy is validated on its first draw
+            _OUTPUTS[provider] = cli_outputs(provider)
+        output: CliOutput = self.draw(_OUTPUTS[provider])
         self.calls.append(call)
         self.outputs.append(output)
         self.prompts.append(prompt)
         return output
 
     def _oversleep(self) -> timedelta:
-        return timedelta(seconds=self.draw(st.sampled_from(OVERSLEEPS)))
+        return timedelta(seconds=self.draw(_OVERSLEEP_DRAW))
 
     def call(self, call: StartCall, prompt: str | None = None) -> CliOutput:
         """Run the CLI `call` asks for, sending `prompt`: a realistic output of its provider;
@@ -715,7 +731,7 @@ class OrchestratorMachine(RuleBasedStateMachine):
         assert self.config is not None and restart is not None
         saved = self.o.saved()
         if type(self).edits_team:
-            self.config = data.draw(team_edits(self.config), label="team after the restart")
+            self.config = _edit_team(data.draw, self.config)  # = team_edits(config)
         self.pending.clear()
         self.checked_calls = len(self.w.calls)  # a lost call's end is never reported
         self.orchestrator = restart(self.o, self.config, self.w)
@@ -776,11 +792,12 @@ class OrchestratorMachine(RuleBasedStateMachine):
 
 def harness_settings(*, derandomize: bool = True, max_examples: int = 100) -> settings:
     """The settings to run an orchestrator machine with: derandomized by default (the same draw
-    on every run, as CI wants), shrinking on (a failure is shown at its smallest), no database
-    and no deadline (virtual time, real CLIs' outputs). Pass `derandomize=False` and decorate
-    the machine with `hypothesis.seed(n)` to try another draw; `@seed(n)` replays it."""
+    on every run, as CI wants), shrinking on (a failure is shown at its smallest), the
+    `@reproduce_failure(...)` line that replays a failure printed with it, no database and no
+    deadline (virtual time, real CLIs' outputs). Pass `derandomize=False` and decorate the
+    machine with `hypothesis.seed(n)` to try another draw; `@seed(n)` replays it."""
     return settings(max_examples=max_examples, derandomize=derandomize, database=None,
-                    deadline=None, stateful_step_count=50,
+                    deadline=None, stateful_step_count=50, print_blob=True,
                     phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink],
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                            HealthCheck.filter_too_much])

@@ -353,3 +353,27 @@ def test_a_failure_names_its_rule_and_the_fields_that_differ() -> None:
     assert lines[3].endswith(" — the deadline")
     assert all(len(line) < 200 for line in lines)
     assert caught.value.rule.startswith("A20, A21")
+
+
+def test_a_failure_replays_from_the_line_it_prints() -> None:
+    """Issue 39 item 4: under the shipped settings a failure prints `@reproduce_failure(...)`;
+    put on the machine, it replays that failure at once."""
+    import re
+
+    from hypothesis import Phase, reproduce_failure, settings
+    from hypothesis.stateful import run_state_machine_as_test
+
+    from autodev_core.testing import harness_settings
+
+    # the shipped profile on a random draw; shrinking off, to keep CI short
+    random_draw = settings(harness_settings(derandomize=False, max_examples=30),
+                           phases=[Phase.generate])
+    with pytest.raises(AssertionError) as first:
+        run_state_machine_as_test(machine(IgnoresTheSleep), settings=random_draw)
+    printed = re.search(r"@reproduce_failure\('([^']+)', b'([^']+)'\)",
+                        "\n".join(getattr(first.value, "__notes__", [])))
+    assert printed is not None, "the failure prints the line that replays it"
+    replay = reproduce_failure(printed[1], printed[2].encode())(machine(IgnoresTheSleep))
+    with pytest.raises(AssertionError) as again:
+        run_state_machine_as_test(replay, settings=random_draw)
+    assert str(again.value) == str(first.value)
