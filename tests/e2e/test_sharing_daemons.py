@@ -228,9 +228,9 @@ def test_two_daemons_with_one_share_name_still_share_a_limit(
     factor = 150.0
     virtual, real = _start_clock()
     with all_finish(a, b):
-        a.start(locked_server.url, factor, virtual, real, seconds=30)
+        a.start(locked_server.url, factor, virtual, real, seconds=20)
         wait_for(lambda: any("claude limited until" in m for m in a.messages()), "A's limit")
-        b.start(locked_server.url, factor, virtual, real, seconds=25)
+        b.start(locked_server.url, factor, virtual, real, seconds=15)
         wait_for(lambda: any("every participant limited" in m for m in b.messages()),
                  "B's wait")
         assert b.calls() == 0
