@@ -107,8 +107,9 @@ def _state(run_dir: Path) -> tuple[SchedulerState | None, tzinfo]:
 
 def queue_clear(run_dir: Path, engine: str, *, now: datetime | None = None) -> int:
     """Queue `autodev limits clear ENGINE` for the daemon of the run in `run_dir`; returns the
-    control's id. The one function the CLI and the panel call (docs/cli.md). A malformed
-    engine is an `AutodevError` naming it."""
+    control's id, through `RunStore.enqueue_clear`, the one function the CLI and the panel
+    call (the panel on its own store; docs/cli.md). A malformed engine is an `AutodevError`
+    naming it."""
     store = open_existing(run_dir)
     try:
         return store.enqueue_clear(engine, now=now or datetime.now(UTC))
