@@ -49,11 +49,14 @@ def sse(event: str, data: Any, *, event_id: str | None = None) -> str:
     return f"{head}event: {event}\ndata: {text}\n\n"
 
 
-def post_events(posts: list[dict[str, Any]]) -> list[tuple[int, str]]:
-    """(seq, SSE text) per post; `id:` on the last post of each revision."""
+def post_events(posts: list[dict[str, Any]], *, last_whole: bool = True
+                ) -> list[tuple[int, str]]:
+    """(seq, SSE text) per post; `id:` on the last post of each revision — but the last of
+    `posts` when `last_whole` is False (its revision goes on past this read)."""
     out = []
     for i, post in enumerate(posts):
-        last_of_revision = i + 1 == len(posts) or posts[i + 1]["revision"] != post["revision"]
+        last_of_revision = (last_whole if i + 1 == len(posts)
+                            else posts[i + 1]["revision"] != post["revision"])
         out.append((post["seq"], sse("post", post, event_id=str(post["revision"])
                                      if last_of_revision else None)))
     return out
@@ -259,10 +262,22 @@ class Hub:
         self._version = version
         if changed:
             posts = self.reader.posts_after(self.last_seq, limit=MAX_PAGE)
-            for seq, text in post_events(posts):
+            full = len(posts) >= MAX_PAGE
+            last_whole = True
+            if full:
+                # The read may end inside a revision: its posts wait for the next read, so
+                # that an `id:` (a page's Last-Event-ID) never names a revision not all sent.
+                # A revision larger than a whole read goes out in parts, with no `id:` until
+                # its end.
+                cut = [p for p in posts if p["revision"] != posts[-1]["revision"]]
+                if cut:
+                    posts = cut
+                else:
+                    last_whole = False
+            for seq, text in post_events(posts, last_whole=last_whole):
                 sent.append((seq, text))
                 self.last_seq = seq
-            if len(posts) >= MAX_PAGE:
+            if full:
                 # More may wait than one read takes (a burst of commits between two polls):
                 # read on at the next tick, whether or not anything is committed meanwhile.
                 self._version = None

@@ -26,6 +26,8 @@ from helpers.panels import (
     scheduler_json,
 )
 
+from autodev_shell.store.run_store import NewPost, RunStore
+
 __all__ = ["panel_factory"]
 
 
@@ -326,6 +328,49 @@ def test_a_burst_larger_than_one_read_is_sent_whole_with_no_commit_after_it(
         sent += [json.loads(t.split("data: ", 1)[1])["text"] for _s, t in hub.tick()
                  if "event: post" in t]
     assert sent == texts
+    reader.close()
+
+
+@pytest.mark.parametrize("sizes", [(300, 300), (700,), (499, 2, 1)])
+def test_an_id_never_names_a_revision_not_all_sent(tmp_path: Path, sizes: tuple[int, ...]
+                                                   ) -> None:
+    """Issue 41 (bursts): revisions of many posts committed between two polls. Each read of 500
+    posts may end inside a revision; the `id:` (what a reconnecting page sends as
+    Last-Event-ID) is only ever on the last post of a revision all of whose posts were sent."""
+    from autodev_shell.panel.live import Hub
+    from autodev_shell.panel.store_reads import RunReader
+
+    run = make_run(tmp_path, posts=1)
+    reader = RunReader(run)
+    hub = Hub(reader, lambda: {"view": {}}, lambda: [])
+    hub.tick()
+    store = RunStore.open(run / "run.db")
+    try:
+        state = store.committed_state()
+        revision, now = state.revision, datetime.now(UTC)
+        for size in sizes:
+            revision += 1
+            store.commit(revision, tuple(NewPost("ana", "claude", f"{revision}.{i}", now,
+                                                 key=f"big-{revision}-{i}")
+                                         for i in range(size)),
+                         state.scheduler_state_json,
+                         persistence_state_json=state.persistence_state_json, now=now)
+    finally:
+        store.close()
+    sent: list[tuple[int, str | None]] = []
+    for _ in range(5):
+        for _seq, text in hub.tick():
+            if "event: post" in text:
+                data = json.loads(text.split("data: ", 1)[1])
+                named = text.split("\n", 1)[0][4:] if text.startswith("id: ") else None
+                sent.append((data["revision"], named))
+    assert len(sent) == sum(sizes)
+    for index, (rev, named) in enumerate(sent):
+        if named is not None:
+            assert named == str(rev)
+            assert all(r != rev for r, _n in sent[index + 1:]), f"revision {rev} named early"
+    named_revisions = [n for _r, n in sent if n is not None]
+    assert named_revisions == [str(r) for r in sorted({r for r, _n in sent})]
     reader.close()
 
 
