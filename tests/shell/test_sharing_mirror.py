@@ -196,7 +196,9 @@ class MirrorAgainstRoundTrip(RuleBasedStateMachine):
         rule mends)."""
         sightings = self.sightings.setdefault((place, window), [])
         low = max((reset for at, reset in sightings if at <= seen), default=drawn)
-        high = min((reset for at, reset in sightings if at >= seen), default=drawn)
+        # With no reading seen after it, nothing bounds it from above: `drawn` is no bound (a
+        # default of `drawn` here let a later reading end before an earlier one, seed 2877277202).
+        high = min((reset for at, reset in sightings if at >= seen), default=max(drawn, low))
         reset = min(max(drawn, low), high)
         sightings.append((seen, reset))
         return reset
