@@ -25,6 +25,7 @@ lines).
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -183,6 +184,7 @@ class Runner:
         project: Path | None = None,
         environments: CallEnvironments | None = None,
         reload_team: TeamReader | None = None,
+        team_edit_file: Path | None = None,
     ) -> None:
         self.config = config
         self.store = store
@@ -230,6 +232,7 @@ class Runner:
         # Edits apply at the next turn start (docs/participants.md, Editing a running team).
         self.reload_team = reload_team
         self._team_said = ""  # the last refusal written, so one bad edit is said once
+        self.team_edit_file = team_edit_file  # where `autodev status` reads the refusal
 
     @property
     def log(self) -> LogSink:
@@ -392,6 +395,9 @@ class Runner:
         self.members = {m.id: m for m in members}
         edited = [m.id for m, old in zip(members, config.team, strict=True) if m != old]
         self._team_said = ""
+        if self.team_edit_file is not None:
+            with contextlib.suppress(OSError):
+                self.team_edit_file.unlink(missing_ok=True)
         self.log.note(now, f"team edit applied from this turn: {', '.join(edited)}")
 
     def _refuse_edit(self, now: datetime, why: str) -> None:
@@ -399,6 +405,9 @@ class Runner:
             self._team_said = why
             self.log.note(now, f"team edit refused: {why}; the run goes on with the last good "
                           "team")
+            if self.team_edit_file is not None:
+                with contextlib.suppress(OSError):  # the log has it; status is the extra
+                    self.team_edit_file.write_text(why + "\n", encoding="utf-8")
 
     # --- controls between and during steps: stop, pause, resume, say (C6) -------------
 

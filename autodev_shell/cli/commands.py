@@ -133,8 +133,11 @@ def start_run(
     lock = RunLock.acquire(db, run=run_id)
     from contextlib import suppress
 
+    from ..store.folder import TEAM_EDIT_FILE
     from ..team import RUN_TEAM_FILE
 
+    with suppress(OSError):  # a refusal of a run before this one is not this run's
+        (run_dir / TEAM_EDIT_FILE).unlink(missing_ok=True)
     with suppress(OSError):  # the panel then asks for --team, as before
         # The panel finds the team from the run (docs/panel.md): `--team` is not needed.
         (run_dir / RUN_TEAM_FILE).write_text(f"{team.directory.resolve()}\n", encoding="utf-8")
@@ -194,6 +197,7 @@ def _daemon(
     from ..durability.writes import Durability
     from ..notify import observed_log
     from ..runner import Runner, StreamLog, default_countdown
+    from ..store.folder import TEAM_EDIT_FILE
     from ..team import TeamFiles
 
     identity = resolve_active_identity(run_id=store.run_id)
@@ -219,7 +223,7 @@ def _daemon(
             countdown=None if json_lines else default_countdown(),
             lanes=Lanes(run_dir / LANES_DIR), prompt_dir=run_dir, sharing=sharing,
             project=project, environments=environments,
-            reload_team=TeamFiles(team.directory),
+            reload_team=TeamFiles(team.directory), team_edit_file=run_dir / TEAM_EDIT_FILE,
             **kwargs,  # type: ignore[arg-type]
         )
     except (Terminated, KeyboardInterrupt):

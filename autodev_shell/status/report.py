@@ -136,6 +136,7 @@ def _facts(read: StatusReading, now: datetime) -> tuple[dict[str, Any], tzinfo]:
         },
         "posts": read.posts,
         "sharing": sharing_facts(Path(read.store).parent / SHARING_FILE, running=held),
+        "team_edit": _refused_edit(Path(read.store).parent),  # docs/participants.md
         "replicas": replica_facts(read.store, read.revision),
     }
     zone: tzinfo = UTC
@@ -255,6 +256,9 @@ def format_status(facts: dict[str, Any], now: datetime, zone: tzinfo) -> list[st
         lines.append(f"failure streak: {facts['failure_streak']}")
         lines.append(f"calls: {facts['calls']}")
     lines.append(sharing_line(facts.get("sharing")))
+    if facts.get("team_edit"):
+        lines.append(f"team edit refused: {facts['team_edit']}; the run goes on with the last "
+                     "good team")
     persistence = facts["persistence"]
     lines.append(
         f"persistence: {persistence['summary']}; store at revision {persistence['revision']}"
@@ -277,6 +281,17 @@ def format_status(facts: dict[str, Any], now: datetime, zone: tzinfo) -> list[st
     else:
         lines.append(f"heartbeat: {ago} (pid {daemon['pid']}{gone})")
     return lines
+
+
+def _refused_edit(run_dir: Path) -> str | None:
+    """The team edit the daemon refused (docs/participants.md, Editing a running team)."""
+    from ..store.folder import TEAM_EDIT_FILE
+
+    try:
+        text = (run_dir / TEAM_EDIT_FILE).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return text or None
 
 
 def _lock_time(db: str) -> datetime | None:

@@ -22,6 +22,9 @@ LANES_DIR: Final = "lanes"
 #: Whether the run shares its limits, and where (no password): written by the daemon
 #: (docs/sharing.md).
 SHARING_FILE: Final = "sharing.json"
+#: The loader's line for a team edit the daemon refused, for `autodev status`
+#: (docs/participants.md, Editing a running team); removed when an edit is taken.
+TEAM_EDIT_FILE: Final = "team-edit.txt"
 
 
 def run_db(run_dir: Path) -> Path:

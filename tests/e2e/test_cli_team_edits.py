@@ -40,9 +40,13 @@ def test_an_edit_applies_at_the_next_turn_and_a_bad_one_is_refused_once(tmp_path
                  "the refusal")
         calls = len(d.calls())
         wait_for(lambda: len(d.calls()) >= calls + 3, "the run going on")
+        status = d.cli("status").stdout
+        assert (f"team edit refused: {d.team / 'ana.md'}:2: unknown provider 'gemini'") in status
+        assert "; the run goes on with the last good team" in status
         assert {c["cli"] for c in d.calls()} == {"claude"}  # the last good team
         _edit(d.team / "ana.md", "---\nprovider: codex\n---\nWork on.\n")
         wait_for(lambda: any(c["cli"] == "codex" for c in d.calls()), "ana's turn on codex")
+        assert "team edit refused" not in d.cli("status").stdout  # taken: the line is gone
     finally:
         d.stop()
     lines = _log(d)
