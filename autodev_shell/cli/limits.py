@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from autodev_core.errors import AutodevError
 
-from ..store.folder import open_existing
+from ..store.folder import open_existing, queue_clear
 
 if TYPE_CHECKING:
     import argparse
@@ -103,20 +103,6 @@ def _state(run_dir: Path) -> tuple[SchedulerState | None, tzinfo]:
     except Exception as exc:  # a state edited by hand: one line, never a traceback
         raise AutodevError(f"{run_dir}: the run's scheduler state cannot be read ({exc})") from None
     return state, state.config.zone
-
-
-def queue_clear(run_dir: Path, engine: str, *, now: datetime | None = None) -> int:
-    """Queue `autodev limits clear ENGINE` for the daemon of the run in `run_dir`; returns the
-    control's id, through `RunStore.enqueue_clear`, the one function the CLI and the panel
-    call (the panel on its own store; docs/cli.md). A malformed engine is an `AutodevError`
-    naming it."""
-    store = open_existing(run_dir)
-    try:
-        return store.enqueue_clear(engine, now=now or datetime.now(UTC))
-    except ValueError as exc:
-        raise AutodevError(f"autodev limits clear: {exc}") from None
-    finally:
-        store.close()
 
 
 def cmd_limits(args: argparse.Namespace) -> int:

@@ -28,7 +28,7 @@ from autodev_core.errors import AutodevError, ConfigError
 from ..calls.capture import POST_MAX_BYTES
 from ..calls.lanes import NoLaneError, read_lane
 from ..status.report import status_json
-from ..store.folder import open_existing, run_db
+from ..store.folder import open_existing, queue_clear, run_db
 from ..store.runlock import daemon_holding
 from ..story.panel_routes import timeline_routes
 from .ansi import render_text
@@ -332,11 +332,9 @@ class Panel:
 
 
 async def _clear_limit(panel: Panel, request: Request) -> Response:
-    """`autodev limits clear ENGINE` from the page: the CLI's own `queue_clear` (issue 42's
-    function); like pause, refused while no daemon runs (queued now it would lift the limit at
-    the next `autodev run`'s start, whatever holds then)."""
-    from ..cli.limits import queue_clear
-
+    """`autodev limits clear ENGINE` from the page, through the store's `queue_clear`, as the CLI's
+    does (the panel never imports the CLI); like pause, refused while no daemon runs
+    (queued now it would lift the limit at the next `autodev run`'s start, whatever holds then)."""
     engine = request.path_params["engine"]
     running, _pid = await run_in_threadpool(daemon_holding, run_db(panel.run_dir))
     if not running:

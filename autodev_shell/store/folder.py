@@ -6,6 +6,7 @@ status` loads it, docs/performance.md).
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
@@ -42,3 +43,16 @@ def open_existing(run_dir: Path) -> RunStore:
             f"--run {run_dir}`."
         )
     return RunStore.open(path, check=False)
+
+
+def queue_clear(run_dir: Path, engine: str, *, now: datetime | None = None) -> int:
+    """Queue `autodev limits clear ENGINE` for the daemon of the run in `run_dir` and return the
+    control's id (`RunStore.enqueue_clear`): the one function `autodev limits clear` and the
+    panel's Clear button call (docs/cli.md). A malformed engine is an `AutodevError` naming it."""
+    store = open_existing(run_dir)
+    try:
+        return store.enqueue_clear(engine, now=now or datetime.now(UTC))
+    except ValueError as exc:
+        raise AutodevError(f"autodev limits clear: {exc}") from None
+    finally:
+        store.close()

@@ -97,8 +97,8 @@ def test_the_first_line_says_what_the_run_waits_for_and_the_engines_view_holds_t
 
 def test_clear_limit_lifts_the_engines_limit_through_the_control_queue(
         run: tuple[RunDaemon, Panel], open_page: Any) -> None:
-    """The panel's button for `autodev limits clear ENGINE` (issue 42's `queue_clear`): one
-    `clear` control queued; the daemon lifts the limit and the row says `free`."""
+    """The panel's button for `autodev limits clear ENGINE` (the store's `queue_clear`, as the
+    CLI's): one `clear` control queued; the daemon lifts the limit and the row says `free`."""
     daemon, panel = run
     page = open_page(panel).page
     row = page.locator('#engines .engine-row[data-engine="claude"]')

@@ -34,6 +34,7 @@ from autodev_core.detection.reader import (
     _limit,
     _login,
     _network,
+    _readings,
     _usage,
     classify_output,
     detect_limit,
@@ -154,8 +155,10 @@ def plain_classify(
     network = _network(output, exit_code, None)
     if network is not None:
         return Classification(kind="network", text=network)
-    # Issue 25: a healthy call's usage reading, from the structured events the plain cut kept.
-    return Classification(kind="other", usage=_usage(provider, output))
+    # A healthy call's usage readings (the nearest, and every window it names), from the
+    # structured events the plain cut kept (docs/limits.md).
+    return Classification(kind="other", usage=_usage(provider, output),
+                          readings=_readings(provider, output))
 
 
 def _agree(provider: str, stdout: str, stderr: str, exit_code: int | None, tz: Any) -> None:

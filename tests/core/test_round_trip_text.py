@@ -165,6 +165,8 @@ def _hand_seeds() -> list[Any]:
     from autodev_core.control.turn_input import InputRecord, TurnStart
     from autodev_core.detection.classification import UsageReading
     from autodev_core.scheduler import EngineUsage, Headroom, UsageObserved
+    from autodev_core.scheduler.forecast import WindowForecast
+    from autodev_core.scheduler.state import UsagePoint
     from autodev_core.simulation.compare import HeadroomComparison, RunCost
     from autodev_core.simulation.scenario import PeerReport, UsagePeriod
 
@@ -198,6 +200,12 @@ def _hand_seeds() -> list[Any]:
         (Classification("other", None, "", UsageReading("claude", 0.5)), None),
         (EngineUsage(claude, 0.97, "seven_day", now, True, now, "laptop", 0.75), None),
         (Headroom(0.95), None),
+        # The forecast's series and its figures per account window (docs/limits.md, Forecast).
+        (UsagePoint("claude", "five_hour", now, 0.82, now + timedelta(hours=2)), None),
+        (UsagePoint("claude:opus", "seven_day_opus", now, 0.4), None),
+        (WindowForecast("claude", "five_hour", 0.82, now, 0.09, now + timedelta(hours=1),
+                        now + timedelta(hours=2), 0.95), None),
+        (WindowForecast("codex", "primary", 0.3, now, None, None, None, 0.95), None),
         # Issue 28: a participant file's warning (A9, C5).
         (ConfigWarning("failover entry 'claude' is its own primary engine", "ana.md", 6), None),
         # Issue 25 item 4: a scenario's usage periods and the knob-off/on comparison.
