@@ -18,7 +18,7 @@ from datetime import datetime
 
 from autodev_core.detection.posts import extract_post
 from autodev_core.scheduler.events import Event, ResumeRequested, RunStarted
-from autodev_core.scheduler.restore import restore_state
+from autodev_core.scheduler.restore import NotASavedState, restore_state
 from autodev_core.scheduler.state import SchedulerConfig, SchedulerState
 
 from . import calls as _calls
@@ -41,24 +41,9 @@ def post_of(
     return extract_post(provider, stdout)
 
 
-class NotASavedState(TypeError):
-    """`restored` was handed something other than a `SchedulerState` (or None)."""
-
-
 def restored(config: SchedulerConfig, saved: SchedulerState | None) -> SchedulerState:
-    """`restore_state(config, saved)`, refusing with a one-line message what is not a saved
-    state: JSON text (call `from_json(text, SchedulerState)` first) or anything else."""
-    if isinstance(saved, (str, bytes)):
-        raise NotASavedState(
-            "restore_state takes the saved SchedulerState, not JSON text: call "
-            "from_json(text, SchedulerState) first")
-    if saved is not None and not isinstance(saved, SchedulerState):
-        raise NotASavedState(
-            f"restore_state takes the saved SchedulerState (or None), not "
-            f"{type(saved).__name__}")
-    if not isinstance(config, SchedulerConfig):
-        raise NotASavedState(
-            f"restore_state takes the team's SchedulerConfig first, not {type(config).__name__}")
+    """`restore_state(config, saved)`, which refuses with a one-line `NotASavedState` what is not
+    a saved state: JSON text (call `from_json(text, SchedulerState)` first) or anything else."""
     return restore_state(config, saved)
 
 

@@ -24,6 +24,25 @@ def _due_id(saved: SchedulerState, ids: frozenset[str]) -> str | None:
     return None
 
 
+class NotASavedState(TypeError):
+    """`restore_state` was handed something other than a `SchedulerState` (or None): a caller's
+    mistake, said in one line (docs/orchestrators.md, Restarting)."""
+
+
+def _check_arguments(config: object, saved: object) -> None:
+    if isinstance(saved, (str, bytes)):
+        raise NotASavedState(
+            "restore_state takes the saved SchedulerState, not JSON text: call "
+            "from_json(text, SchedulerState) first")
+    if saved is not None and not isinstance(saved, SchedulerState):
+        raise NotASavedState(
+            f"restore_state takes the saved SchedulerState (or None), not "
+            f"{type(saved).__name__}")
+    if not isinstance(config, SchedulerConfig):
+        raise NotASavedState(
+            f"restore_state takes the team's SchedulerConfig first, not {type(config).__name__}")
+
+
 def restore_state(config: SchedulerConfig, saved: SchedulerState | None) -> SchedulerState:
     """The state to start from, given the team as it is now and the state last saved (or None).
 
@@ -45,6 +64,7 @@ def restore_state(config: SchedulerConfig, saved: SchedulerState | None) -> Sche
     The status is `paused` when the saved run was paused — a pause waits for a person (A29,
     A31, A32), so feed `ResumeRequested` to go on — and `stopped` otherwise: feed `RunStarted`.
     """
+    _check_arguments(config, saved)
     fresh = initial_state(config)
     if saved is None:
         return fresh
@@ -68,4 +88,4 @@ def restore_state(config: SchedulerConfig, saved: SchedulerState | None) -> Sche
     )
 
 
-__all__ = ["restore_state"]
+__all__ = ["NotASavedState", "restore_state"]

@@ -332,7 +332,7 @@ def team_edits(draw: st.DrawFn, config: SchedulerConfig) -> SchedulerConfig:
 
 class World:
     """The harness's stand-ins for everything your loop touches outside the core, one interface
-    for a synchronous loop and an asyncio one (`autodev_shell.asyncio_harness.AsyncWorld`, where
+    for a synchronous loop and an asyncio one (the shell's `asyncio_harness.AsyncWorld`, where
     `call` and `sleep_until` are awaited):
 
     - `now`: the virtual clock's time;

@@ -132,3 +132,26 @@ def test_a_limit_notice_of_another_type_is_refused() -> None:
     notice = LimitNotice(provider="codex", reset_at=None, text="limit")
     ok = CallEnded(now=T0, participant="rui", engine=Engine("codex"), kind="limit", limit=notice)
     assert ok.limit == notice
+
+
+@pytest.mark.parametrize(
+    ("saved", "said"),
+    [
+        ('{"status": "stopped"}', r"not JSON text: call from_json\(text, SchedulerState\) first"),
+        (b'{"status": "stopped"}', r"not JSON text: call from_json\(text, SchedulerState\) first"),
+        ({"status": "stopped"}, "not dict"),
+    ],
+)
+def test_restore_state_handed_what_is_not_a_saved_state_says_so_in_one_line(
+        saved: object, said: str) -> None:
+    """A33 restarts from the saved state: JSON text or a dict is a caller's mistake, named in
+    one line (docs/orchestrators.md, Restarting), never `'str' object has no attribute 'config'`."""
+    from autodev_core.scheduler.restore import NotASavedState, restore_state
+
+    state, _ = _running()
+    with pytest.raises(NotASavedState, match=said) as caught:
+        restore_state(state.config, saved)  # type: ignore[arg-type]
+    assert "\n" not in str(caught.value)
+    with pytest.raises(NotASavedState, match="SchedulerConfig first, not SchedulerState"):
+        restore_state(state, state)  # type: ignore[arg-type]
+    assert restore_state(state.config, state).config == state.config

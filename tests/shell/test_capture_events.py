@@ -61,6 +61,7 @@ def test_an_agent_message_item_is_the_post_that_outlives_the_tail() -> None:
 
 
 def test_the_former_adapters_module_still_offers_every_public_name() -> None:
-    assert old_name.__all__ == calls.__all__
+    # It also holds the adapter helpers of an orchestrator's own loop (docs/orchestrators.md).
+    assert old_name.__all__[: len(calls.__all__)] == calls.__all__
     for name in calls.__all__:
         assert getattr(old_name, name) is getattr(calls, name)
