@@ -22,7 +22,7 @@ with `exit_code=None`.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, tzinfo
 
 import attrs
@@ -93,32 +93,17 @@ def _usage(provider: str, output: Output) -> UsageReading | None:
     the highest utilization (the window nearest its limit), the later on a tie. codex and agy
     print none."""
     best: UsageReading | None = None
-    for event in output.rate_limits:
-        if event.status not in READING_STATUSES:
-            continue
-        said = [(event.utilization, event.window, event.resets_at, event.threshold)]
-        said += [  # the event's own window is the same window: its threshold holds there too
-            (w.utilization, w.window, w.resets_at,
-             event.threshold if w.threshold is None and w.window == event.window else w.threshold)
-            for w in event.windows
-        ]
-        for used, window, resets_at, threshold in said:
-            if used is None or not 0 <= used <= MAX_UTILIZATION:
-                continue
-            if threshold is not None and not 0 <= threshold <= MAX_UTILIZATION:
-                threshold = None
-            if best is None or used >= best.utilization:
-                best = UsageReading(
-                    provider=provider, utilization=used, window=window,
-                    resets_at=_epoch(resets_at), threshold=threshold,
-                )
+    for reading in _said(provider, output):
+        if best is None or reading.utilization >= best.utilization:
+            best = reading
     return best
 
-def _readings(provider: str, output: Output) -> tuple[UsageReading, ...]:
-    """Each window's usage reading of a healthy call (issue 37, docs/limits.md "Readings per
-    account window"): read as `_usage` reads them, one per window name, the later said winning
-    (a stream's later event is the provider's newer word); in window-name order."""
-    found: dict[str, UsageReading] = {}
+
+def _said(provider: str, output: Output) -> Iterator[UsageReading]:
+    """Every well-formed window reading the healthy events of `output` say, in the order said:
+    an event's own window, then its `unifiedWindows` (the event's own window is the same
+    window: its threshold holds there too). A utilization outside 0..MAX_UTILIZATION is no
+    reading; a threshold outside it is no threshold (A5)."""
     for event in output.rate_limits:
         if event.status not in READING_STATUSES:
             continue
@@ -133,8 +118,17 @@ def _readings(provider: str, output: Output) -> tuple[UsageReading, ...]:
                 continue
             if threshold is not None and not 0 <= threshold <= MAX_UTILIZATION:
                 threshold = None
-            found[window] = UsageReading(provider=provider, utilization=used, window=window,
-                                         resets_at=_epoch(resets_at), threshold=threshold)
+            yield UsageReading(provider=provider, utilization=used, window=window,
+                               resets_at=_epoch(resets_at), threshold=threshold)
+
+
+def _readings(provider: str, output: Output) -> tuple[UsageReading, ...]:
+    """Each window's usage reading of a healthy call (issue 37, docs/limits.md "Readings per
+    account window"): read as `_usage` reads them, one per window name, the later said winning
+    (a stream's later event is the provider's newer word); in window-name order."""
+    found: dict[str, UsageReading] = {}
+    for reading in _said(provider, output):
+        found[reading.window] = reading
     return tuple(found[name] for name in sorted(found))
 
 

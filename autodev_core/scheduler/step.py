@@ -651,12 +651,7 @@ def _reroute(w: _Working, runner: int, source: Engine, unreachable: bool) -> Non
     position = None if w.earliest_free(runner) is None else _entry(w, runner)
     if position is not None:
         target = w.config.lanes[runner][position]
-        if unreachable:
-            w.log(logs.hop_unreachable(member.id, source, target), "hop-unreachable",
-                  participant=member.id, engine=source, target=target)
-        else:
-            w.log(logs.hop_limited(member.id, source, target), "hop-limited",
-                  participant=member.id, engine=source, target=target)
+        _hop_line(w, member.id, source, target, unreachable)
         _start(w, runner, position, owner, False)
         return
     found: tuple[int, int] | None = None
@@ -677,6 +672,17 @@ def _reroute(w: _Working, runner: int, source: Engine, unreachable: bool) -> Non
     _start(w, other, other_position, owner)
 
 
+def _hop_line(w: _Working, member_id: str, source: Engine, target: Engine,
+              unreachable: bool) -> None:
+    """The hop's line: A26's after an outage, A11's after a refused call."""
+    if unreachable:
+        w.log(logs.hop_unreachable(member_id, source, target), "hop-unreachable",
+              participant=member_id, engine=source, target=target)
+    else:
+        w.log(logs.hop_limited(member_id, source, target), "hop-limited",
+              participant=member_id, engine=source, target=target)
+
+
 def _reroute_cool(w: _Working, runner: int, owner: int, source: Engine, unreachable: bool,
                   threshold: float) -> bool:
     """`Policy.headroom` on: the turn of a refused call goes where `_cool_turn` says, when
@@ -695,12 +701,7 @@ def _reroute_cool(w: _Working, runner: int, owner: int, source: Engine, unreacha
     other, position = found
     target = config.lanes[other][position]
     if other == runner:
-        if unreachable:
-            w.log(logs.hop_unreachable(member.id, source, target), "hop-unreachable",
-                  participant=member.id, engine=source, target=target)
-        else:
-            w.log(logs.hop_limited(member.id, source, target), "hop-limited",
-                  participant=member.id, engine=source, target=target)
+        _hop_line(w, member.id, source, target, unreachable)
         _start(w, runner, position, owner, False)
         return True
     colleague = config.team[other].id
