@@ -122,12 +122,14 @@ def start_run(
 
     project = check_project(team, frozenset(e.provider for lane in config.lanes for e in lane))
     environments = call_environments(team, env if env is not None else os.environ)
-    named = sorted({str(e.primary) for m in team.members for e in m.entries if e.account})
-    if sharing_settings is not None and named:
-        raise ConfigError(
-            f"share: a team naming accounts ({', '.join(named)}) cannot share limits yet: "
-            "sharing keys limits by provider, and two accounts of one would be taken for one; "
-            "leave share: out", source=str(team.directory / SETTINGS_FILE))
+    unshared: tuple[str, ...] = ()
+    if sharing_settings is not None:  # `accounts:` may name engine accounts (docs/sharing.md)
+        from ..sharing import unshared_accounts
+
+        unshared = unshared_accounts(
+            sharing_settings,
+            {str(e.primary) for m in team.members for e in m.entries if e.account},
+            source=str(team.directory / SETTINGS_FILE))
     private_dir(run_dir)  # folders made here are 0700 (docs/shell.md, private files)
     db = run_db(run_dir)
     lock = RunLock.acquire(db, run=run_id)
@@ -150,7 +152,7 @@ def start_run(
             runner, closing = _daemon(
                 store, team=team, config=config, run_dir=run_dir, run_id=run_id, clock=clock,
                 sharing_settings=sharing_settings, json_lines=json_lines, stream=stream,
-                env=env, slice_seconds=slice_seconds, project=project,
+                unshared=unshared, env=env, slice_seconds=slice_seconds, project=project,
                 environments=environments)
             return _drive(runner, stop_at=stop_at, closing=closing)
         finally:
@@ -184,6 +186,7 @@ def _daemon(
     clock: Clock,
     sharing_settings: ShareSettings | None,
     json_lines: bool,
+    unshared: tuple[str, ...] = (),
     stream: TextIO | None,
     env: dict[str, str] | None,
     slice_seconds: float | None,
@@ -216,7 +219,7 @@ def _daemon(
             json_lines=json_lines,
         ), team.notify, run=run_id, run_dir=run_dir, now=clock.now)
         kwargs = {} if slice_seconds is None else {"slice_seconds": slice_seconds}
-        sharing = _open_sharing(sharing_settings, log, clock, run_dir)
+        sharing = _open_sharing(sharing_settings, log, clock, run_dir, unshared)
         runner = Runner(
             config=config, store=store, durability=durability, identity=identity,
             clock=clock, log=log, templates=team.templates, env=env,
@@ -267,10 +270,12 @@ def _drive(runner: Runner, *, stop_at: datetime | None,
 
 
 def _open_sharing(
-    settings: ShareSettings | None, log: LogSink, clock: Clock, run_dir: Path
+    settings: ShareSettings | None, log: LogSink, clock: Clock, run_dir: Path,
+    unshared: tuple[str, ...] = (),
 ) -> LimitSharing | None:
     """Connect to the shared registry (docs/sharing.md). Redis being down is not an error (the run
-    carries on with its own limits and says so); redis-py missing is."""
+    carries on with its own limits and says so); redis-py missing is. `unshared`: the team's
+    engine accounts `accounts:` does not name, said in the start line."""
     from ..sharing import LimitSharing
 
     if settings is None:
@@ -287,6 +292,8 @@ def _open_sharing(
             "Sharing limits needs redis-py: pip install 'autodev[redis]'."
         ) from None
     accounts = ", ".join(f"{p} as {a}" for p, a in sorted(settings.accounts.items()))
+    if unshared:
+        accounts += f"; not shared: {', '.join(unshared)}, not named under accounts:"
     log.note(
         clock.now(),
         f"sharing limits via {settings.shown_url} as {settings.name!r} (accounts: {accounts})",

@@ -26,7 +26,9 @@ script by the core's rule (`registry.merge_usage`: the newest reading wins per e
 window) and published on `<prefix>:usage`; a reading whose window has reset is dropped (never
 written, never delivered), and the hash expires with its last window.
 
-Only providers named in `accounts` are shared, so two different logins are never mixed. The URL's
+Only providers (and engine accounts, `claude@work`) named in `accounts` are shared, so two
+different logins are never mixed; a record names the engine without its local account label
+(`ShareSettings.local` maps it back), so runs calling one account differently share it. The URL's
 password never leaves this package: everything it says shows `redacted(url)`.
 
 The modules: `settings.py` (what autodev.yaml and `--share` say), `scripts.py` (the merge rules,
@@ -53,6 +55,7 @@ from .settings import (
     redacted,
     share_options,
     share_settings,
+    unshared_accounts,
 )
 
 __all__ = [
@@ -79,4 +82,5 @@ __all__ = [
     "sharing_facts",
     "sharing_line",
     "status_lines",
+    "unshared_accounts",
 ]

@@ -26,7 +26,15 @@ from autodev_core.engine import Engine
 from .mirror import LIVE_SECONDS, PING_SECONDS, Liveness, Mirror, Where
 from .records import Shared, SharedUsage, _parse, _parse_usage, _text, millis
 from .scripts import MERGE_SCRIPT, USAGE_SCRIPT
-from .settings import ShareSettings, connect, connection_options, lost_reason, topology
+from .settings import (
+    ShareSettings,
+    account_key,
+    connect,
+    connection_options,
+    lost_reason,
+    shared_engine,
+    topology,
+)
 
 if TYPE_CHECKING:  # the scheduler is loaded only by a run that shares (cold start)
     from autodev_core.scheduler import EngineLimit, EngineUsage, LimitObserved, UsageObserved
@@ -318,8 +326,8 @@ class LimitSharing:
             if key is None:
                 continue  # only named accounts are shared
             shared = Shared(
-                account=self.settings.accounts[record.engine.provider],
-                engine=record.engine,
+                account=self.settings.accounts[account_key(record.engine)],
+                engine=shared_engine(record.engine),
                 reset=millis(record.until) - self._offset_ms,
                 read=record.read,
                 seen=millis(record.seen if record.seen is not None else now) - self._offset_ms,
@@ -333,8 +341,7 @@ class LimitSharing:
                 self._merge(shared, now)
 
     def _merge(self, shared: Shared, now: datetime) -> bool:
-        key = self.settings.key(shared.engine)
-        assert key is not None
+        key = self.settings.limit_key(shared.account, shared.engine)
         return self._run_script(self._script, (key, None), [
             shared.payload(), self._server_ms(now), self.settings.channel, shared.account,
             str(shared.engine)], now)
@@ -421,8 +428,8 @@ class LimitSharing:
             if reset <= millis(now):
                 continue  # its window has reset: it counts no more
             shared = SharedUsage(
-                account=self.settings.accounts[record.engine.provider],
-                engine=record.engine,
+                account=self.settings.accounts[account_key(record.engine)],
+                engine=shared_engine(record.engine),
                 window=record.window,
                 utilization=record.utilization,
                 reset=reset - self._offset_ms,
@@ -438,8 +445,7 @@ class LimitSharing:
                 self._merge_usage(shared, now)
 
     def _merge_usage(self, shared: SharedUsage, now: datetime) -> bool:
-        key = self.settings.usage_key(shared.engine)
-        assert key is not None
+        key = self.settings.readings_key(shared.account, shared.engine)
         return self._run_script(self._usage_script, (key, shared.window), [
             shared.payload(), self._server_ms(now), self.settings.usage_channel, shared.account,
             str(shared.engine), shared.window], now)
@@ -489,7 +495,8 @@ class LimitSharing:
         found: list[Shared | SharedUsage] = self._drain_inbox()
         wanted = [(e, self.settings.key(e)) for e in dict.fromkeys(engines)]
         keyed = [(e, k) for e, k in wanted if k is not None]
-        places: list[Where] = [(self.settings.accounts[e.provider], e) for e, _k in keyed]
+        places: list[Where] = [
+            (self.settings.accounts[account_key(e)], shared_engine(e)) for e, _k in keyed]
         if keyed and self._up and self._mirror.trusted(
             places, generation=generation, confirmed=confirmed, clock=time.monotonic()
         ):
@@ -621,16 +628,17 @@ class LimitSharing:
                 if observed is not None:
                     readings.append(observed)
                 continue
-            where = self.settings.key(item.engine)
-            if where is None or self._own(item):
+            engine = self.settings.local(item.account, item.engine)
+            if engine is None or self._own(item):
                 continue  # not an account of this run, or this run's own record
+            where = self.settings.limit_key(item.account, item.engine)
             self._live_limit_ms = max(self._live_limit_ms, item.reset)
             if self._delivered.get(where) == item:
                 continue
             self._delivered[where] = item
             local = self._local(item)
             assert isinstance(local, Shared)
-            limits.append(local.observed(now))
+            limits.append(attrs.evolve(local.observed(now), engine=engine))
         return limits + readings
 
     def forget_told(self) -> None:
@@ -642,9 +650,10 @@ class LimitSharing:
 
     def _heard_usage(self, shared: SharedUsage, now: datetime) -> UsageObserved | None:
         """A reading of another run not delivered yet, whose window has not reset (else None)."""
-        where = self.settings.usage_key(shared.engine)
-        if where is None or self._own(shared):
+        engine = self.settings.local(shared.account, shared.engine)
+        if engine is None or self._own(shared):
             return None  # not an account of this run, or this run's own reading
+        where = self.settings.readings_key(shared.account, shared.engine)
         if shared.reset <= self._server_ms(now):
             return None  # its window has reset: dropped
         if self._heard.get((where, shared.window)) == shared:
@@ -652,7 +661,7 @@ class LimitSharing:
         self._heard[(where, shared.window)] = shared
         local = self._local(shared)
         assert isinstance(local, SharedUsage)
-        return local.observed(now)
+        return attrs.evolve(local.observed(now), engine=engine)
 
     def _live_mine(self, server_ms: int) -> list[tuple[str, str | None]]:
         """This run's records whose reset is still to come: (key, usage window or None)."""
@@ -857,7 +866,7 @@ class LimitSharing:
             engine = Engine.parse(str(data["engine"]))
         except (ValueError, KeyError, TypeError):
             return
-        if self.settings.accounts.get(engine.provider) != account:
+        if self.settings.local(account, engine) is None:
             return  # another account: never mixed
         shared = _parse(account, engine, raw)
         if shared is None:
@@ -876,7 +885,7 @@ class LimitSharing:
             record = data["record"]
         except (ValueError, KeyError, TypeError):
             return
-        if self.settings.accounts.get(engine.provider) != account:
+        if self.settings.local(account, engine) is None:
             return  # another account: never mixed
         shared = _parse_usage(account, engine, window, record)
         if shared is None:

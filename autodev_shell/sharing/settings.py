@@ -8,7 +8,7 @@ connection options for TLS (`connection_options`); and a lost connection's reaso
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
@@ -58,6 +58,8 @@ def sentinel_parts(url: str) -> tuple[list[tuple[str, int]], str, int]:
         raise ValueError(parts.path)
     return hosts, unquote(path[0]), int(path[1]) if len(path) == 2 else 0
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
+#: An engine's account label, as `autodev_core.engine` reads it (`claude@work`).
+_ACCOUNT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
 
 
 def redacted(url: str) -> str:
@@ -151,7 +153,10 @@ def check_url(url: str, *, source: str = "--share") -> str:
 
 
 def check_accounts(value: object, *, source: str) -> dict[str, str]:
-    """`accounts: {claude: work-max, codex: team}`: provider → account name."""
+    """`accounts: {claude: work-max, claude@home: me-pro, codex: team}`: a provider (its engines
+    that name no account) or an engine's account (`claude@home`) → the shared account's name.
+    Two keys of one provider naming one shared account are refused: one account has one label
+    in a team (docs/sharing.md, "Accounts")."""
     if not isinstance(value, Mapping):
         raise ConfigError(
             "accounts: expected a mapping of providers to account names, e.g. "
@@ -159,20 +164,59 @@ def check_accounts(value: object, *, source: str) -> dict[str, str]:
             source=source,
         )
     accounts: dict[str, str] = {}
-    for provider, name in value.items():
+    for key, name in value.items():
+        provider, at, label = str(key).partition("@")
         if provider not in PROVIDERS:
             raise ConfigError(
                 f"accounts: unknown provider {provider!r} (known: {', '.join(PROVIDERS)})",
                 source=source,
             )
+        if at and not _ACCOUNT.match(label):
+            raise ConfigError(
+                f"accounts: {key!r} is a provider or an engine's account such as "
+                f"{provider}@work (letters, digits, '_', '.', '-'), with no model",
+                source=source,
+            )
         if not isinstance(name, str) or not _NAME.match(name):
             raise ConfigError(
-                f"accounts.{provider}: an account name is letters, digits, '_', '.', '@', '-' "
+                f"accounts.{key}: an account name is letters, digits, '_', '.', '@', '-' "
                 f"(up to 64), not {name!r}",
                 source=source,
             )
-        accounts[str(provider)] = name
+        for other, shared in accounts.items():
+            if shared == name and other.partition("@")[0] == provider:
+                raise ConfigError(
+                    f"accounts.{key}: {other} names {name!r} already; one account has one "
+                    "label in a team",
+                    source=source,
+                )
+        accounts[str(key)] = name
     return accounts
+
+
+def account_key(engine: Engine) -> str:
+    """The `accounts:` key an engine's limits are shared under: its provider, or its provider
+    and account (`claude@work:opus` → `claude@work`)."""
+    return engine.provider if engine.account is None else f"{engine.provider}@{engine.account}"
+
+
+def shared_engine(engine: Engine) -> Engine:
+    """The engine as records name it: without the local account label, which another run
+    may write differently for the same account (`claude@work:opus` → `claude:opus`)."""
+    return engine if engine.account is None else Engine(engine.provider, engine.model)
+
+
+def unshared_accounts(
+    settings: ShareSettings, named: Iterable[str], *, source: str
+) -> tuple[str, ...]:
+    """The team's engine accounts (`named`: `claude@home`, …) that `accounts:` does not name,
+    which are not shared (said in the start line); a key of `accounts:` naming an engine account
+    no participant names is one ConfigError (a typo would leave the account unshared)."""
+    team = set(named)
+    for key in settings.accounts:
+        if "@" in key and key not in team:
+            raise ConfigError(f"accounts.{key}: no participant names that account", source=source)
+    return tuple(sorted(team - set(settings.accounts)))
 
 
 SHARE_KEYS: Final = ("url", "prefix", "name", "timeout", "ca")
@@ -305,14 +349,38 @@ class ShareSettings:
         that a team's keys share one slot (one MGET, one pipeline)."""
         return f"{{{self.prefix}}}" if topology(self.url) == "cluster" else self.prefix
 
+    def account(self, engine: Engine) -> str | None:
+        """The shared account `engine`'s limits are kept under (None: not shared)."""
+        return self.accounts.get(account_key(engine))
+
+    def local(self, account: str, engine: Engine) -> Engine | None:
+        """The engine of this run that a record of `account` on `engine` (named without a
+        local account label) is about; None when no key of `accounts:` names that account for
+        the engine's provider, or the record names a local label."""
+        if engine.account is not None:
+            return None
+        for key, shared in self.accounts.items():
+            provider, at, label = key.partition("@")
+            if shared == account and provider == engine.provider:
+                return Engine(provider, engine.model, account=label) if at else engine
+        return None
+
     def key(self, engine: Engine) -> str | None:
-        account = self.accounts.get(engine.provider)
-        return None if account is None else f"{self.key_prefix}:limit:{account}:{engine}"
+        account = self.account(engine)
+        return None if account is None else self.limit_key(account, shared_engine(engine))
+
+    def limit_key(self, account: str, engine: Engine) -> str:
+        """The key of a record of `account` on `engine` (as records name it)."""
+        return f"{self.key_prefix}:limit:{account}:{engine}"
 
     def usage_key(self, engine: Engine) -> str | None:
         """The hash of `engine`'s usage readings on its account, a field per window."""
-        account = self.accounts.get(engine.provider)
-        return None if account is None else f"{self.key_prefix}:usage:{account}:{engine}"
+        account = self.account(engine)
+        return None if account is None else self.readings_key(account, shared_engine(engine))
+
+    def readings_key(self, account: str, engine: Engine) -> str:
+        """The hash of the readings of `account` on `engine` (as records name it)."""
+        return f"{self.key_prefix}:usage:{account}:{engine}"
 
 
 def share_settings(

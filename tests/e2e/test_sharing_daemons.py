@@ -438,3 +438,41 @@ def test_a_reading_heard_during_a_limit_wait_is_learned_and_the_wait_goes_on(
     shown = status(b.run_dir)
     assert re.search(r"^usage: claude:sonnet at 97% of its five-hour window, .*"
                      r"\(reported by .+/a\)$", shown, re.M), shown
+
+
+def test_one_account_under_two_labels_shares_its_limit_and_never_benches_another_account(
+    tmp_path: Path, own_redis: RedisServer
+) -> None:
+    """Issue 42 item 3 (A8; docs/sharing.md "Engine accounts"): A calls the real account
+    `acme-max` claude@work, B calls it claude@job. A's limit on it keeps B's claude@job from
+    calling until the reset; B's claude@home (another account, me-pro) is never benched."""
+    a = Daemon(tmp_path, "a", {"ana": "claude@work"}, {"claude@work": "acme-max"}, {
+        "claude": [{"kind": "limit", "notice": "Usage limit reached. Try again in 40 minutes."}],
+        "default": {"post": "ok", "sleep": 0.05},
+    }, settings=f"env:\n  claude@work: {{CLAUDE_CONFIG_DIR: {tmp_path / 'work'}}}\n")
+    b = Daemon(tmp_path, "b", {"bob": "claude@job", "cat": "claude@home"},
+               {"claude@job": "acme-max", "claude@home": "me-pro"},
+               {"default": {"post": "ok", "sleep": 0.05}},
+               settings=(f"env:\n  claude@job: {{CLAUDE_CONFIG_DIR: {tmp_path / 'job'}}}\n"
+                         f"  claude@home: {{CLAUDE_CONFIG_DIR: {tmp_path / 'home'}}}\n"))
+    factor = 150.0
+    virtual, real = _start_clock()
+    with all_finish(a, b):
+        a.start(own_redis.url, factor, virtual, real, seconds=12)
+        wait_for(lambda: any("claude@work limited until" in m for m in a.messages()),
+                 "A's limit")
+        b.start(own_redis.url, factor, virtual, real, seconds=9)
+        wait_for(lambda: any("cat posted via claude@home" in m for m in b.messages()),
+                 "B's post on its other account")
+    lines = b.lines()
+    assert "accounts: claude@home as me-pro, claude@job as acme-max)" in first(
+        lines, "sharing limits via")[1]
+    at, reported = first(lines, "(reported by ")
+    match = re.match(r"claude@job limited until (\S+) \(reported by (.+)\)$", reported)
+    assert match and match[2].endswith("/a"), reported
+    reset = clock_time(match[1], at)
+    # Nothing benched claude@home; bob called claude@job only from the reset on (A23).
+    assert not any("claude@home limited" in m for m in b.messages())
+    assert all(when >= reset for when, m in lines if "bob posted via claude@job" in m)
+    assert not any(m.startswith("claude@job limited until ") and "reported" not in m
+                   for m in b.messages())

@@ -200,3 +200,28 @@ def test_fast_with_sharing_is_refused_in_one_line(
     assert "--fast runs a virtual clock, and a shared limit is a real instant" in err
     assert "hunter2" not in err
     assert not (tmp_path / "run").exists()  # nothing started
+
+
+def test_an_accounts_key_naming_no_participants_account_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 42 item 3 (docs/sharing.md "Engine accounts"): a team naming accounts may share —
+    the start no longer refuses it — but a key of `accounts:` naming an engine account no
+    participant names (a typo would leave the real one unshared) is one line, and nothing
+    starts."""
+    from autodev_shell.standins import install_standins
+
+    monkeypatch.setenv("PATH", str(install_standins(tmp_path / "bin")))  # claude is installed
+    team = tmp_path / "team"
+    team.mkdir()
+    (team / "ana.md").write_text("---\nprovider: claude@work\n---\nWork.\n", encoding="utf-8")
+    (team / "autodev.yaml").write_text(
+        f"accounts: {{claude@nowhere: acme-max}}\n"
+        f"env:\n  claude@work: {{CLAUDE_CONFIG_DIR: {tmp_path / 'work'}}}\n", encoding="utf-8")
+    code, err = run(["run", str(team), "--run", str(tmp_path / "run"),
+                     "--share", "redis://:hunter2@127.0.0.1:1/0"], capsys)
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
+    assert err.endswith(
+        "autodev.yaml: accounts.claude@nowhere: no participant names that account\n"), err
+    assert "cannot share" not in err and "hunter2" not in err
+    assert not (tmp_path / "run").exists()
