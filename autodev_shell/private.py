@@ -48,11 +48,22 @@ def open_private(path: str | os.PathLike[str], flags: int) -> int:
     return fd
 
 
+def write_private_text(path: str | os.PathLike[str], text: str) -> None:
+    """Write `text` (UTF-8) to `path`, replacing what it held, the file 0600 whatever the umask:
+    the small files beside a run's store (the team folder's path, the panel's port, a refused
+    team edit) are the run's as much as its log is."""
+    fd = open_private(path, os.O_WRONLY | os.O_TRUNC)
+    with os.fdopen(fd, "w", encoding="utf-8") as file:
+        file.write(text)
+
+
 #: What a run folder holds of autodev's (the only entries `make_private` touches, so a `--run`
 #: pointed at a folder with other files in it leaves those alone): `run.db` and everything named
 #: after it (`-wal`, `-shm`, `.lock`, `.checkpoint.json`, `.shadow.json`, `.replaced-…`), the
-#: log, the lanes folder and prompt files.
-RUN_FILE_PREFIXES: Final = ("run.db", "autodev.log", "prompt-")
+#: log (and its `.jsonl` lines), the lanes folder, prompt files, and the small files beside them:
+#: the team folder's path, a refused team edit, the panel's port.
+RUN_FILE_PREFIXES: Final = ("run.db", "autodev.log", "prompt-", "team.path", "team-edit.txt",
+                            "panel.port")
 RUN_FOLDERS: Final = ("lanes",)
 
 

@@ -89,6 +89,7 @@ from .loop.sleeper import (
     countdown_text,
     sleep_until,
 )
+from .private import write_private_text
 from .sharing import LimitSharing
 from .store.run_store import Control, NewPost, RunStore
 
@@ -407,7 +408,7 @@ class Runner:
                           "team")
             if self.team_edit_file is not None:
                 with contextlib.suppress(OSError):  # the log has it; status is the extra
-                    self.team_edit_file.write_text(why + "\n", encoding="utf-8")
+                    write_private_text(self.team_edit_file, why + "\n")
 
     # --- controls between and during steps: stop, pause, resume, say (C6) -------------
 

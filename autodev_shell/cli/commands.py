@@ -135,6 +135,7 @@ def start_run(
     lock = RunLock.acquire(db, run=run_id)
     from contextlib import suppress
 
+    from ..private import write_private_text
     from ..store.folder import TEAM_EDIT_FILE
     from ..team import RUN_TEAM_FILE
 
@@ -142,7 +143,7 @@ def start_run(
         (run_dir / TEAM_EDIT_FILE).unlink(missing_ok=True)
     with suppress(OSError):  # the panel then asks for --team, as before
         # The panel finds the team from the run (docs/panel.md): `--team` is not needed.
-        (run_dir / RUN_TEAM_FILE).write_text(f"{team.directory.resolve()}\n", encoding="utf-8")
+        write_private_text(run_dir / RUN_TEAM_FILE, f"{team.directory.resolve()}\n")
     restore_sigterm = _raise_on_sigterm()
     try:
         make_private(run_dir)  # run files an older autodev (or another umask) left readable

@@ -15,6 +15,8 @@ from typing import TextIO
 
 from autodev_core.errors import AutodevError
 
+from ..private import write_private_text
+
 #: What `autodev panel` says without the extra.
 MISSING_EXTRA = ("autodev panel needs its web server: pip install 'autodev[panel]' "
                  "(Starlette, uvicorn and Jinja2)")
@@ -57,7 +59,7 @@ def _write_port(run: Path, port: int) -> None:
     import contextlib
 
     with contextlib.suppress(OSError):  # a read-only run folder: the next panel picks a port
-        (run / PORT_FILE).write_text(f"{port}\n", encoding="ascii")
+        write_private_text(run / PORT_FILE, f"{port}\n")
 
 
 # Long for the checks a user sees before the server starts, each one sentence (C6).

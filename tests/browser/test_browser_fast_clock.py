@@ -103,9 +103,18 @@ def test_clear_limit_lifts_the_engines_limit_through_the_control_queue(
     page = open_page(panel).page
     row = page.locator('#engines .engine-row[data-engine="claude"]')
     row.locator("button.clear-limit").click()
-    says = row.locator(".clear-result")
-    page.wait_for_function("e => e.textContent.includes('queued')", arg=says.element_handle())
+    # The answer is said where every control's is, and in the row while the limit holds: a live
+    # update redraws the rows, and the row's answer (and its disabled button) outlive that.
+    page.wait_for_function(
+        "() => document.querySelector('#control-result').textContent.includes('queued')")
     assert daemon.controls().count(("clear", "claude")) == 1
+    still = page.evaluate("""() => {
+        const row = document.querySelector('#engines .engine-row[data-engine="claude"]');
+        const said = row && row.querySelector('.clear-result');
+        return said ? [said.textContent, said.parentElement.querySelector('button').disabled]
+                    : null;
+    }""")
+    assert still is None or ("queued" in still[0] and still[1] is True), still
     page.wait_for_selector('#engines .engine-row[data-engine="claude"][data-state="free"]',
                            timeout=60_000)
     assert not any(r["engine"] == "claude" for r in daemon.status()["limits"])

@@ -201,7 +201,7 @@ SHELL_MAY_USE: dict[str, set[str]] = {
     "story": {"private", "store", "calls", "clock"},  # docs/timeline.md
     "notify": {"story"},  # docs/notifications.md: the events file beside the notifier
     "team": {"calls", "sharing", "notify"},
-    "runner": {"calls", "clock", "durability", "loop", "sharing", "store"},
+    "runner": {"calls", "clock", "durability", "loop", "private", "sharing", "store"},
     "panel": {"calls", "durability", "status", "store", "team", "private", "clock", "story"},
     "adapters": {"calls"},
 }

@@ -270,6 +270,9 @@
     return named || row.runs_on_it[0] || row.in_chains_of[0] || null;
   }
 
+  // Per engine, a clear asked from this page: what the panel answered, and whether it queued.
+  const clearing = new Map();
+
   function renderEngines(view) {
     const windows = $("#usage-windows");
     const windowsKey = JSON.stringify(view.usage_windows || []);
@@ -281,6 +284,7 @@
     const key = JSON.stringify([view.engines || [], daemonRunning]);
     if (box.getAttribute("data-key") === key) return;
     box.setAttribute("data-key", key);
+    for (const row of view.engines || []) if (!row.limit) clearing.delete(row.engine);
     box.replaceChildren(...(view.engines || []).map((row) => {
       const item = el("article", { class: `engine-row state-${row.state}`, id: `engine-${row.engine}`,
                                    "data-engine": row.engine, "data-state": row.state,
@@ -305,10 +309,23 @@
                                        disabled: !daemonRunning, text: "Clear limit" });
           clear.setAttribute("aria-label", `Clear limit of ${row.engine}`);
           const said = el("span", { class: "clear-result", role: "status" });
+          // A queued clear outlives the row's redrawing (a live update replaces the rows): its
+          // answer stays said and the button stays off until the limit is gone.
+          const pending = clearing.get(row.engine);
+          if (pending !== undefined) {
+            said.textContent = pending.said;
+            clear.disabled = clear.disabled || pending.queued;
+          }
           clear.addEventListener("click", async () => {
             clear.disabled = true;
+            clearing.set(row.engine, { said: "", queued: true });
             const answer = await send(`/api/clear/${encodeURIComponent(row.engine)}`, { method: "POST" });
-            said.textContent = answer.ok ? answer.body.message : `not queued: ${answer.body.error}`;
+            const text = answer.ok ? answer.body.message : `not queued: ${answer.body.error}`;
+            clearing.set(row.engine, { said: text, queued: answer.ok });
+            const shown = document.querySelector(`#engines .engine-row[data-engine="${CSS.escape(row.engine)}"] .clear-result`);
+            for (const node of new Set([said, shown])) if (node) node.textContent = text;
+            setText("#control-result", text);  // where every control's answer stays said
+            if (!answer.ok && shown) shown.parentElement.querySelector("button.clear-limit").disabled = !daemonRunning;
           });
           limit.append(el("p", {}, clear, " ", said));
         }
