@@ -283,16 +283,18 @@ class Panel:
             store.close()
 
     def applies_from(self, participant: str) -> str:
-        """From which turn a saved file counts: the daemon reads the team when it starts, and
-        a retried or hopped turn keeps the prompt it was first given (B19-B20)."""
+        """From which turn a saved file counts: a running daemon reads the participant files
+        again at each turn start (A14; docs/participants.md, Editing a running team), and a
+        retried or hopped turn keeps the prompt it was first given (B19-B20)."""
         running, _pid = daemon_holding(run_db(self.run_dir))
         facts = self.hub.last_status["facts"] if self.hub.last_status else None
         calls = facts.get("calls") if facts else None
         at = f" (the run has made {calls} calls)" if calls is not None else ""
         if running:
-            return (f"Saved. The running daemon read the team when it started, so {participant}'s "
-                    f"new file applies from its first fresh turn after `autodev run` starts "
-                    f"again{at}; a retried turn keeps the prompt it was given (B19).")
+            return (f"Saved. The running daemon reads it when the next turn starts: it applies "
+                    f"from {participant}'s next fresh turn{at}; a retried turn keeps the prompt "
+                    f"it was given (B19). An edit the loader refuses is one line in the log and "
+                    f"in `autodev status`, and the run goes on with the last good team.")
         return (f"Saved. It applies from {participant}'s first fresh turn when `autodev run` "
                 f"starts this run again{at}.")
 

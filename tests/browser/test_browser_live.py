@@ -259,7 +259,9 @@ def test_a_conflicting_prompt_edit_gets_409_in_the_page(run: tuple[RunDaemon, Pa
     # atomically, keeping a .bak; the file's side goes away.
     edited = theirs.replace("(edited in a terminal)", "(edited in the page, after)")
     assert _save_rui_prompt(page, edited) == 200
-    wait_text(page, "#prompt-result", "appl")
+    # The running daemon reads the file again at the next turn start (docs/participants.md).
+    said = wait_text(page, "#prompt-result", "appl")
+    assert "next turn starts" in said and "rui's next fresh turn" in said, said
     assert target.read_text(encoding="utf-8") == edited
     assert (daemon.team / "rui.md.bak").read_text(encoding="utf-8") == theirs
     assert page.locator("#prompt-theirs").is_hidden()

@@ -98,6 +98,7 @@ def test_a_valid_edit_is_written_atomically_keeping_a_bak(served: Panel) -> None
     assert (team / "ana.md.bak").read_bytes() == old
     assert stat.S_IMODE(path.stat().st_mode) == 0o640  # the file keeps its mode
     assert body["etag"] == prompts.etag_of(GOOD.encode())
+    # No daemon serves this run: the edit applies when `autodev run` starts it again.
     assert "autodev run" in body["applies_from"] and "ana" in body["applies_from"]
     assert load_team(team).members[0].prompt.strip() == "You are Ana. Review carefully."
     assert not [p for p in team.iterdir() if p.name.startswith(".")]  # no temp left
