@@ -136,7 +136,7 @@ def details(comparison: HeadroomComparison, days: int) -> str:
     """The row's section under "Details" of docs/performance.md."""
     table = "\n".join(comparison.table(f"{days}-day usage storm"))
     return (
-        "### 9. Act before the limit (issue 25)\n\n"
+        "### 9. Act before the limit\n\n"
         "`bench/bench_headroom.py`: the storm of row 2 (its team and call mix), except that its "
         "limits come from each account's usage over time, not from notices scripted per call: "
         "quiet hours, then a warning period (healthy calls report 90-99 % of a five-hour "

@@ -465,7 +465,7 @@ def details(m: dict[str, Any]) -> str:
             f"{lat['page_p95']:.3f} s." if lat["page_p95"] is not None else
             " (Chromium or Playwright missing: no real page this run.)")
     return (
-        "### 10. The panel (issue 23)\n\n"
+        "### 10. The panel\n\n"
         "`bench/bench_panel.py` (docs/panel.md): the real `autodev panel` command on copies of "
         f"a demo run grown through `RunStore.commit` to {SMALL} and {LARGE:,} posts (built in "
         f"{m['built_s']:.1f} s, sync off). Commit → shown: {lat['clients']} events-stream "
