@@ -15,6 +15,8 @@ never take the same answer); then that CLI's `default`, then the top-level `defa
   endless retry, A37), `login` (claude, A32), `unauthenticated` (codex/agy), `crash`, `hang`,
   `flood` (megabytes of chatter, then the post);
 - `post`, `notice` (the limit text), `resets_at` (claude's `rate_limit_event`, epoch seconds),
+  `resets_in` (the same, as seconds after the call starts: a reset a loaded machine cannot
+  overtake before the call),
   `stdout` / `stderr` (raw text replacing the preset's), `stdout_hex` (raw bytes written to
   stdout first, as they are: invalid UTF-8, NUL), `exit`, `sleep` (seconds before
   answering), `interval` (between reconnect lines), `flood_bytes` (chatter before the answer,
@@ -183,9 +185,11 @@ class _Claude:
                            "message": {"role": "assistant", "type": "message",
                                        "content": [{"type": "text", "text": text}]}})
 
-    def rate_limit(self, status: str, resets_at: Any) -> str:
+    def rate_limit(self, status: str, resets_at: Any, resets_in: Any = None) -> str:
         info: dict[str, Any] = {"status": status, "rateLimitType": "five_hour",
                                 "overageStatus": "rejected", "isUsingOverage": False}
+        if resets_in is not None:
+            resets_at = time.time() + float(resets_in)
         if resets_at is not None:
             info["resetsAt"] = int(resets_at)
         return _json_line({"type": "rate_limit_event", "rate_limit_info": info,
@@ -208,7 +212,8 @@ def _preset(name: str, answer: dict[str, Any], prompt: str) -> tuple[str, str, i
             return (c.init() + c.rate_limit("allowed", answer.get("resets_at")) + c.assistant(post)
                     + c.result(post, is_error=False), "", 0)
         if kind == "limit":
-            return (c.init() + c.rate_limit("rejected", answer.get("resets_at"))
+            return (c.init() + c.rate_limit("rejected", answer.get("resets_at"),
+                                            answer.get("resets_in"))
                     + c.assistant(notice) + c.result(notice, is_error=True), "", 1)
         if kind == "login":
             text = "Not logged in · Please run /login"
