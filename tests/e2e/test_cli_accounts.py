@@ -9,7 +9,6 @@ through `env:` is never in the log, the lanes or `autodev status`. Real processe
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 from helpers.daemons import Daemon, wait_for
@@ -23,12 +22,12 @@ def test_two_accounts_of_one_provider_fail_over_to_each_other(tmp_path: Path) ->
     d = Daemon(tmp_path, {"ana": "claude"}, {"default": {"post": "unused"}})
     (d.team / "ana.md").write_text(
         "---\nprovider: claude@work\nfailover: [claude@home]\n---\nWork.\n", "utf-8")
-    soon = int(time.time()) + 6
+    # Resets counted from the call (`resets_in`), so a slow start cannot put them in the past.
     work = write_script(tmp_path / "work.json", {"claude": {
-        "answers": [{"kind": "limit", "resets_at": soon}],
+        "answers": [{"kind": "limit", "resets_in": 6}],
         "default": {"post": "from work"}}})
     home = write_script(tmp_path / "home.json", {"claude": [
-        {"post": "from home"}, {"kind": "limit", "resets_at": soon + 5 * 3600}]})
+        {"post": "from home"}, {"kind": "limit", "resets_in": 5 * 3600}]})
     (d.team / "autodev.yaml").write_text(json.dumps({"env": {
         "SECRET_TOKEN": "${MY_SECRET}",
         "claude@work": {"AUTODEV_STANDIN_SCRIPT": str(work),
