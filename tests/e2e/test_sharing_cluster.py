@@ -1,7 +1,8 @@
 """docs/sharing.md "Cluster and Sentinel" (issue 40 item 7): sharing through a 3-node Redis
 Cluster on loopback ports and through a Sentinel watching one primary, with redis-py's own
 clients. Each test starts its servers in a temp dir (no config file but the ones it writes) and
-takes a few seconds.
+takes a few seconds, once on redis-server and once on valkey-server (the `binary` fixture; each
+skipped, as needs_redis skips, when its binary is absent).
 """
 
 from __future__ import annotations
@@ -13,7 +14,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from helpers.redis_server import BINARY, RedisServer, free_port, needs_redis
+from helpers.redis_server import (
+    RedisServer,
+    free_port,
+    needs_redis,
+    server_binary,
+    server_params,
+)
 from helpers.sharing_redis import CLAUDE, CODEX, TEAM, wait_for
 
 from autodev_core.scheduler import EngineLimit, EngineUsage
@@ -28,22 +35,29 @@ from autodev_shell.sharing import LimitSharing, ShareSettings  # noqa: E402
 ACCOUNTS = {"claude": "work-max", "codex": "team"}
 
 
+@pytest.fixture(params=server_params())
+def binary(request: pytest.FixtureRequest) -> str:
+    """The server program a test runs on: `redis-server` or `valkey-server`."""
+    return str(request.param)
+
+
 class Cluster:
     """Three redis-server nodes with `--cluster-enabled yes`, the 16384 slots split between
-    them (CLUSTER ADDSLOTSRANGE, CLUSTER MEET: no redis-cli needed)."""
+    them (CLUSTER ADDSLOTSRANGE, CLUSTER MEET: no redis-cli needed); `binary` names the server
+    program (`valkey-server`: a Valkey cluster)."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, binary: str = "redis-server") -> None:
         self.directory = directory
+        self.binary = server_binary(binary)
         self.ports = [cluster_port() for _ in range(3)]
         self.processes: list[subprocess.Popen[bytes]] = []
 
     def __enter__(self) -> Cluster:
-        assert BINARY is not None
         for port in self.ports:
             folder = self.directory / str(port)
             folder.mkdir(parents=True)
             self.processes.append(subprocess.Popen(
-                [BINARY, "--bind", "127.0.0.1", "--port", str(port), "--dir", str(folder),
+                [self.binary, "--bind", "127.0.0.1", "--port", str(port), "--dir", str(folder),
                  "--save", "", "--appendonly", "no", "--protected-mode", "no",
                  "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
                  "--logfile", str(folder / "redis.log")], stdin=subprocess.DEVNULL))
@@ -131,8 +145,8 @@ def exchange(url: str, prefix: str) -> None:
         b.close()
 
 
-def test_sharing_through_a_three_node_cluster(tmp_path: Path) -> None:
-    with Cluster(tmp_path) as cluster:
+def test_sharing_through_a_three_node_cluster(tmp_path: Path, binary: str) -> None:
+    with Cluster(tmp_path, binary) as cluster:
         exchange(cluster.url, "acme")
         node = redis.cluster.RedisCluster(host="127.0.0.1", port=cluster.ports[0])
         keys = sorted(k.decode() for k in node.keys(target_nodes=node.ALL_NODES))
@@ -141,9 +155,8 @@ def test_sharing_through_a_three_node_cluster(tmp_path: Path) -> None:
         node.close()
 
 
-def test_sharing_through_a_sentinel_with_one_primary(tmp_path: Path) -> None:
-    assert BINARY is not None
-    with RedisServer(tmp_path / "primary", password="pw") as primary:
+def test_sharing_through_a_sentinel_with_one_primary(tmp_path: Path, binary: str) -> None:
+    with RedisServer(tmp_path / "primary", password="pw", binary=binary) as primary:
         port = free_port()
         folder = tmp_path / "sentinel"
         folder.mkdir()
@@ -152,7 +165,7 @@ def test_sharing_through_a_sentinel_with_one_primary(tmp_path: Path) -> None:
             f"port {port}\nbind 127.0.0.1\ndir {folder}\n"
             f"sentinel monitor mymaster 127.0.0.1 {primary.port} 1\n"
             "sentinel auth-pass mymaster pw\n", encoding="utf-8")
-        process = subprocess.Popen([BINARY, str(conf), "--sentinel", "--logfile",
+        process = subprocess.Popen([server_binary(binary), str(conf), "--sentinel", "--logfile",
                                     str(folder / "sentinel.log")], stdin=subprocess.DEVNULL)
         try:
             watcher = redis.Redis(host="127.0.0.1", port=port)

@@ -8,6 +8,11 @@ certificate for 127.0.0.1 and localhost made by `openssl` in a temp dir (`make_c
 `user=` with `password=` makes an ACL user (`--user NAME on >PASSWORD ~* &* +@all`) and turns
 the default user off, so only that user gets in. Tests that need TLS skip with one clear line
 when `openssl` is absent, or when this redis-server was built without TLS.
+
+`binary=` picks the server program, `redis-server` (the default) or `valkey-server` (Valkey 8 from
+Debian bookworm-backports, which takes the same options): `SERVERS` maps each name to its path,
+`server_params()` is a fixture's `params=` for both (each skipped, as `needs_redis` skips, when its
+binary is absent), and `cli_for` names the matching `redis-cli` / `valkey-cli`.
 """
 
 from __future__ import annotations
@@ -30,6 +35,15 @@ REASON = (
     " (macOS); .ci/run installs it"
 )
 needs_redis = pytest.mark.skipif(BINARY is None, reason=REASON)
+VALKEY = shutil.which("valkey-server")
+VALKEY_REASON = (
+    "valkey-server is missing: apt-get install -t bookworm-backports valkey-server (Debian 12),"
+    " brew install valkey (macOS); .ci/run installs it"
+)
+needs_valkey = pytest.mark.skipif(VALKEY is None, reason=VALKEY_REASON)
+#: The server programs the sharing tests run on, by name: their paths (None when absent).
+SERVERS: dict[str, str | None] = {"redis-server": BINARY, "valkey-server": VALKEY}
+_MISSING = {"redis-server": (needs_redis, REASON), "valkey-server": (needs_valkey, VALKEY_REASON)}
 OPENSSL = shutil.which("openssl")
 OPENSSL_REASON = (
     "openssl is missing (it makes the TLS tests' throwaway CA): apt-get install openssl"
@@ -72,6 +86,24 @@ class Certificates:
                            stdin=subprocess.DEVNULL, timeout=120)
 
 
+def server_params() -> list[object]:
+    """`params=` of a fixture run once on each server program, each skipped when it is absent."""
+    return [pytest.param(name, marks=_MISSING[name][0], id=name) for name in SERVERS]
+
+
+def server_binary(name: str) -> str:
+    """The path of server program `name` (`redis-server`, `valkey-server`), else a skip."""
+    path = SERVERS[name]
+    if path is None:  # pragma: no cover - guarded by server_params' marks
+        pytest.skip(_MISSING[name][1])
+    return path
+
+
+def cli_for(binary: str) -> str | None:
+    """The command-line client beside a server program (`valkey-cli` for `valkey-server`)."""
+    return shutil.which(Path(binary).name.replace("-server", "-cli"))
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
@@ -82,9 +114,9 @@ class RedisServer:
     """One redis-server process; `stop`/`kill`/`pause`/`resume`/`start` for fault tests."""
 
     def __init__(self, directory: Path, *, password: str | None = None,
-                 user: str | None = None, tls: Certificates | None = None) -> None:
-        if BINARY is None:  # pragma: no cover - guarded by needs_redis
-            pytest.skip(REASON)
+                 user: str | None = None, tls: Certificates | None = None,
+                 binary: str = "redis-server", args: tuple[str, ...] = ()) -> None:
+        self.binary = server_binary(binary)
         assert user is None or password, "an ACL user needs a password"
         self.directory = directory
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -92,6 +124,7 @@ class RedisServer:
         self.user = user
         self.tls = tls
         self.port = free_port()
+        self.args = args  # more options for the server (e.g. `--replicaof`)
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -112,10 +145,9 @@ class RedisServer:
         self.stop()
 
     def start(self) -> None:
-        assert BINARY is not None
         log = self.directory / "redis.log"
         argv = [
-            BINARY, "--bind", "127.0.0.1", "--dir", str(self.directory),
+            self.binary, "--bind", "127.0.0.1", "--dir", str(self.directory),
             "--save", "", "--appendonly", "no", "--daemonize", "no", "--protected-mode", "no",
             "--logfile", str(log),
         ]
@@ -130,6 +162,7 @@ class RedisServer:
                      "--user", self.user, "on", f">{self.password}", "~*", "&*", "+@all"]
         elif self.password:
             argv += ["--requirepass", self.password]
+        argv += list(self.args)
         self.process = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
                                         stderr=subprocess.PIPE if self.tls else None)
         if self.user:
@@ -144,8 +177,8 @@ class RedisServer:
                     if self.process.stderr else ""
                 if self.tls is not None and _NO_TLS.search(said):
                     pytest.skip(TLS_REASON)
-                raise RuntimeError(f"redis-server exited with {self.process.returncode}: "
-                                   f"{said[-500:]}")
+                raise RuntimeError(f"{Path(self.binary).name} exited with "
+                                   f"{self.process.returncode}: {said[-500:]}")
             try:
                 with self._connect() as sock:
                     sock.sendall(f"{auth}PING\r\n".encode())
