@@ -36,7 +36,14 @@ from .live import LANE_TAIL_BYTES, Hub
 from .prompts import PROMPT_MAX_BYTES, PromptError, read_prompt, save_prompt
 from .runclock import RunClock
 from .security import Guard, allowed_hosts, host_label
-from .store_reads import FIRST_PAGE, MAX_PAGE, RunReader
+from .store_reads import (
+    FIRST_PAGE,
+    MAX_PAGE,
+    SEARCH_KINDS,
+    SEARCH_MAX_CHARS,
+    SEARCH_PAGE,
+    RunReader,
+)
 from .view import status_view
 
 STATIC_DIR: Final = Path(__file__).parent / "static"
@@ -202,6 +209,36 @@ class Panel:
             return _error(400, "before and limit must be whole numbers")
         return JSONResponse(posts)
 
+    def search(self, request: Request) -> Response:
+        """`GET /api/search?q=WORDS&author=ID&kind=post|message&before=SEQ&limit=N`: the whole
+        thread searched in the store, newest first, a bounded page at a time (docs/panel.md)."""
+        params = request.query_params
+        words, author, kind = (params.get("q", "").strip(), params.get("author", ""),
+                               params.get("kind", ""))
+        if len(words) > SEARCH_MAX_CHARS:
+            return _error(400, f"q: a search is at most {SEARCH_MAX_CHARS} characters, "
+                               f"this one has {len(words)}")
+        if kind not in SEARCH_KINDS:
+            return _error(400, "kind: 'post', 'message' or nothing")
+        if not (words or author or kind):
+            return _error(400, "q, author or kind: nothing to search for")
+        try:
+            before = params.get("before")
+            first = int(before) if before is not None else None
+            limit = min(max(int(params.get("limit", SEARCH_PAGE)), 1), SEARCH_PAGE)
+        except ValueError:
+            return _error(400, "before and limit must be whole numbers")
+        return JSONResponse(self.reader.search(words, author=author, kind=kind, before=first,
+                                               limit=limit))
+
+    def post(self, request: Request) -> Response:
+        """`GET /api/post/SEQ`: one post whole (a permalink to a post the page does not hold)."""
+        seq = request.path_params["seq"]
+        found = self.reader.post(seq)
+        if found is None:
+            return _error(404, f"post {seq} is not in this thread")
+        return JSONResponse(found)
+
     def thread_markdown(self, request: Request) -> Response:
         """The whole thread as Markdown (issue 41 item 6), oldest first, read a page at a time
         so a long thread is never held whole: a heading per post (author, engine, the instant
@@ -360,6 +397,8 @@ def build_app(run_dir: Path, *, team_dir: Path | None, token: str, host: str, po
         Route("/events", panel.events, methods=["GET"]),
         Route("/api/thread", panel.thread, methods=["GET"]),
         Route("/api/thread.md", panel.thread_markdown, methods=["GET"]),
+        Route("/api/search", panel.search, methods=["GET"]),
+        Route("/api/post/{seq:int}", panel.post, methods=["GET"]),
         Route("/api/lane/{participant}", panel.lane, methods=["GET"]),
         Route("/api/prompt/{participant}", panel.get_prompt, methods=["GET"]),
         *timeline_routes(run_dir),  # docs/timeline.md

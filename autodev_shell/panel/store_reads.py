@@ -29,12 +29,50 @@ FIRST_PAGE: Final = 50
 MAX_PAGE: Final = 500
 #: The author of a message said by the operator (`runner.USER`).
 USER: Final = "user"
+#: Search over the whole thread (`GET /api/search`, docs/panel.md "Search and filters"): the
+#: most matches one answer holds, the most posts one answer reads (a longer thread is searched
+#: a window at a time, the answer naming where to go on), the longest search accepted, and the
+#: excerpt of each match sent (a post may hold 1 MiB: the permalink opens it whole).
+SEARCH_PAGE: Final = 50
+SEARCH_SCAN: Final = 100_000
+SEARCH_MAX_CHARS: Final = 500
+EXCERPT_CHARS: Final = 300
+#: The search kinds: a participant's post, or a message said to the team by the operator.
+SEARCH_KINDS: Final = ("", "post", "message")
 
 
 def connect_ro(db: Path) -> sqlite3.Connection:
     """A read-only connection to the run's store: SQLite refuses every write through it."""
     return sqlite3.connect(f"file:{quote(str(db))}?mode=ro", uri=True, isolation_level=None,
                            timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
+
+
+def like_pattern(words: str) -> str:
+    """`%words%` for `LIKE … ESCAPE '\\'`, the search's own `%`, `_` and `\\` escaped: they
+    match themselves, never any text."""
+    escaped = words.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def _holds(value: str, needle: str) -> bool:
+    """`autodev_holds(column, needle)`: the search for words SQLite's `LIKE` cannot take as
+    they are (it folds the case of ASCII letters only, and ends a pattern at a NUL)."""
+    return needle in str(value).lower()
+
+
+def _plain(words: str) -> bool:
+    return words.isascii() and words.isprintable()
+
+
+def excerpt(text: str, words: str) -> tuple[str, bool, bool]:
+    """At most EXCERPT_CHARS of `text` around the first match of `words` (its start when the
+    match is in the author or the engine): the excerpt, and whether text was cut before and
+    after it."""
+    found = text.lower().find(words.lower()) if words else -1
+    start = max(0, found - EXCERPT_CHARS // 3) if found > 0 else 0
+    start = min(start, max(0, len(text) - EXCERPT_CHARS))
+    end = min(len(text), start + EXCERPT_CHARS)
+    return text[start:end], start > 0, end < len(text)
 
 
 def open_ro_store(run_dir: Path) -> RunStore:
@@ -75,6 +113,7 @@ class RunReader:
                 return None  # no run yet, or a restore is replacing it: asked again later
             try:
                 self._conn = connect_ro(self.db)
+                self._conn.create_function("autodev_holds", 2, _holds, deterministic=True)
             except sqlite3.Error:
                 return None
         return self._conn
@@ -131,6 +170,51 @@ class RunReader:
             rows += self._rows(f"SELECT {_POST_COLUMNS} FROM posts WHERE revision = ? AND "
                                "seq < ? ORDER BY seq DESC", (oldest[1], oldest[0]))
         return [post_json(r) for r in reversed(rows)]
+
+    def search(self, words: str, *, author: str = "", kind: str = "", before: int | None = None,
+               limit: int = SEARCH_PAGE) -> dict[str, Any]:
+        """The posts before `before` (a seq; the thread's end without it) whose text, author or
+        engine holds `words` (case ignored; `%`, `_` and quotes are plain characters), by
+        `author` and of `kind` when given, newest first: at most `limit`, and at most
+        SEARCH_SCAN posts read. `next` is where a further search starts (its `before`), None
+        once the thread's start is reached."""
+        end = self.last_seq() + 1 if before is None else before
+        low = max(0, end - SEARCH_SCAN)
+        where: list[str] = ["seq < ?", "seq >= ?"]
+        args: list[object] = [end, low]
+        if author:
+            where.append("participant = ?")
+            args.append(author)
+        if kind:
+            where.append("participant = ?" if kind == "message" else "participant <> ?")
+            args.append(USER)
+        if words and _plain(words):
+            where.append("(" + " OR ".join(f"{c} LIKE ? ESCAPE '\\'" for c in
+                                           ("text", "participant", "engine")) + ")")
+            args += [like_pattern(words)] * 3
+        elif words:
+            where.append("(" + " OR ".join(f"autodev_holds({c}, ?)" for c in
+                                           ("text", "participant", "engine")) + ")")
+            args += [words.lower()] * 3
+        rows = self._rows(f"SELECT {_POST_COLUMNS} FROM posts WHERE {' AND '.join(where)} "
+                          "ORDER BY seq DESC LIMIT ?", (*args, limit))
+        if len(rows) == limit:
+            after: int | None = int(rows[-1][0])
+        else:
+            first = self._rows("SELECT MIN(seq) FROM posts")
+            after = low if first and first[0][0] is not None and low > first[0][0] else None
+        found = []
+        for row in rows:
+            post = post_json(row)
+            post["excerpt"], post["cut_before"], post["cut_after"] = excerpt(post.pop("text"),
+                                                                               words)
+            found.append(post)
+        return {"posts": found, "next": after, "from": end, "to": low}
+
+    def post(self, seq: int) -> dict[str, Any] | None:
+        """One post by its seq (a permalink), whole."""
+        rows = self._rows(f"SELECT {_POST_COLUMNS} FROM posts WHERE seq = ?", (seq,))
+        return post_json(rows[0]) if rows else None
 
     def last_revision(self) -> int:
         """The revision of the newest post (0: none)."""
