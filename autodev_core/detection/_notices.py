@@ -184,6 +184,8 @@ class Found:
 
     text: str
     reset_at: datetime | None
+    #: How the reset read was written (`LimitNotice.reset_form`); None when none was read.
+    reset_form: str | None = None
 
 
 def _line_around(text: str, start: int, end: int) -> str:
@@ -199,9 +201,31 @@ def _line_around(text: str, start: int, end: int) -> str:
     return line[key.end() if key else 0 :][:MAX_NOTICE_TEXT]
 
 
-def _readers(win: str, start: int, meter: Meter | None) -> Iterator[tuple[Resolver, int]]:
-    """The resets written after `start` in `win`, in order, each with where it ends; the first
-    that gives a reset at an instant is the notice's (`_read_reset`)."""
+#: docs/sharing.md "Clocks": what in a reset as written names a day (a date, a weekday,
+#: tomorrow), an epoch, or a clock time; a reset with none of them is a duration.
+_FORM_DAY = re.compile(
+    r"\d{4}-\d{2}-\d{2}|\b(?:tomorrow|jan|feb|fev|mar|apr|abr|may|mai|jun|jul|aug|ago|sep|set"
+    r"|oct|out|nov|dec|dez|dic|ene|mon|tue|wed|thu|fri|sat|sun)", re.IGNORECASE)
+_FORM_EPOCH = re.compile(r"(?<!\d)(?:\d{13}|\d{10})(?!\d)")
+_FORM_CLOCK = re.compile(r"\d:\d{2}|\d\s?[ap]\.?\s?m\b", re.IGNORECASE)
+
+
+def _form_of(written: str) -> str:
+    """How a reset `parse_when` read was written (`LimitNotice.reset_form`): `date`, `epoch`,
+    `clock`, else `relative` (a duration)."""
+    if _FORM_DAY.search(written):
+        return "date"
+    if _FORM_EPOCH.search(written):
+        return "epoch"
+    return "clock" if _FORM_CLOCK.search(written) else "relative"
+
+
+def _readers(
+    win: str, start: int, meter: Meter | None
+) -> Iterator[tuple[Resolver, int, str]]:
+    """The resets written after `start` in `win`, in order, each with where it ends and how it
+    was written (`_form_of`); the first that gives a reset at an instant is the notice's
+    (`_read_reset`)."""
     pos = start
     reach = min(len(win), start + _RESET_REACH)
     paragraph = win.find("\n\n", start, reach)  # a reset belongs to its own paragraph
@@ -220,23 +244,24 @@ def _readers(win: str, start: int, meter: Meter | None) -> Iterator[tuple[Resolv
                 read_duration(rest, meter)
             )
             if written is not None:
-                yield after_seconds(written[0]), cue_end + written[1]
+                yield after_seconds(written[0]), cue_end + written[1], "relative"
         else:
             read = parse_when(win[cue_end:], meter)
             if read is not None and read[0] is not None:
-                yield read[0], cue_end + read[1]
+                yield read[0], cue_end + read[1], _form_of(win[cue_end:cue_end + read[1]])
         pos = max(cue_end, pos + 1)
 
 
 def _read_reset(
     win: str, start: int, now: datetime, local_tz: tzinfo, meter: Meter | None
-) -> tuple[datetime | None, int]:
-    """The first reset written after `start` in `win` (and where it ends), else (None, start)."""
-    for resolve, end in _readers(win, start, meter):
+) -> tuple[datetime | None, int, str | None]:
+    """The first reset written after `start` in `win` (where it ends, how it was written),
+    else (None, start, None)."""
+    for resolve, end, form in _readers(win, start, meter):
         reset = resolve(now, local_tz)
         if reset is not None:
-            return reset, end
-    return None, start
+            return reset, end, form
+    return None, start, None
 
 
 @attrs.frozen
@@ -253,9 +278,10 @@ class Candidate:
     end: int
 
     def found(self, now: datetime, local_tz: tzinfo, meter: Meter | None = None) -> Found:
-        reset, reset_end = _read_reset(self.win, self.start, now, local_tz, meter)
+        reset, reset_end, form = _read_reset(self.win, self.start, now, local_tz, meter)
         return Found(
-            text=_line_around(self.win, self.start, max(self.end, reset_end)), reset_at=reset
+            text=_line_around(self.win, self.start, max(self.end, reset_end)), reset_at=reset,
+            reset_form=form,
         )
 
     def prepared(self) -> PreparedCandidate:
@@ -263,10 +289,10 @@ class Candidate:
         win, start, phrase_end = self.win, self.start, self.end
         text = _line_around(win, start, phrase_end)
         readers = []
-        for resolve, end in _readers(win, start, None):
+        for resolve, end, form in _readers(win, start, None):
             # A reset on the phrase's line gives the phrase's text (`_line_around` ends lines).
             same = end <= phrase_end or win.find("\n", phrase_end, end) == -1
-            readers.append((resolve, text if same else _line_around(win, start, end)))
+            readers.append((resolve, text if same else _line_around(win, start, end), form))
         return PreparedCandidate(readers=tuple(readers), text=text)
 
 
@@ -275,21 +301,22 @@ class PreparedCandidate:
     """A `Candidate` whose resets are parsed: each with the notice's text when it is the one
     read. `found` gives what `Candidate.found` gives, at any instant, with no regex."""
 
-    readers: tuple[tuple[Resolver, str], ...]
+    readers: tuple[tuple[Resolver, str, str], ...]
     #: The notice's text when no reset is readable at the instant.
     text: str
 
     def found(self, now: datetime, local_tz: tzinfo, meter: Meter | None = None) -> Found:
-        reset, text = self.read(now, local_tz)
-        return Found(text=text, reset_at=reset)
+        reset, text, form = self.read(now, local_tz)
+        return Found(text=text, reset_at=reset, reset_form=form)
 
-    def read(self, now: datetime, local_tz: tzinfo) -> tuple[datetime | None, str]:
-        """What `found` holds (the reset, the text), without building it."""
-        for resolve, text in self.readers:
+    def read(self, now: datetime, local_tz: tzinfo) -> tuple[datetime | None, str, str | None]:
+        """What `found` holds (the reset, the text, how the reset was written), without
+        building it."""
+        for resolve, text, form in self.readers:
             reset = resolve(now, local_tz)
             if reset is not None:
-                return reset, text
-        return None, self.text
+                return reset, text, form
+        return None, self.text, None
 
 
 def candidates(text: str, provider: str, meter: Meter | None = None) -> Iterator[Candidate]:

@@ -15,6 +15,9 @@ import attrs
 from ..engine import PROVIDERS
 from ..times import utc_or_none
 
+#: `LimitNotice.reset_form`: how a notice wrote its reset (docs/sharing.md "Clocks").
+RESET_FORMS = ("epoch", "relative", "clock", "date")
+
 OutputKind = Literal["limit", "network", "login", "other"]
 OUTPUT_KINDS: tuple[str, ...] = ("limit", "network", "login", "other")
 
@@ -27,6 +30,13 @@ class LimitNotice:
     provider: str = attrs.field(validator=attrs.validators.in_(PROVIDERS))
     reset_at: datetime | None = attrs.field(converter=utc_or_none)
     text: str = attrs.field()
+    #: How the reset was written (docs/sharing.md "Clocks"): `epoch` (also a structured
+    #: event's), `relative` (a duration), `clock` (a clock time, read on this machine's clock's
+    #: day) or `date` (a date, a weekday, tomorrow); None when no reset was read or not known.
+    #: Not part of equality: it is the same limit however its reset was written.
+    reset_form: str | None = attrs.field(
+        default=None, eq=False,
+        validator=attrs.validators.optional(attrs.validators.in_(RESET_FORMS)))
 
     @reset_at.validator
     def _aware(self, _attribute: object, value: datetime | None) -> None:

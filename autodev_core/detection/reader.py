@@ -204,35 +204,37 @@ class _PreparedLimit:
         read = self.read(now, local_tz, meter)
         if read is None:
             return None
-        return LimitNotice(provider=self.provider, reset_at=read[0], text=read[1])
+        return LimitNotice(provider=self.provider, reset_at=read[0], text=read[1],
+                           reset_form=read[2])
 
     def read(
         self, now: datetime, local_tz: tzinfo, meter: Meter | None = None
-    ) -> tuple[datetime | None, str] | None:
-        """The limit at `now` as (reset or None, text), or None: a structured limit with a
-        reset; else the first notice with a readable reset (with a structured limit's text when
-        there is one); else the last structured limit, else the first notice, without a reset."""
+    ) -> tuple[datetime | None, str, str | None] | None:
+        """The limit at `now` as (reset or None, text, how the reset was written), or None: a
+        structured limit with a reset (an epoch); else the first notice with a readable reset
+        (with a structured limit's text when there is one); else the last structured limit,
+        else the first notice, without a reset."""
         structured: str | None = None
         for text, resets_at in self.structured:
             structured = text
             if resets_at is not None:
                 reset = from_epoch(resets_at, now)
                 if reset is not None:
-                    return reset, text
+                    return reset, text, "epoch"
         first: str | None = None
         for piece in self.pieces:
             for candidate in piece:  # in order, up to the first with a reset (as `pick`)
                 if candidate.__class__ is PreparedCandidate:
-                    reset, text = candidate.read(now, local_tz)
+                    reset, text, form = candidate.read(now, local_tz)
                 else:
                     found = candidate.found(now, local_tz, meter)
-                    reset, text = found.reset_at, found.text
+                    reset, text, form = found.reset_at, found.text, found.reset_form
                 if reset is not None:
-                    return reset, structured if structured is not None else text
+                    return reset, structured if structured is not None else text, form
                 if first is None:
                     first = text
         chosen = structured if structured is not None else first
-        return None if chosen is None else (None, chosen)
+        return None if chosen is None else (None, chosen, None)
 
     def resolved(self) -> _PreparedLimit:
         """The same, with every piece's notices confirmed and their resets parsed now (to be
@@ -370,8 +372,9 @@ class PreparedClassification:
         now = now.astimezone(UTC)  # A6: durations are elapsed time, whatever zone `now` has
         read = self.limit.read(now, local_tz)
         if read is not None:
-            reset_at, text = read
-            notice = LimitNotice(provider=provider, reset_at=reset_at, text=text)
+            reset_at, text, form = read
+            notice = LimitNotice(provider=provider, reset_at=reset_at, text=text,
+                                 reset_form=form)
             return Classification(kind="limit", limit=notice, text=text)
         if self.login is not None:
             return Classification(kind="login", text=self.login)
