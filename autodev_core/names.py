@@ -17,6 +17,18 @@ WaitStatus = Literal["rate_limited", "unreachable", "backing_off"]
 Status = Literal["running", WaitStatus, "paused", "stopped"]
 STATUSES: Final[tuple[Status, ...]] = get_args(Status)
 WAIT_STATUSES: Final[tuple[WaitStatus, ...]] = get_args(WaitStatus)
+#: Why a run is `paused` (A42): the operator asked (`PauseRequested`), a participant's empty
+#: turns (A31), the failures in a row (A29), or claude's login (A32).
+PauseReason = Literal["operator", "empty", "failures", "login"]
+PAUSE_REASONS: Final[tuple[PauseReason, ...]] = get_args(PauseReason)
+#: What each reason needs of the operator, in a few words: the panel's tab badge and the
+#: notices' titles (docs/panel.md, docs/notifications.md).
+PAUSE_NEEDS: Final[dict[str, str]] = {
+    "operator": "paused by the operator",
+    "empty": "paused: turns ended without a post",
+    "failures": "paused: gave up after failed calls",
+    "login": "login needed",
+}
 
 #: B18: a turn is fresh (new input since the participant's last turn) or a no-new-input retry.
 TurnKind = Literal["fresh", "no-new-input"]

@@ -62,7 +62,8 @@ def restore_state(config: SchedulerConfig, saved: SchedulerState | None) -> Sche
     call the saved state held in flight has no outcome, so nothing says its CLI saw the input.
 
     The status is `paused` when the saved run was paused — a pause waits for a person (A29,
-    A31, A32), so feed `ResumeRequested` to go on — and `stopped` otherwise: feed `RunStarted`.
+    A31, A32), so feed `ResumeRequested` to go on — with its reason (`paused_for`; None in a
+    state saved before reasons were kept), and `stopped` otherwise: feed `RunStarted`.
     """
     _check_arguments(config, saved)
     fresh = initial_state(config)
@@ -79,6 +80,7 @@ def restore_state(config: SchedulerConfig, saved: SchedulerState | None) -> Sche
     return attrs.evolve(
         fresh,
         status="paused" if saved.status == "paused" else "stopped",
+        paused_for=saved.paused_for if saved.status == "paused" else None,
         due=due,
         approved=approved,
         gates=gates,

@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import attrs
 
 from ..engine import PROVIDERS, Engine
-from ..names import STATUSES, Status
+from ..names import PAUSE_REASONS, STATUSES, PauseReason, Status
 from ..participant import Participant
 from .policy import DEFAULT_POLICY, Policy
 
@@ -197,6 +197,9 @@ class SchedulerState:
     - `usage_series`: the recent readings of each account window, for the forecast of `autodev
       status` (`forecast.trim_series` keeps it bounded: the window's current cycle, at most
       `SERIES_MAX` readings); never read by a decision (A1).
+    - `paused_for`: why the run is `paused` — `operator` (a `PauseRequested`), `empty` (A31),
+      `failures` (A29) or `login` (A32) — and None whenever it is not paused (a state saved
+      before the field existed loads with None; `autodev status` then says plain `paused`).
     """
 
     config: SchedulerConfig
@@ -219,6 +222,9 @@ class SchedulerState:
     last_event_at: datetime | None = None
     readings: tuple[EngineUsage, ...] = ()
     usage_series: tuple[UsagePoint, ...] = ()
+    paused_for: PauseReason | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.in_(PAUSE_REASONS)))
+
     def __attrs_post_init__(self) -> None:
         if self.status not in STATUSES:
             raise ValueError(f"unknown status {self.status!r} (one of {', '.join(STATUSES)})")

@@ -27,7 +27,7 @@ import attrs
 from ..detection.classification import UsageReading
 from ..engine import Engine
 from ..errors import AutodevError
-from ..names import STATUSES, WAIT_STATUSES
+from ..names import STATUSES, WAIT_STATUSES, PauseReason
 from . import logs
 from .effects import Effect, Log, LogKind, Sleep, StartCall, Status, StatusChanged, TurnKind
 from .events import (
@@ -102,6 +102,7 @@ class _Working:
     last_event_at: datetime
     readings: tuple[EngineUsage, ...]
     usage_series: tuple[UsagePoint, ...]
+    paused_for: PauseReason | None
     effects: list[Effect] = attrs.Factory(list)
     _limited: Limited | None = None
 
@@ -130,10 +131,12 @@ class _Working:
     def log(self, message: str, kind: LogKind, **fields: Any) -> None:
         self.effects.append(Log(self.now, message, kind, **fields))
 
-    def set_status(self, status: Status) -> None:
+    def set_status(self, status: Status, paused_for: PauseReason | None = None) -> None:
+        """`paused_for`: why, when `status` is `paused`; any other status clears it."""
         if status != self.status:
             self.status = status
             self.effects.append(StatusChanged(self.now, status))
+        self.paused_for = paused_for if status == "paused" else None
 
     def set_limits(self, limits: tuple[EngineLimit, ...]) -> None:
         self.limits = limits
@@ -735,13 +738,13 @@ def _fail(w: _Working, runner: int, event: CallEnded) -> None:
     if event.kind == "empty" and w.empties[runner] >= policy.empty_turns:
         w.log(logs.empty_turns(member.id, policy.empty_turns), "empty-turns",
               participant=member.id, count=w.empties[runner])
-        w.set_status("paused")
+        w.set_status("paused", "empty")
         return
     if w.failures >= policy.attempts:
         waited = logs.span(policy.give_up_span())
         w.log(logs.gave_up(what, policy.attempts, waited), "gave-up", count=w.failures,
               failure=what)
-        w.set_status("paused")
+        w.set_status("paused", "failures")
         return
     if _budget_spent(w):
         return
@@ -836,7 +839,7 @@ def _on_call_ended(w: _Working, event: CallEnded) -> None:
         w.log(logs.not_logged_in(event.engine.provider, event.participant),  # A32
               "not-logged-in", participant=event.participant, engine=event.engine,
               provider=event.engine.provider)
-        w.set_status("paused")
+        w.set_status("paused", "login")
         return
     if kind in ("exit", "timeout", "empty"):
         _fail(w, runner, event)
@@ -889,7 +892,7 @@ def _on_stop(w: _Working, _event: StopRequested) -> None:
 
 def _on_pause(w: _Working, _event: PauseRequested) -> None:
     w.wait_until = None
-    w.set_status("paused")
+    w.set_status("paused", "operator")
 
 
 def _on_resume(w: _Working, _event: ResumeRequested) -> None:

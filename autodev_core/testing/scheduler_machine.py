@@ -289,7 +289,11 @@ class SchedulerMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.state is not None and self.state.status != "stopped")
     @rule()
     def pause(self) -> None:
+        before = self.s
         self.feed(PauseRequested(now=self.now))
+        # A pause asked for is the operator's; a run already paused keeps the reason it has.
+        assert self.s.paused_for == (
+            before.paused_for if before.status == "paused" else "operator")
 
     @precondition(lambda self: self.state is not None and self.state.status == "paused")
     @rule(jump=durations())
@@ -339,6 +343,7 @@ class SchedulerMachine(RuleBasedStateMachine):
         assert (restored.iterations, restored.runtime) == (saved.iterations, saved.runtime)
         assert restored.last_event_at == saved.last_event_at  # A20: the saved instant, a floor
         assert restored.status == ("paused" if saved.status == "paused" else "stopped")
+        assert restored.paused_for == saved.paused_for  # why it paused, kept
         self.state = restored
         self._start_counts_afresh(jump)
         if restored.status == "paused":
@@ -689,18 +694,19 @@ class SchedulerMachine(RuleBasedStateMachine):
             self.empties[event.participant] >= SPEC_EMPTY_TURNS
         )
         if empty_pause:  # A31: the 3rd empty turn of one participant pauses at once
-            assert after.status == "paused"
+            assert after.status == "paused" and after.paused_for == "empty"
             assert messages[-1] == (
                 f"{event.participant} ended {SPEC_EMPTY_TURNS} turns in a row without a post; "
                 "run paused — resume to try again."
             )
         elif event.kind in ("exit", "timeout", "empty") and self.failures >= SPEC_GIVE_UP_AFTER:
             assert after.status == "paused"  # A29: exactly at the 12th failure
+            assert after.paused_for == "failures"
             assert messages[-1].startswith(
                 f"Gave up after {SPEC_GIVE_UP_AFTER} failed attempts in a row, over five hours ("
             )
         elif event.kind == "login":
-            assert after.status == "paused"
+            assert after.status == "paused" and after.paused_for == "login"  # A32
         elif event.kind in ("exit", "timeout", "empty"):
             if after.status == "stopped":
                 assert after.config.max_iterations is not None
@@ -813,6 +819,14 @@ class SchedulerMachine(RuleBasedStateMachine):
         if line.kind != "wait-unreachable":
             assert f"waiting for {named[0]}," in line.message, (line.message, candidates)
         assert (line.engine, line.provider) == named[1:], (line, candidates)
+
+    @invariant()
+    def paused_exactly_when_a_reason_is_said(self) -> None:
+        """A42: the run is `paused` if and only if it says why (`paused_for`): set by every
+        pause (A29, A31, A32, the operator's), cleared by whatever takes the run out of it."""
+        if self.state is not None:
+            assert (self.state.status == "paused") == (self.state.paused_for is not None), (
+                self.state.status, self.state.paused_for)
 
     @invariant()
     def due_is_a_member(self) -> None:
