@@ -16,7 +16,11 @@ to its next occurrence; a full date or an epoch that far past gives no reset (No
 a wrong one, and so does a duration that is not ahead. Wall-clock times are built in their zone
 (zoneinfo), never by adding hours, so a DST change between now and the reset is right; a
 duration is elapsed time, added in UTC ("in 2 hours" at 00:01 on the night the clocks fall back
-is the second 01:01, A6).
+is the second 01:01, A6). A wall time the clocks show twice (a DST fold) names the first
+of its two instants, unless that one is too far past: then the second (the hour after the
+clocks went back, PEP 495's fold=1). Every reset is returned in UTC (A6: the core computes
+instants in UTC): the printed zone serves only to read the wall time, so nothing downstream
+compares resets across zones (`==` between zones is False in a fold, PEP 495).
 
 Reading is in two steps: `parse_when` reads the text (the regexes) into a `Resolver`, and the
 resolver works out the reset at an instant (only arithmetic and the zone's rules). A caller
@@ -148,20 +152,21 @@ _DAYS = tuple(timedelta(days=n) for n in range(9))
 
 
 def _later(reset: datetime, now: datetime) -> datetime | None:
-    """`reset` when it is strictly later than `now` and not absurdly far (A6, A38)."""
+    """`reset`, in UTC, when it is strictly later than `now` and not absurdly far (A6, A38)."""
     try:
-        ahead = reset.astimezone(UTC) - now.astimezone(UTC)
+        at = reset.astimezone(UTC)
+        ahead = at - now.astimezone(UTC)
     except OverflowError:  # an instant past either end of the calendar is no reset
         return None
     if ahead <= _ZERO or ahead > MAX_RESET_AHEAD:
         return None
-    return reset
+    return at
 
 
 def _printed(reset: datetime, now: datetime) -> datetime | None:
     """A reset printed as an instant (a clock time, a date, an epoch), read at `now` (A6): itself
-    when later than `now`; when at or before `now` by at most PAST_GRACE, the probe one minute
-    after the notice; when further past, None (the caller may try the next day or year)."""
+    (in UTC) when later than `now`; when at or before `now` by at most PAST_GRACE, the probe one
+    minute after the notice; when further past, None (the caller may try the next day or year)."""
     try:
         behind = now.astimezone(UTC) - reset.astimezone(UTC)
     except OverflowError:  # an instant past either end of the calendar is no reset
@@ -281,7 +286,7 @@ def _parse_iso(text: str, meter: Meter | None) -> tuple[Resolver | None, int] | 
         return None, found.end()
 
     def resolve(now: datetime, local_tz: tzinfo) -> datetime | None:
-        return _printed(wall.replace(tzinfo=zone if zone is not None else local_tz), now)
+        return _printed_wall(wall.replace(tzinfo=zone if zone is not None else local_tz), now)
 
     return resolve, found.end()
 
@@ -388,7 +393,21 @@ def date_or_none(year: int, month: int, day: int) -> date | None:
 def _at(day: date | None, clock: time, zone: tzinfo, now: datetime) -> datetime | None:
     if day is None:
         return None
-    return _printed(datetime.combine(day, clock, tzinfo=zone), now)
+    return _printed_wall(datetime.combine(day, clock, tzinfo=zone), now)
+
+
+def _printed_wall(wall: datetime, now: datetime) -> datetime | None:
+    """`_printed` of a wall time in its zone (fold=0): when the clocks show it twice (a DST
+    fold) and its first instant is too far past, its second (fold=1), which may be ahead or
+    just met (A6: the reset as written, read in the zone it names). A wall time in a gap keeps
+    PEP 495's reading (fold=0): no clock printed it."""
+    reset = _printed(wall, now)
+    if reset is None:
+        second = wall.replace(fold=1)
+        offset, second_offset = wall.utcoffset(), second.utcoffset()
+        if offset is not None and second_offset is not None and second_offset < offset:
+            return _printed(second, now)  # a fold: the later instant has the smaller offset
+    return reset
 
 
 def parse_when(text: str, meter: Meter | None) -> tuple[Resolver | None, int] | None:

@@ -6,7 +6,7 @@ text (`resets 3:11am (America/New_York)`, `resets Dec 10, 5am (…)`). SPEC A6, 
 4: a clock time names the start of its printed minute; it is "already past" only when more than
 ten minutes before now; one read at or before now within those ten minutes is today's (a date's
 year this year's) and is probed again one minute after the notice — never at once, never a day
-later. The model below states that rule on its own, from the printed minute and the instant.
+later. The model (tests/helpers/reset_model.py) states that rule on its own, in instants.
 """
 
 from __future__ import annotations
@@ -15,6 +15,14 @@ import json
 from datetime import UTC, datetime, timedelta, tzinfo
 from zoneinfo import ZoneInfo
 
+from helpers.reset_model import (
+    GRACE,
+    PROBE,
+    GapBeforeTheReset,
+    clock_days,
+    instants_showing,
+    read_reset,
+)
 from hypothesis import example, given
 from hypothesis import strategies as st
 
@@ -23,8 +31,6 @@ from autodev_core.detection import classify_output, detect_limit
 NEW_YORK = ZoneInfo("America/New_York")
 ZONES = (UTC, NEW_YORK, ZoneInfo("Europe/Lisbon"), ZoneInfo("Asia/Kolkata"),
          ZoneInfo("Australia/Adelaide"))
-GRACE = timedelta(minutes=10)
-PROBE = timedelta(minutes=1)
 
 
 def codex_clock(reset: datetime, zone: tzinfo) -> str:
@@ -49,16 +55,6 @@ def read(provider: str, text: str, now: datetime, zone: tzinfo) -> datetime | No
     notice = detect_limit(provider, stderr=text, exit_code=1, now=now, local_tz=zone)
     assert notice is not None, text
     return notice.reset_at
-
-
-def expected(printed: datetime, now: datetime) -> datetime:
-    """The model: the printed minute `printed` (aware, the start of its minute), read at `now`."""
-    if printed > now:
-        return printed
-    if now - printed <= GRACE:
-        return now.astimezone(UTC) + PROBE  # a minute of time, not of wall clock (a DST edge)
-    wall = printed.replace(tzinfo=None) + timedelta(days=1)  # the next day, same wall clock
-    return wall.replace(tzinfo=printed.tzinfo)
 
 
 def minute_of(instant: datetime, zone: tzinfo) -> datetime:
@@ -163,23 +159,41 @@ read_offsets = st.one_of(
 # Read at 01:59 in Adelaide as its clocks went back at 03:00: the probe is 02:00, a folded hour.
 @example(server_reset=datetime(2026, 4, 4, 15, 29, tzinfo=UTC),
          zone=ZoneInfo("Australia/Adelaide"), read_at=0, claude=False)
+# New York's second 01:30 (EST) on the night its clocks go back, read ten and fifty minutes
+# before it: ten minutes ahead; and at 01:40 EDT, the first 01:30 just met (probed in a minute).
+@example(server_reset=datetime(2026, 11, 1, 6, 30, 20, tzinfo=UTC), zone=NEW_YORK,
+         read_at=-600, claude=True)
+@example(server_reset=datetime(2026, 11, 1, 6, 30, 20, tzinfo=UTC), zone=NEW_YORK,
+         read_at=-3000, claude=False)
 def test_A6_a_printed_minute_read_at_any_instant_near_it(
     server_reset: datetime, zone: tzinfo, read_at: int, claude: bool
 ) -> None:
-    """The reading equals the model's; and while the server's reset is still ahead, it is never
-    more than one printed minute from it (the CLI cut it down to the minute)."""
-    now = minute_of(server_reset, zone) + timedelta(seconds=read_at)
+    """The reading equals the model's (tests/helpers/reset_model.py); and while the server's
+    reset is still ahead, it is never more than one printed minute from it (the CLI cut it down
+    to the minute) — unless the clocks show that minute twice (a DST fold) and its first showing
+    was just met: then it is probed one minute after the notice (A6)."""
+    printed = minute_of(server_reset, zone)
+    # `read_at` seconds of time after the printed minute's start, not of wall clock (the old
+    # model's `printed + timedelta(...)` moved the wall clock, an hour off in a fold).
+    now = server_reset.replace(second=0, microsecond=0) + timedelta(seconds=read_at)
     if claude and isinstance(zone, ZoneInfo):
         text, provider = claude_clock(server_reset, zone), "claude"
     else:
         text, provider = codex_clock(server_reset, zone), "codex"
-    printed = minute_of(server_reset, zone)
     reading = read(provider, text, now, zone)
-    want = expected(printed, now)
-    if want.replace(tzinfo=None) != want.astimezone(zone).replace(tzinfo=None):
-        return  # the next day's wall time falls in a DST gap: not this property's question
-    # Compared as instants: `==` between zones is False for a wall time in a DST fold (PEP 495),
-    # even at the same instant (seed 247526369: 02:00 in Adelaide as its clocks went back).
-    assert reading is not None and reading.astimezone(UTC) == want.astimezone(UTC)
+    wall = printed.replace(tzinfo=None)
+    try:
+        want = read_reset(clock_days(now, zone), wall.time(), zone, now)
+    except GapBeforeTheReset:
+        return  # a candidate day's wall time falls in a DST gap: not this property's question
+    # Both in UTC (the reader hands on UTC, A6), so `==` compares the instants: between zones it
+    # is False for a wall time in a fold (PEP 495; seed 247526369: 02:00 in Adelaide).
+    assert reading is not None and reading.tzinfo is UTC
+    assert reading == want
     if now < server_reset:
-        assert reading is not None and abs(reading - server_reset) < timedelta(minutes=1)
+        shown = instants_showing(wall.date(), wall.time(), zone)
+        just_met = [t for t in shown if t <= now and now - t <= GRACE]
+        if just_met and len(shown) == 2:
+            assert reading == now + PROBE
+        else:
+            assert abs(reading - server_reset) < timedelta(minutes=1)
