@@ -351,6 +351,7 @@
     const seen = new Set();
     for (const p of view.participants || []) {
       seen.add(p.id);
+      noteAuthor(p.id); // the whole thread's search filters by anyone of the team
       let card = box.querySelector(`[data-participant="${CSS.escape(p.id)}"]`);
       if (!card) {
         card = el("article", { class: "participant", "data-participant": p.id,
@@ -433,18 +434,22 @@
     const node = el("article", { class: `post kind-${post.kind}`, "data-revision": post.revision,
                                  "data-seq": post.seq, "data-key": post.key,
                                  "data-author": post.author, id: `post-${post.seq}` });
+    node.append(...postParts(post));
+    noteAuthor(post.author);
+    if (!matches(node)) node.classList.add("filtered-out");
+    return node;
+  }
+
+  function postParts(post) {
     const link = el("a", { class: "permalink", href: `#post-${post.seq}`, text: "link" });
     link.setAttribute("aria-label", `link to this post (${post.author}, revision ${post.revision})`);
-    node.append(
+    return [
       el("p", { class: "post-head" },
          el("span", { class: "author", text: post.author }),
          post.engine ? el("span", { class: "via", text: ` via ${post.engine}` }) : "",
          " · ", el("time", { datetime: post.at, text: atText(post.at) }),
          el("span", { class: "rev", text: ` · revision ${post.revision}` }), " · ", link),
-      el("div", { class: "text", text: visible(post.text) }));
-    noteAuthor(post.author);
-    if (!matches(node)) node.classList.add("filtered-out");
-    return node;
+      el("div", { class: "text", text: visible(post.text) })];
   }
 
   // --- search and filters over the posts the page holds ------------------------------------------
@@ -479,28 +484,122 @@
       if (keep) shown += 1;
     });
     const on = $("#thread-search").value.trim() || $("#thread-author").value || $("#thread-kind").value;
-    setText("#filter-result", on ? `${shown} of the ${posts.length} posts loaded match ("Load older posts" to search further back)` : "");
+    setText("#filter-result", on ? `${shown} of the ${posts.length} posts loaded match` : "");
   }
   for (const id of ["#thread-search", "#thread-author", "#thread-kind"]) {
-    $(id).addEventListener("input", applyFilters);
+    $(id).addEventListener("input", () => { applyFilters(); searchSoon(); });
   }
-  $("#thread-filters").addEventListener("submit", (e) => e.preventDefault());
+  $("#thread-filters").addEventListener("submit", (e) => { e.preventDefault(); searchWhole(false); });
 
-  // A permalink (#post-SEQ) opened: older pages are loaded until the post is there (at most 20).
+  // --- search over the whole thread: GET /api/search reads the run's store, a bounded page
+  // at a time, newest first; its permalinks open the matches even long before the posts loaded.
+  const SEARCH_PAGE = 50;
+  const SEARCH_WINDOWS = 20; // store windows read per action (the server reads 100,000 posts each)
+  let searchAsked = 0; // the newest search: an answer to an older one is dropped
+  let searchTimer = null;
+  let searchNext = null;
+
+  function searchSoon() {
+    clearTimeout(searchTimer);
+    searchTimer = setTimeout(() => searchWhole(false), 250);
+  }
+
+  function searchItem(post) {
+    const link = el("a", { class: "permalink", href: `#post-${post.seq}`,
+                           text: `${post.author}${post.engine ? ` via ${post.engine}` : ""} · ${atText(post.at)} · revision ${post.revision}` });
+    const text = `${post.cut_before ? "…" : ""}${visible(post.excerpt)}${post.cut_after ? "…" : ""}`;
+    return el("li", { "data-seq": post.seq }, link, el("p", { class: "excerpt", text }));
+  }
+
+  async function searchWhole(more) {
+    const words = $("#thread-search").value.trim();
+    const author = $("#thread-author").value;
+    const kind = $("#thread-kind").value;
+    const box = $("#search-results");
+    const list = $("#search-list");
+    const asked = ++searchAsked;
+    clearTimeout(searchTimer);
+    if (!words && !author && !kind) { box.hidden = true; list.replaceChildren(); searchNext = null; return; }
+    if (!more) { list.replaceChildren(); searchNext = null; }
+    box.hidden = false;
+    $("#search-more").hidden = true;
+    setText("#search-summary", "searching the whole thread…");
+    let before = more ? searchNext : null;
+    let added = 0;
+    for (let part = 0; part < SEARCH_WINDOWS; part += 1) {
+      const params = new URLSearchParams();
+      if (words) params.set("q", words);
+      if (author) params.set("author", author);
+      if (kind) params.set("kind", kind);
+      if (before !== null) params.set("before", before);
+      params.set("limit", SEARCH_PAGE - added);
+      let page;
+      try {
+        const answer = await fetch(`/api/search?${params}`, { credentials: "same-origin" });
+        page = await answer.json();
+        if (!answer.ok) throw new Error(page.error || answer.status);
+      } catch (err) {
+        if (asked === searchAsked) setText("#search-summary", `the search failed: ${err.message}`);
+        return;
+      }
+      if (asked !== searchAsked) return;
+      for (const post of page.posts) list.append(searchItem(post));
+      added += page.posts.length;
+      before = page.next;
+      if (before === null || added >= SEARCH_PAGE) break;
+    }
+    searchNext = before;
+    const count = list.childElementCount;
+    const what = count === 1 ? "1 match" : `${count} matches`;
+    setText("#search-summary", searchNext === null
+      ? `${what} in the whole thread, newest first`
+      : `${what} so far, newest first; "Search further back" goes on`);
+    $("#search-more").hidden = searchNext === null;
+  }
+  $("#search-more").addEventListener("click", () => searchWhole(true));
+  $("#search-list").addEventListener("click", (e) => {
+    const link = e.target.closest("a.permalink");
+    if (link && link.getAttribute("href") === location.hash) showLinked(); // no hashchange
+  });
+
+  // A permalink (#post-SEQ) opened: a post a few pages before those loaded is loaded into the
+  // thread (older pages, at most 4); one further back (a search's match in a long thread) opens
+  // whole in "The linked post" above the thread (GET /api/post/SEQ), the thread left as it is.
   async function showLinked() {
     const found = /^#post-(\d+)$/.exec(location.hash);
     if (!found) return;
-    for (let page = 0; page < 20 && !document.getElementById(`post-${found[1]}`); page += 1) {
+    const seq = Number(found[1]);
+    const loaded = Array.from(seqs);
+    const first = loaded.length ? Math.min(...loaded) : null;
+    for (let page = 0; page < 4 && first !== null && seq < first && seq >= first - 200
+         && !document.getElementById(`post-${seq}`); page += 1) {
       if (oldestRevision === null) return;
       if (!(await loadOlder())) break;
     }
-    const node = document.getElementById(`post-${found[1]}`);
-    if (!node) { setText("#older-result", `post ${found[1]} is not in this thread`); return; }
-    following = false;
-    node.classList.add("linked");
-    node.scrollIntoView({ block: "center" });
+    const node = document.getElementById(`post-${seq}`);
+    if (node) {
+      $("#linked-post").hidden = true;
+      following = false;
+      node.classList.add("linked");
+      node.scrollIntoView({ block: "center" });
+      return;
+    }
+    const answer = await fetch(`/api/post/${seq}`, { credentials: "same-origin" });
+    if (!answer.ok) { setText("#older-result", `post ${seq} is not in this thread`); return; }
+    const post = await answer.json();
+    const shown = el("article", { class: `post kind-${post.kind} linked`, "data-seq": post.seq,
+                                  "data-revision": post.revision, "data-author": post.author },
+                     ...postParts(post));
+    setText("#linked-title", `Post ${post.seq} (revision ${post.revision}), not among the posts loaded in the thread`);
+    $("#linked-body").replaceChildren(shown);
+    $("#linked-post").hidden = false;
+    $("#linked-post").scrollIntoView({ block: "nearest" });
   }
   window.addEventListener("hashchange", showLinked);
+  $("#linked-close").addEventListener("click", () => {
+    $("#linked-post").hidden = true;
+    $("#linked-body").replaceChildren();
+  });
 
   // Posts are shown in slices of at most SLICE_MS of work, each one DOM insertion and one
   // scroll, the page answering clicks between slices: a burst of 20,000 posts never freezes it.
