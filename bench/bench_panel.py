@@ -27,8 +27,14 @@ commits them; sync off: setup, not measured) to 100 and to 100,000 posts.
   page's delay with nothing arriving (the baseline, measured in the same run). Target ≤ 100 ms.
   Also said: the posts the thread's DOM holds at the end (bounded at 1,000) and how long the
   page took to show the burst's last post.
+- **Search the whole thread** (issue 41). `GET /api/search` on the 100,000-post run, through
+  the real panel, for words no post holds (the worst: every post is read, and the answer is
+  empty): words of ASCII (SQLite's `LIKE`) and words with a letter past ASCII (the case folded
+  by Python, one call per post), beside reading the whole thread (every post's columns,
+  `SELECT … FROM posts`, in this process over the same file), interleaved round by round,
+  median of per-round ratios. The figure a user waits for is the request's time, in ms.
 
-    python bench/bench_panel.py [--quick] [--burst-only]
+    python bench/bench_panel.py [--quick] [--burst-only] [--search-only]
 """
 
 from __future__ import annotations
@@ -66,6 +72,12 @@ TARGET_LATENCY_S = 1.0
 TARGET_RSS_RATIO = 1.2
 TARGET_PAGE_RATIO = 3.0
 TARGET_CLICK_MS = 100.0
+#: A search of the whole thread against reading it whole (the floor of any reading of it).
+TARGET_SEARCH_RATIO = 1.0
+#: Words no post of the bench holds: ASCII (LIKE), and with a letter past ASCII (Python's fold).
+SEARCH_WORDS = {"plain": "zebra crossing", "folded": "zebra über"}
+#: Rounds of the search timing: (quick, full).
+SEARCH_ROUNDS = (5, 15)
 #: Posts of the burst, posts per commit, and the period of the clicks during it.
 BURST_POSTS, BURST_CHUNK, CLICK_EVERY = 20_000, 500, 0.1
 SMALL, LARGE = 100, 100_000
@@ -384,6 +396,54 @@ def burst(base: Path, work: Path, posts: int = BURST_POSTS) -> dict[str, Any] | 
             "ratio": _quantile(during, 0.95) / max(_quantile(idle, 0.95), 0.1)}
 
 
+def search(large: Path, rounds: int, logs: Path) -> dict[str, Any]:
+    """`GET /api/search` on the 100,000-post run for words no post holds (every post read),
+    beside reading every post of the thread in this process (same file), interleaved."""
+    import sqlite3
+    from urllib.parse import quote
+
+    panel = Panel(large, log=logs / "search.stderr").start()
+    conn = sqlite3.connect(f"file:{large / 'run.db'}?mode=ro", uri=True)
+    seconds: dict[str, list[float]] = {"read": [], **{k: [] for k in SEARCH_WORDS}}
+    ratios: dict[str, list[float]] = {k: [] for k in SEARCH_WORDS}
+    posts = int(conn.execute("SELECT COUNT(*) FROM posts").fetchone()[0])
+
+    def read_all() -> None:
+        conn.execute("SELECT seq, revision, post_key, participant, engine, text, at "
+                     "FROM posts ORDER BY seq").fetchall()
+
+    def ask(words: str) -> None:
+        answer = panel.request("GET", f"/api/search?q={quote(words)}")
+        if answer.status != 200 or answer.json()["posts"] or answer.json()["next"] is not None:
+            raise RuntimeError(f"/api/search {words!r}: {answer}")
+
+    try:
+        _warm(panel)
+        for words in SEARCH_WORDS.values():  # the first of each: the pages into the cache
+            ask(words)
+        read_all()
+        for number in range(rounds):
+            for name, words in SEARCH_WORDS.items():
+                took: dict[str, float] = {}
+                steps: list[tuple[str, Callable[[], None]]] = [
+                    (name, lambda w=words: ask(w)), ("read", read_all)]
+                for key, run in steps if number % 2 == 0 else steps[::-1]:
+                    began = time.perf_counter()
+                    run()
+                    took[key] = time.perf_counter() - began
+                    seconds[key].append(took[key])
+                ratios[name].append(took[name] / took["read"])
+    finally:
+        conn.close()
+        panel.stop()
+    out: dict[str, Any] = {"posts": posts, "rounds": rounds,
+                           "read_ms": statistics.median(seconds["read"]) * 1e3}
+    for name in SEARCH_WORDS:
+        out[name] = {"ms": statistics.median(seconds[name]) * 1e3,
+                     "ratio": statistics.median(ratios[name])}
+    return out
+
+
 def _quantile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -406,6 +466,7 @@ def measure(quick: bool = False, directory: Path | None = None) -> dict[str, Any
             "page": first_page(small, large, PAGE_ROUNDS[index], work),
             "latency": latency(grow(base, work / "live", SMALL), LATENCY_POSTS[index], work),
             "burst": burst(base, work),
+            "search": search(large, SEARCH_ROUNDS[index], work),
             "built_s": built,
         }
     finally:
@@ -439,7 +500,22 @@ def report(m: dict[str, Any]) -> list[str]:
         f"| **{worst['ratio']:.2f}×** | ≤ {TARGET_PAGE_RATIO:.0f}× "
         f"| {'met' if worst['ratio'] <= TARGET_PAGE_RATIO else '**missed**'} |",
         *burst_rows(m.get("burst")),
+        *search_rows(m.get("search")),
     ]
+
+
+def search_rows(q: dict[str, Any] | None) -> list[str]:
+    if q is None:
+        return []
+    worst = max(SEARCH_WORDS, key=lambda k: q[k]["ratio"])
+    return [
+        f"| 10⁗. panel: search of the whole {q['posts']:,}-post thread (`GET /api/search`, "
+        f"words no post holds: every post read; worst of ASCII words, `LIKE`, and words with a "
+        f"letter past ASCII, folded by Python) | {q[worst]['ms']:.0f} ms (ASCII "
+        f"{q['plain']['ms']:.0f} ms, past ASCII {q['folded']['ms']:.0f} ms) | reading every "
+        f"post of the thread: {q['read_ms']:.0f} ms | **{q[worst]['ratio']:.2f}** "
+        f"| ≤ {TARGET_SEARCH_RATIO:.0f} "
+        f"| {'met' if q[worst]['ratio'] <= TARGET_SEARCH_RATIO else '**missed**'} |"]
 
 
 def burst_rows(b: dict[str, Any] | None) -> list[str]:
@@ -476,7 +552,24 @@ def details(m: dict[str, Any]) -> str:
         f"stream (median of fresh processes): {rss_['small_kib'] / 1024:.1f} MiB at {SMALL} "
         f"posts, {rss_['large_kib'] / 1024:.1f} MiB at {LARGE:,}.\n\n"
         "| first page | ms at 100 posts (median) | ms at 100,000 | ratio (median of rounds) |\n"
-        "| --- | --- | --- | --- |\n" + rows + "\n")
+        "| --- | --- | --- | --- |\n" + rows + "\n" + search_details(m.get("search")))
+
+
+def search_details(q: dict[str, Any] | None) -> str:
+    if q is None:
+        return ""
+    return (
+        f"\nSearch (row 10⁗): `GET /api/search?q=…` through the real panel on the "
+        f"{q['posts']:,}-post run, for words no post holds, so the answer is empty and every "
+        f"post's text, author and engine is read (the server reads at most 100,000 posts per "
+        f"answer, then names where to go on); {q['rounds']} interleaved rounds against reading "
+        f"every post's columns in this process, median of per-round ratios. ASCII words "
+        f"(`{SEARCH_WORDS['plain']}`, SQLite's `LIKE`): {q['plain']['ms']:.1f} ms, "
+        f"{q['plain']['ratio']:.2f} of the whole read; words with a letter past ASCII "
+        f"(`{SEARCH_WORDS['folded']}`, each field folded by Python's `str.lower`): "
+        f"{q['folded']['ms']:.1f} ms, {q['folded']['ratio']:.2f}; reading the whole thread: "
+        f"{q['read_ms']:.1f} ms. A match found among the newest posts answers sooner: the "
+        f"read stops at the 50th match. The page asks 250 ms after the last key typed.\n")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -484,7 +577,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--burst-only", action="store_true",
                         help="only the click-during-a-burst figure")
+    parser.add_argument("--search-only", action="store_true",
+                        help="only the search-the-whole-thread figure")
     args = parser.parse_args(argv)
+    if args.search_only:
+        work = Path(tempfile.mkdtemp(prefix="autodev-bench-search-"))
+        try:
+            large = grow(demo_run(work), work / "large", LARGE)
+            result = search(large, SEARCH_ROUNDS[1 if not args.quick else 0], work)
+            for row in search_rows(result):
+                print(row)
+            print(search_details(result))
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        return 0
     if args.burst_only:
         work = Path(tempfile.mkdtemp(prefix="autodev-bench-burst-"))
         try:

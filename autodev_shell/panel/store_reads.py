@@ -54,10 +54,11 @@ def like_pattern(words: str) -> str:
     return f"%{escaped}%"
 
 
-def _holds(value: str, needle: str) -> bool:
-    """`autodev_holds(column, needle)`: the search for words SQLite's `LIKE` cannot take as
-    they are (it folds the case of ASCII letters only, and ends a pattern at a NUL)."""
-    return needle in str(value).lower()
+def _holds(needle: str, text: str, participant: str, engine: str) -> bool:
+    """`autodev_holds(needle, text, participant, engine)`: the search for words SQLite's `LIKE`
+    cannot take as they are (it folds the case of ASCII letters only, and ends a pattern at a
+    NUL); one call per post."""
+    return needle in text.lower() or needle in participant.lower() or needle in engine.lower()
 
 
 def _plain(words: str) -> bool:
@@ -113,7 +114,7 @@ class RunReader:
                 return None  # no run yet, or a restore is replacing it: asked again later
             try:
                 self._conn = connect_ro(self.db)
-                self._conn.create_function("autodev_holds", 2, _holds, deterministic=True)
+                self._conn.create_function("autodev_holds", 4, _holds, deterministic=True)
             except sqlite3.Error:
                 return None
         return self._conn
@@ -193,9 +194,8 @@ class RunReader:
                                            ("text", "participant", "engine")) + ")")
             args += [like_pattern(words)] * 3
         elif words:
-            where.append("(" + " OR ".join(f"autodev_holds({c}, ?)" for c in
-                                           ("text", "participant", "engine")) + ")")
-            args += [words.lower()] * 3
+            where.append("autodev_holds(?, text, participant, engine)")
+            args.append(words.lower())
         rows = self._rows(f"SELECT {_POST_COLUMNS} FROM posts WHERE {' AND '.join(where)} "
                           "ORDER BY seq DESC LIMIT ?", (*args, limit))
         if len(rows) == limit:
