@@ -10,7 +10,7 @@ import attrs
 
 from .engine import PROVIDERS, Engine
 from .errors import ConfigError
-from .yaml_lines import load_yaml, node_line
+from .yaml_lines import key_lines, load_yaml, node_line
 
 
 @attrs.frozen
@@ -109,10 +109,18 @@ def front_matter_value(text: str, key: str, *, source: str = "<string>"
     """The value of `key` in a participant file's front matter and its line (None, None when
     absent): for keys the shell reads itself, such as `env` (docs/participants.md, Accounts),
     whose values the core never holds. The file is read as `read_participant` reads it."""
+    value, line, _lines = front_matter_entry(text, key, source=source)
+    return value, line
+
+
+def front_matter_entry(text: str, key: str, *, source: str = "<string>"
+                       ) -> tuple[Any, int | None, dict[str, int]]:
+    """`front_matter_value`, and the line each key of the value is written on when it is a
+    mapping (`env:`: a `${VAR}` not set at start names its variable's line)."""
     fields = _Fields(_front_matter(text, source), source)
     if key not in fields.data:
-        return None, None
-    return fields.data[key], fields.lines.get(key)
+        return None, None, {}
+    return fields.data[key], fields.lines.get(key), key_lines(fields.nodes[key], fields.offset)
 
 
 class _FrontMatter(NamedTuple):

@@ -24,6 +24,26 @@ def node_line(node: yaml.Node, offset: int = 0) -> int:
     return int(node.start_mark.line) + 1 + offset
 
 
+def key_lines(node: yaml.Node | None, offset: int = 0) -> dict[str, int]:
+    """The line each key of the mapping `node` is written on ({} when `node` is no mapping),
+    with `offset` lines before the YAML text: for errors found after the values are read
+    (an `env:` variable's `${VAR}` not set at start, docs/participants.md)."""
+    import yaml
+
+    if not isinstance(node, yaml.MappingNode):
+        return {}
+    return {str(key.value): node_line(key, offset) for key, _value in node.value}
+
+
+def value_node(node: yaml.Node | None, key: str) -> yaml.Node | None:
+    """The node `key` of the mapping `node` holds (None when absent or `node` is no mapping)."""
+    import yaml
+
+    if not isinstance(node, yaml.MappingNode):
+        return None
+    return next((value for k, value in node.value if str(k.value) == key), None)
+
+
 def yaml_problem(exc: Exception) -> str:
     """What a YAML error says is wrong, in one line's words."""
     return str(getattr(exc, "problem", None) or exc).strip()

@@ -12,7 +12,7 @@ import math
 from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
@@ -20,16 +20,19 @@ from autodev_core.errors import ConfigError
 from autodev_core.participant import (
     ConfigWarning,
     Participant,
-    front_matter_value,
+    front_matter_entry,
     read_participant,
 )
 from autodev_core.scheduler.policy import DEFAULT_POLICY, Policy, parse_policy
-from autodev_core.yaml_lines import load_yaml, node_line
+from autodev_core.yaml_lines import key_lines, load_yaml, node_line, value_node
 
 from .calls.argv import DEFAULT_TEMPLATES, CommandTemplate, templates_from_config
 from .calls.environments import CallEnvironments, read_team_env, read_variables, resolve
 from .notify import NotifySettings, notify_settings
 from .sharing import ShareOptions, share_options
+
+if TYPE_CHECKING:
+    import yaml
 
 #: In a run folder: the team folder the run was started on (one absolute path), so that
 #: `autodev panel --run DIR` finds the participant files without `--team`.
@@ -82,6 +85,11 @@ class Team:
     env: Mapping[str, str] = attrs.field(factory=dict)
     account_env: Mapping[str, Mapping[str, str]] = attrs.field(factory=dict)
     member_env: Mapping[str, Mapping[str, str]] = attrs.field(factory=dict)
+    #: The line each of those variables is written on (its file's), by name: the team's, each
+    #: account's, each participant's. A `${VAR}` not set at start names it (C5).
+    env_lines: Mapping[str, int] = attrs.field(factory=dict)
+    account_env_lines: Mapping[str, Mapping[str, int]] = attrs.field(factory=dict)
+    member_env_lines: Mapping[str, Mapping[str, int]] = attrs.field(factory=dict)
     #: What the files say that is allowed but useless (C5), for the caller to print once.
     warnings: tuple[ConfigWarning, ...] = ()
 
@@ -106,13 +114,14 @@ def _read(path: Path) -> str:
         raise ConfigError(f"cannot read the file ({exc.strerror})", source=str(path)) from None
 
 
-def _settings(path: Path) -> tuple[dict[str, Any], dict[str, int]]:
-    """`autodev.yaml`'s keys and values, and the line each top-level key is written on."""
+def _settings(path: Path) -> tuple[dict[str, Any], dict[str, int], yaml.Node | None]:
+    """`autodev.yaml`'s keys and values, the line each top-level key is written on, and the
+    node read (for the lines of what a key holds)."""
     if not path.exists():
-        return {}, {}
+        return {}, {}, None
     node, data = load_yaml(_read(path), source=str(path))
     if data is None:
-        return {}, {}
+        return {}, {}, None
     if not isinstance(data, dict):
         raise ConfigError("settings must be a mapping of keys to values", source=str(path))
     for key in data:
@@ -121,7 +130,7 @@ def _settings(path: Path) -> tuple[dict[str, Any], dict[str, int]]:
                 f"unknown key {key!r} (known keys: {', '.join(SETTINGS_KEYS)})", source=str(path)
             )
     assert node is not None  # a mapping was read from it
-    return data, {str(key.value): node_line(key) for key, _value in node.value}
+    return data, {str(key.value): node_line(key) for key, _value in node.value}, node
 
 
 def _positive(data: Mapping[str, Any], key: str, source: str) -> Any:
@@ -148,13 +157,14 @@ def load_team(directory: str | Path) -> Team:
             "not a team directory (it does not exist or is not a folder)", source=str(root)
         )
     settings_path = root / SETTINGS_FILE
-    settings, lines = _settings(settings_path)
+    settings, lines, settings_node = _settings(settings_path)
     source = str(settings_path)
     files = _ordered(root, settings.get("order"), source)
     members: list[Participant] = []
     warnings: list[ConfigWarning] = []
     seen: dict[str, Path] = {}
     member_env: dict[str, dict[str, str]] = {}
+    member_env_lines: dict[str, dict[str, int]] = {}
     for path in files:
         pid = path.stem
         twin = seen.get(pid.lower())
@@ -166,10 +176,11 @@ def load_team(directory: str | Path) -> Team:
         text = _read(path)
         member, said = read_participant(text, id=pid, source=str(path))
         members.append(member)
-        raw_env, env_line = front_matter_value(text, "env", source=str(path))
+        raw_env, env_line, variable_lines = front_matter_entry(text, "env", source=str(path))
         if raw_env is not None:
             member_env[pid] = read_variables(raw_env, what="env", source=str(path),
-                                             line=env_line)
+                                             line=env_line, lines=variable_lines)
+            member_env_lines[pid] = variable_lines
         warnings.extend(said)
     timezone = settings.get("timezone")
     if timezone is not None and not isinstance(timezone, str):
@@ -196,13 +207,20 @@ def load_team(directory: str | Path) -> Team:
     if project is not None and (not isinstance(project, str) or not project.strip()):
         raise ConfigError("project: must be the path of the folder the participants work in",
                           source=source, line=lines.get("project"))
-    team_env, account_env = read_team_env(settings.get("env"), source=source,
-                                          line=lines.get("env"))
+    env_node = value_node(settings_node, "env")
+    team_env_lines = key_lines(env_node)
+    team_env, account_env, account_env_lines = read_team_env(
+        settings.get("env"), source=source, line=lines.get("env"), lines=team_env_lines,
+        block_lines={key: key_lines(value_node(env_node, key)) for key in team_env_lines},
+    )
     return Team(
         directory=root,
         env=team_env,
         account_env=account_env,
         member_env=member_env,
+        env_lines=team_env_lines,
+        account_env_lines=account_env_lines,
+        member_env_lines=member_env_lines,
         project=(root / Path(project).expanduser()).resolve() if project else None,
         project_line=lines.get("project"),
         members=tuple(members),
@@ -280,11 +298,13 @@ def call_environments(team: Team, environ: Mapping[str, str]) -> CallEnvironment
                 f"env: {who} runs on {account}, which has no block of its own under env: (give "
                 f"each account its login, e.g. {account}: {{CLAUDE_CONFIG_DIR: ~/.claude-"
                 f"{account.partition('@')[2]}}} or CODEX_HOME for codex)", source=source)
-    members = {pid: resolve(values, environ, what="env", source=str(team.file_of(pid)))
+    members = {pid: resolve(values, environ, what="env", source=str(team.file_of(pid)),
+                            lines=team.member_env_lines.get(pid, {}))
                for pid, values in team.member_env.items()}
     return CallEnvironments(
-        team=resolve(team.env, environ, what="env", source=source),
-        accounts={name: resolve(values, environ, what=f"env: {name}", source=source)
+        team=resolve(team.env, environ, what="env", source=source, lines=team.env_lines),
+        accounts={name: resolve(values, environ, what=f"env: {name}", source=source,
+                                lines=team.account_env_lines.get(name, {}))
                   for name, values in team.account_env.items()},
         members=members,
     )

@@ -3,7 +3,8 @@
 A call's environment is the daemon's own, then the team's `env:` (autodev.yaml), then the
 `env:` block of the account its engine names (`claude@work: {CLAUDE_CONFIG_DIR: …}`), then the
 participant's own `env:` — each later one wins. Values are text, or `${VAR}` read from the
-daemon's environment when the run starts (a `${VAR}` not set there is one line at start).
+daemon's environment when the run starts (a `${VAR}` not set there is one line at start,
+naming the file and the variable's line).
 Values are never logged nor shown: status, lanes and the panel show argv and engine names only.
 """
 
@@ -23,12 +24,19 @@ from autodev_core.errors import ConfigError
 NAME: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _REFERENCE: Final = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _EMPTY: Final[Mapping[str, str]] = MappingProxyType({})
+_NO_LINES: Final[Mapping[str, int]] = MappingProxyType({})
+_NO_BLOCKS: Final[Mapping[str, Mapping[str, int]]] = MappingProxyType({})
 
 
-def read_variables(value: Any, *, what: str, source: str, line: int | None = None
-                   ) -> dict[str, str]:
+#: The line each variable of an `env:` block is written on, by name (`yaml_lines.key_lines`).
+Lines = Mapping[str, int]
+
+
+def read_variables(value: Any, *, what: str, source: str, line: int | None = None,
+                   lines: Lines = _NO_LINES) -> dict[str, str]:
     """A mapping of variable names to text (numbers and booleans written as YAML reads them
-    are refused: quote them), or a `ConfigError` naming `what`."""
+    are refused: quote them), or a `ConfigError` naming `what` and the variable's line in
+    `lines` (else `line`, the block's)."""
     if value is None:
         return {}
     if not isinstance(value, dict):
@@ -36,54 +44,66 @@ def read_variables(value: Any, *, what: str, source: str, line: int | None = Non
                           line=line)
     out: dict[str, str] = {}
     for name, text in value.items():
+        at = lines.get(str(name), line)
         if not isinstance(name, str) or not NAME.match(name):
             raise ConfigError(f"{what}: {name!r} is not a variable name", source=source,
-                              line=line)
+                              line=at)
         if not isinstance(text, str):
             raise ConfigError(f"{what}: {name} must be text (quote it), not {text!r}",
-                              source=source, line=line)
+                              source=source, line=at)
         out[name] = text
     return out
 
 
-def read_team_env(value: Any, *, source: str, line: int | None = None
-                  ) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
-    """`env:` of autodev.yaml: variables for every call, and a block per account
-    (`claude@work: {…}`, keyed by the account's engine as `str` writes it)."""
+def read_team_env(value: Any, *, source: str, line: int | None = None,
+                  lines: Lines = _NO_LINES, block_lines: Mapping[str, Lines] = _NO_BLOCKS,
+                  ) -> tuple[dict[str, str], dict[str, dict[str, str]], dict[str, Lines]]:
+    """`env:` of autodev.yaml: variables for every call, a block per account (`claude@work:
+    {…}`, keyed by the account's engine as `str` writes it), and the lines of each account's
+    variables (keyed so too). `lines` holds the line of each key of `env:`, `block_lines` that
+    of each key of an account's block (keyed as written)."""
     if value is None:
-        return {}, {}
+        return {}, {}, {}
     if not isinstance(value, dict):
         raise ConfigError("env: must map variable names to values, and accounts "
                           "(claude@work) to their own", source=source, line=line)
     plain: dict[str, Any] = {}
     accounts: dict[str, dict[str, str]] = {}
+    account_lines: dict[str, Lines] = {}
     for key, item in value.items():
         if isinstance(key, str) and "@" in key:
+            at = lines.get(key, line)
             try:
                 engine = Engine.parse(key)
             except ValueError as exc:
-                raise ConfigError(f"env: {exc}", source=source, line=line) from None
+                raise ConfigError(f"env: {exc}", source=source, line=at) from None
             if engine.model is not None or engine.account is None:
                 raise ConfigError(f"env: {key!r} names a model; an account's block is "
-                                  "provider@account", source=source, line=line)
+                                  "provider@account", source=source, line=at)
+            inner = block_lines.get(key, _NO_LINES)
             accounts[str(engine)] = read_variables(item, what=f"env: {key}", source=source,
-                                                   line=line)
+                                                   line=at, lines=inner)
+            account_lines[str(engine)] = inner
         else:
             plain[key] = item
-    return read_variables(plain, what="env", source=source, line=line), accounts
+    team = read_variables(plain, what="env", source=source, line=line, lines=lines)
+    return team, accounts, account_lines
 
 
 def resolve(values: Mapping[str, str], environ: Mapping[str, str], *, what: str,
-            source: str) -> dict[str, str]:
+            source: str, lines: Lines = _NO_LINES) -> dict[str, str]:
     """`values` with each `${VAR}` replaced from `environ`; one that is not set is a
-    `ConfigError` (its name only, never a value)."""
+    `ConfigError` naming the file, the variable's line in `lines` and the variable (its name
+    only, never a value): `<file>:<line>: env: TOKEN reads ${VAR}, which is not set in
+    autodev's environment`."""
     out: dict[str, str] = {}
     for name, text in values.items():
         def found(match: re.Match[str], name: str = name) -> str:
             variable = match.group(1)
             if variable not in environ:
                 raise ConfigError(f"{what}: {name} reads ${{{variable}}}, which is not set in "
-                                  "autodev's environment", source=source)
+                                  "autodev's environment", source=source,
+                                  line=lines.get(name))
             return environ[variable]
 
         out[name] = _REFERENCE.sub(found, text)
