@@ -24,6 +24,18 @@ if TYPE_CHECKING:
     from .stored import StoredStatus
 
 
+#: What `autodev status` says after `paused`, for each reason (`SchedulerState.paused_for`;
+#: docs/cli.md). A state saved before reasons were kept says plain `paused`.
+PAUSE_LINES: dict[str, str] = {
+    "login": "claude needs a login (`claude /login`), then `autodev resume`",  # A32
+    "empty": "turns ended without a post (the log names who); `autodev resume` to try "
+             "again",  # A31
+    "failures": "gave up after failed attempts in a row (the log says what failed); "
+                "`autodev resume` to try again",  # A29
+    "operator": "by `autodev pause` (or the panel); `autodev resume` to go on",
+}
+
+
 def _ago(then: datetime, now: datetime) -> str:
     from autodev_core.times import format_left
 
@@ -111,6 +123,8 @@ def _facts(read: StatusReading, now: datetime) -> tuple[dict[str, Any], tzinfo]:
         "run_id": read.run_id,
         "store": read.store,
         "status": state.status if state is not None else "not started",
+        # Why it is paused (A29, A31, A32, or the operator's pause); None otherwise.
+        "paused_for": state.paused_for if state is not None else None,
         "scheduler_state": "unreadable" if not read.readable else ("ok" if state else "none"),
         "daemon": {
             "running": held,
@@ -224,6 +238,9 @@ def format_status(facts: dict[str, Any], now: datetime, zone: tzinfo) -> list[st
         lines.append("scheduler state: unreadable (the daemon rewrites it on its next step)")
     daemon = facts["daemon"]
     status = str(facts["status"])
+    said = PAUSE_LINES.get(str(facts.get("paused_for")))
+    if status == "paused" and said:
+        status += f" — {said}"
     if facts["wait_until"] is not None:
         wait = datetime.fromisoformat(facts["wait_until"])
         left = format_left(max((wait - now).total_seconds(), 0))

@@ -16,7 +16,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
-from autodev_core.names import MODEL_CHARS, MODEL_FIRST, PROVIDERS, STATUSES
+from autodev_core.names import MODEL_CHARS, MODEL_FIRST, PAUSE_REASONS, PROVIDERS, STATUSES
 
 if TYPE_CHECKING:
     from autodev_core.scheduler.state import SchedulerState
@@ -78,6 +78,8 @@ class StoredStatus(NamedTuple):
     hand_over_at: float | None = None
     #: The account windows' recent readings, for the forecast (issue 37).
     series: tuple[StoredPoint, ...] = ()
+    #: Why the run is paused (`SchedulerState.paused_for`; None: not paused, or not said).
+    paused_for: str | None = None
 
 
 def status_of(state: SchedulerState) -> StoredStatus:
@@ -100,6 +102,7 @@ def status_of(state: SchedulerState) -> StoredStatus:
         series=tuple(StoredPoint(p.account, p.window, p.seen.isoformat(), p.utilization,
                                  p.resets_at.isoformat() if p.resets_at is not None else None)
                      for p in state.usage_series),
+        paused_for=state.paused_for,
     )
 
 
@@ -135,6 +138,9 @@ def _read(data: dict[str, Any]) -> StoredStatus:
     if status not in STATUSES:
         raise ValueError(f"unknown status {status!r}")
     wait = data["wait_until"]
+    paused_for = data.get("paused_for")  # a state written before the field has none
+    if paused_for is not None and paused_for not in PAUSE_REASONS:
+        raise ValueError(f"unknown pause reason {paused_for!r}")
     return StoredStatus(
         status=status,
         timezone=timezone,
@@ -163,6 +169,7 @@ def _read(data: dict[str, Any]) -> StoredStatus:
                         None if p["resets_at"] is None else _instant(p["resets_at"]))
             for p in _of(data.get("usage_series", []), list)
         ),
+        paused_for=paused_for,
     )
 
 

@@ -20,6 +20,7 @@ from hypothesis.stateful import invariant
 
 from autodev_core.control.persistence import PersistenceState
 from autodev_core.engine import PROVIDERS
+from autodev_core.names import PAUSE_REASONS
 from autodev_core.participant import Participant
 from autodev_core.scheduler.effects import STATUSES
 from autodev_core.scheduler.state import (
@@ -67,9 +68,13 @@ def scheduler_states(draw: st.DrawFn, *, min_limits: int = 0) -> SchedulerState:
     outages = draw(st.lists(st.builds(
         Outage, provider=st.sampled_from(PROVIDERS), retry_at=instants(),
         attempts=st.integers(min_value=1, max_value=50)), max_size=3))
+    status = draw(st.sampled_from(STATUSES))
     return attrs.evolve(
         initial_state(config),
-        status=draw(st.sampled_from(STATUSES)),
+        status=status,
+        # Why a paused run paused (None too: a state saved before reasons were kept).
+        paused_for=draw(st.none() | st.sampled_from(PAUSE_REASONS)) if status == "paused"
+        else None,
         due=draw(st.integers(min_value=0, max_value=len(config.team) - 1)),
         limits=tuple(limits),
         outages=tuple(outages),
@@ -97,7 +102,8 @@ def test_C6_a_state_the_reader_does_not_expect_is_refused_not_misread(
     so (the command then restores the state in full), it never shows a wrong value."""
     raw = json.loads(to_json(state))
     key = data.draw(st.sampled_from(
-        ("status", "due", "wait_until", "limits", "outages", "failures", "iterations", "config")))
+        ("status", "due", "wait_until", "limits", "outages", "failures", "iterations", "config",
+         "paused_for")))
     if data.draw(st.booleans()):
         del raw[key]
     else:
