@@ -21,12 +21,12 @@ WAIT_STATUSES: Final[tuple[WaitStatus, ...]] = get_args(WaitStatus)
 #: turns (A31), the failures in a row (A29), or claude's login (A32).
 PauseReason = Literal["operator", "empty", "failures", "login"]
 PAUSE_REASONS: Final[tuple[PauseReason, ...]] = get_args(PauseReason)
-#: What each reason needs of the operator, in a few words: the panel's tab badge and the
-#: notices' titles (docs/panel.md, docs/notifications.md).
+#: Each reason in a few words, written after `paused — `: the panel's tab badge and
+#: notification, and the notices' titles (docs/panel.md, docs/notifications.md).
 PAUSE_NEEDS: Final[dict[str, str]] = {
-    "operator": "paused by the operator",
-    "empty": "paused: turns ended without a post",
-    "failures": "paused: gave up after failed calls",
+    "operator": "by the operator",
+    "empty": "turns ended without a post",
+    "failures": "gave up after failed calls",
     "login": "login needed",
 }
 

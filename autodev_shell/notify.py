@@ -1,9 +1,11 @@
 """Telling the operator when the run needs them: `notify:` in autodev.yaml (docs/notifications.md).
 
 Which moments notify is read off the log, never decided here: a core line whose kind is in
-`NOTIFYING_KINDS` (a pause: A29 `gave-up`, A31 `empty-turns`, A32 `not-logged-in`; A18
-`wait-limited`, every participant limited), the status `stopped` (A42), and the sharing client's
-"limit sharing lost" note (docs/sharing.md). Each such line becomes one notice, sent by a worker
+`NOTIFYING_KINDS` (a pause: A29 `gave-up`, A31 `empty-turns`, A32 `not-logged-in`, each notice
+naming its reason as `paused_for`; A18 `wait-limited`, every participant limited, told once until
+someone posts again), the status `stopped` (A42), the daemon's own line when a signal ends it
+(`daemon ended by SIGTERM`, told as `stopped` too), and the sharing client's "limit sharing lost"
+note (docs/sharing.md). Each such line becomes one notice, sent by a worker
 thread to a command (the notice as JSON on stdin and in `AUTODEV_NOTICE`) and to notification URLs
 in Apprise's scheme (the optional `notify` extra). Delivery never blocks the run: the daemon only
 puts the notice on a bounded queue; each target gets `attempts` tries, `timeout` seconds each. A
@@ -29,6 +31,7 @@ from urllib.parse import urlsplit
 import attrs
 
 from autodev_core.errors import AutodevError, ConfigError
+from autodev_core.names import PAUSE_NEEDS
 
 if TYPE_CHECKING:
     from autodev_core.scheduler import Log
@@ -40,10 +43,22 @@ NOTIFYING_KINDS: Final[Mapping[str, str]] = {
     "not-logged-in": "paused",  # A32: log in, then resume
     "wait-limited": "waiting",  # A18: every participant limited
 }
+#: Why each pausing kind paused the run (`SchedulerState.paused_for`), named in its notice.
+PAUSED_FOR: Final[Mapping[str, str]] = {
+    "gave-up": "failures",  # A29
+    "empty-turns": "empty",  # A31
+    "not-logged-in": "login",  # A32
+}
+#: The kind that notifies once per episode: until some participant posts again (its kind).
+ONCE_UNTIL_POSTED: Final = "wait-limited"
+POSTED: Final = "posted"
 #: The statuses that notify (A42): a stopped run needs someone to start it again.
 NOTIFYING_STATUSES: Final = ("stopped",)
 #: The sharing client's line when the shared registry is lost (docs/sharing.md).
 SHARING_LOST: Final = "limit sharing lost"
+#: The daemon's own line when SIGTERM, SIGHUP or Ctrl-C ends it (cli/commands.py `_drive`):
+#: the run is over until `autodev run` again, told as `stopped`.
+DAEMON_ENDED: Final = "daemon ended by "
 #: Defaults of `notify:` (docs/notifications.md).
 DEFAULT_TIMEOUT: Final = 10.0
 DEFAULT_ATTEMPTS: Final = 3
@@ -143,6 +158,10 @@ def notice_of_entry(log: Log, run: str) -> dict[str, Any] | None:
         return None
     record = log_fields(log)
     notice: dict[str, Any] = {"run": run, "event": record.pop("kind"), "summary": summary}
+    reason = PAUSED_FOR.get(log.kind)
+    if reason is not None:
+        notice["paused_for"] = reason
+        notice["reason"] = PAUSE_NEEDS[reason]
     notice.update(record)
     return notice
 
@@ -155,6 +174,9 @@ def notice_of_status(at: datetime, status: str, run: str, last: str) -> dict[str
 
 
 def notice_of_note(at: datetime, message: str, run: str) -> dict[str, Any] | None:
+    if message.startswith(DAEMON_ENDED):
+        return {"run": run, "event": "stopped", "summary": "stopped", "at": at.isoformat(),
+                "message": message}
     if not message.startswith(SHARING_LOST):
         return None
     return {"run": run, "event": "sharing-lost", "summary": "sharing lost",
@@ -180,7 +202,11 @@ def check_settings(settings: NotifySettings) -> None:
 
 
 def title_of(notice: Mapping[str, Any]) -> str:
-    return f"autodev {notice.get('run', '')}: {notice.get('summary', notice.get('event'))}"
+    """`autodev <run>: <summary>`, and for a pause its reason: `autodev team: paused — login
+    needed`."""
+    title = f"autodev {notice.get('run', '')}: {notice.get('summary', notice.get('event'))}"
+    reason = notice.get("reason")
+    return f"{title} — {reason}" if reason else title
 
 
 class Notifier:
@@ -295,6 +321,8 @@ class NotifyingLog:
         self.listeners = tuple(listeners)
         self._lock = threading.RLock()
         self._last = ""
+        #: A18's wait was told and nobody has posted since: the same episode, not told again.
+        self._limited_told = False
 
     def __getattr__(self, name: str) -> Any:  # `lines`, `zone`, `file_failed`, … of the inner
         return getattr(self.inner, name)
@@ -314,7 +342,13 @@ class NotifyingLog:
             for listener in self.listeners:
                 listener.entry(log)
             self._last = log.message
-            self._notify(notice_of_entry(log, self.run))
+            if log.kind == POSTED:
+                self._limited_told = False  # a post ends the episode
+            notice = notice_of_entry(log, self.run)
+            if log.kind == ONCE_UNTIL_POSTED:
+                notice = None if self._limited_told else notice
+                self._limited_told = True
+            self._notify(notice)
 
     def status(self, at: datetime, status: str) -> None:
         with self._lock:
@@ -351,8 +385,8 @@ class NotifyingLog:
 
 
 __all__ = [
-    "NOTIFYING_KINDS", "NOTIFYING_STATUSES", "Notifier", "NotifySettings", "NotifyingLog",
-    "check_settings", "notice_of_entry", "notice_of_note", "notice_of_status",
+    "NOTIFYING_KINDS", "NOTIFYING_STATUSES", "PAUSED_FOR", "Notifier", "NotifySettings",
+    "NotifyingLog", "check_settings", "notice_of_entry", "notice_of_note", "notice_of_status",
     "notify_settings", "shown_url",
 ]
 
