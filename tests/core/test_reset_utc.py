@@ -23,8 +23,14 @@ from datetime import UTC, datetime, timedelta, tzinfo
 from functools import cache
 from zoneinfo import ZoneInfo, available_timezones
 
-from helpers.reset_model import GapBeforeTheReset, clock_days, date_days, read_reset
-from hypothesis import example, given
+from helpers.reset_model import (
+    GapBeforeTheReset,
+    clock_days,
+    date_days,
+    instants_showing,
+    read_reset,
+)
+from hypothesis import event, example, given
 from hypothesis import strategies as st
 
 from autodev_core.detection import classify_output, detect_limit, prepare_classification
@@ -159,9 +165,12 @@ def test_A6_every_reset_is_a_UTC_instant_the_printed_wall_time_names(
     days = (iter([wall.date()]) if form == "codex date"
             else date_days(wall.month, wall.day, now, zone) if form == "claude date"
             else clock_days(now, zone))
+    shown = len(instants_showing(wall.date(), wall.time(), zone))
+    event("the printed minute is shown twice (a fold)" if shown == 2 else "shown once")
     try:
         want = read_reset(days, wall.time(), zone, now)
     except GapBeforeTheReset:
+        event("a candidate day's minute falls in a gap")
         return  # a candidate day's wall time no clock showed: not this property's question
     for moment in (now, now.astimezone(reader_zone)):  # whatever zone `now` carries (A6)
         seen = classify_output(provider, stderr=text, exit_code=1, now=moment, local_tz=local_tz)
