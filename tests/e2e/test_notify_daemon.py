@@ -88,8 +88,9 @@ class FastRun(Daemon):
 
 
 def _events(server: ThreadingHTTPServer) -> list[str]:
+    """Each notice's summary, from its title `autodev <run>: <summary>[ — <reason>]`."""
     got: list[dict[str, Any]] = server.got  # type: ignore[attr-defined]
-    return [item["body"]["title"].rsplit(": ", 1)[1] for item in got]
+    return [item["body"]["title"].split(": ", 1)[1].split(" — ", 1)[0] for item in got]
 
 
 @pytest.mark.slow  # a virtual day is 8.6 s of waiting; CI runs it
@@ -120,6 +121,11 @@ def test_every_pause_reaches_the_receiver_exactly_once_over_a_day(
     assert {item["path"] for item in got} == {"/hook/s3cr3t-token"}
     assert got[0]["body"]["message"] == (
         "ana ended 3 turns in a row without a post; run paused — resume to try again.")
+    # Each pause names its reason (A31): in the title, and in the command's notice.
+    assert [item["body"]["title"] for item in got[:3]] == [
+        "autodev team: paused — turns ended without a post"] * 3
+    assert {json.loads(line)["notice"]["paused_for"]
+            for line in run.commanded.read_text().splitlines()[:3]} == {"empty"}
     # The URL's token is a secret: no line of the run writes it.
     for name in ("autodev.log", "autodev.log.jsonl"):
         assert "s3cr3t" not in (run.run_dir / name).read_text("utf-8")
