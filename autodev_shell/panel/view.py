@@ -13,6 +13,7 @@ from __future__ import annotations
 from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING, Any
 
+from autodev_core.names import PAUSE_NEEDS
 from autodev_core.scheduler import next_entries
 from autodev_core.times import clock as clock_text
 
@@ -162,7 +163,13 @@ def first_line(view: dict[str, Any], state: SchedulerState | None) -> dict[str, 
         return {"text": "Stopped: autodev run starts it again." if status == "stopped"
                 else "Not started yet.", "until": None}
     if status == "paused":
-        return {"text": "Paused: Resume (or autodev resume) lets it go on.", "until": None}
+        reason = view.get("paused_for")
+        if reason == "login":  # A32
+            return {"text": "Paused — login needed: run claude /login, then Resume (or "
+                    "autodev resume).", "until": None}
+        said = f" — {PAUSE_NEEDS[reason]}" if reason in PAUSE_NEEDS else ""
+        return {"text": f"Paused{said}: Resume (or autodev resume) lets it go on.",
+                "until": None}
     if state is not None and state.call is not None:
         return {"text": f"{state.call.participant} is in a call on {state.call.engine}.",
                 "until": None}
@@ -208,6 +215,7 @@ def status_view(facts: dict[str, Any], now: datetime, zone: tzinfo,
         "status": "not running" if gone else facts["status"],
         "last_status": facts["status"] if gone else None,
         "status_note": _gone_note(daemon, str(facts["status"])) if gone else "",
+        "paused_for": facts.get("paused_for"),  # why it is paused (status --json's)
         "daemon_running": bool(daemon["running"]),
         "daemon": "daemon running" if daemon["running"] else "daemon not running",
         "pid": daemon["pid"],
@@ -254,8 +262,9 @@ def needs_you(view: dict[str, Any], facts: dict[str, Any]) -> str:
         return "the daemon is gone"
     if status == "stopped":
         return "the run stopped"
-    if status == "paused":
-        return "the run is paused"
+    if status == "paused":  # with its reason: "paused — login needed" (A32)
+        reason = facts.get("paused_for")
+        return f"paused — {PAUSE_NEEDS[reason]}" if reason in PAUSE_NEEDS else "the run is paused"
     if status == "rate_limited":
         return "every participant is limited"
     sharing = facts.get("sharing")
