@@ -197,6 +197,8 @@ class Runner:
         # Limits shared with other runs on the same accounts (docs/sharing.md); the team's
         # engines are read at each turn start.
         self.sharing = sharing
+        # How each engine's last limit notice wrote its reset (docs/sharing.md "Clocks").
+        self._reset_forms: dict[Engine, str | None] = {}
         self._engines: tuple[Engine, ...] = tuple(
             dict.fromkeys(engine for lane in config.lanes for engine in lane)
         )
@@ -642,6 +644,8 @@ class Runner:
             exit_code=result.exit_code,
             timed_out=result.timed_out,
         )
+        if ended.limit is not None:  # published with the limit (docs/sharing.md "Clocks")
+            self._reset_forms[effect.engine] = ended.limit.reset_form
         # The post is committed with the CallEnded it belongs to, keyed by that revision (C3).
         posts = (
             (NewPost(participant=effect.participant, engine=str(effect.engine), text=text,
@@ -722,7 +726,7 @@ class Runner:
             old = set(before.limits)
             learned = [r for r in self.state.limits if not r.source and r not in old]
             if learned:
-                self.sharing.publish(learned, now)
+                self.sharing.publish(learned, now, self._reset_forms)
         if self.state.readings != before.readings:
             seen = set(before.readings)
             read = [r for r in self.state.readings if not r.source and r not in seen]

@@ -176,3 +176,24 @@ def timed_out(cli: str) -> str:
 
 def ended_without_post(participant: str) -> str:
     return f"{participant} ended the turn without a post"
+
+
+# -- a shared reset not trusted blindly (docs/sharing.md "Clocks"; wording ours) ---------------
+
+
+def reset_not_vouched(engine: Engine, read: str, form: str, skew: str, shared: str) -> str:
+    """This run read `engine`'s reset `read` from a clock time or a date (`form`) on a clock
+    `skew` (e.g. `20 min 0 s ahead of`) Redis's: shared as unread, until `shared`."""
+    written = "clock time" if form == "clock" else form
+    return (f"limit sharing: {engine}'s reset {read} was read from a {written} on this "
+            f"machine's clock, {skew} the Redis server's; not vouched for: shared as unread, "
+            f"until {shared} (the A6 default after it was seen)")
+
+
+def reset_beyond_any_window(engine: Engine, source: str, claimed: str, days: int,
+                            taken: str) -> str:
+    """`source` shared a read reset of `engine` (`claimed`) further after it was seen than any
+    window of the provider (`days`) plus A6's grace: taken as unread, until `taken`."""
+    return (f"limit sharing: {source} reported {engine} limited until {claimed}, beyond any "
+            f"window of {engine.provider} ({days} days); taken as unread, until {taken} (the "
+            "A6 default after it was seen)")

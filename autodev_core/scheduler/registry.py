@@ -31,7 +31,6 @@ from typing import Final, Literal
 
 import attrs
 
-from ..detection._resets import PAST_GRACE
 from .policy import DEFAULT_LIMIT_WAIT
 from .state import EngineLimit, EngineUsage
 
@@ -43,10 +42,10 @@ LONGEST_WINDOW: Final = MappingProxyType({
     "codex": timedelta(days=7),
     "agy": timedelta(days=7),
 })
-#: A6's grace (`PAST_GRACE`, ten minutes): how far a clock may be off before the resets it
-#: reads from a clock time or a date are not vouched for when shared, and how much a shared
-#: read reset may pass the longest window.
-TRUST_GRACE: Final = PAST_GRACE
+#: A6's grace (ten minutes, the reader's `PAST_GRACE`): how far a clock may be off before the
+#: resets it reads from a clock time or a date are not vouched for when shared, and how much a
+#: shared read reset may pass the longest window.
+TRUST_GRACE: Final = timedelta(minutes=10)
 
 #: How a notice wrote its reset (`LimitNotice.reset_form`): an epoch or a relative duration
 #: does not depend on the reader's clock's day; a clock time or a date does (A6: a clock more

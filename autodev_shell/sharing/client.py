@@ -13,8 +13,8 @@ import queue
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable
-from datetime import UTC, datetime
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import unquote, urlsplit
@@ -24,7 +24,7 @@ import attrs
 from autodev_core.engine import Engine
 
 from .mirror import LIVE_SECONDS, PING_SECONDS, Liveness, Mirror, Where
-from .records import Shared, SharedUsage, _parse, _parse_usage, _text, millis
+from .records import Shared, SharedUsage, _parse, _parse_usage, _text, merge_args, millis
 from .scripts import MERGE_SCRIPT, USAGE_SCRIPT
 from .settings import (
     ShareSettings,
@@ -99,6 +99,8 @@ class LimitSharing:
         self._inbox: queue.SimpleQueue[Shared | SharedUsage] = queue.SimpleQueue()
         self._news = threading.Event()
         self._delivered: dict[str, Shared] = {}
+        # Records whose reset was beyond any window, said once each (docs/sharing.md "Clocks").
+        self._doubted: set[tuple[str, int, int, str]] = set()
         self._mine: dict[str, Shared] = {}  # this run's latest record per key (re-published)
         # The same for usage readings, per (hash key, window).
         self._heard: dict[tuple[str, str], SharedUsage] = {}
@@ -317,14 +319,25 @@ class LimitSharing:
 
     # --- what this run learned ----------------------------------------------------------------
 
-    def publish(self, records: Iterable[EngineLimit], now: datetime) -> None:
-        """Offer this run's own limit records (source empty) to the shared registry."""
+    def publish(self, records: Iterable[EngineLimit], now: datetime,
+                forms: Mapping[Engine, str | None] | None = None) -> None:
+        """Offer this run's own limit records (source empty) to the shared registry. `forms`:
+        how the notice of an engine's new record wrote its reset (`LimitNotice.reset_form`); a
+        reset this clock cannot vouch for is shared as the core's `vouched` has it (said)."""
+        from autodev_core.scheduler.registry import vouched
+
+        skew = None if self._skew_ms is None else timedelta(milliseconds=self._skew_ms)
         for record in records:
             if record.source:
                 continue  # another run's: already shared
             key = self.settings.key(record.engine)
             if key is None:
                 continue  # only named accounts are shared
+            form = (forms or {}).get(record.engine)
+            read = record
+            record = vouched(record, form, skew, now)
+            if record is not read:
+                self.say(_not_vouched(read, form or "", self._skew_ms or 0, record))
             shared = Shared(
                 account=self.settings.accounts[account_key(record.engine)],
                 engine=shared_engine(record.engine),
@@ -342,9 +355,8 @@ class LimitSharing:
 
     def _merge(self, shared: Shared, now: datetime) -> bool:
         key = self.settings.limit_key(shared.account, shared.engine)
-        return self._run_script(self._script, (key, None), [
-            shared.payload(), self._server_ms(now), self.settings.channel, shared.account,
-            str(shared.engine)], now)
+        return self._run_script(self._script, (key, None), merge_args(
+            shared, self._server_ms(now), self.settings.channel), now)
 
     def _run_script(self, script: Any, where: tuple[str, str | None], args: list[Any],
                     now: datetime) -> bool:
@@ -638,8 +650,24 @@ class LimitSharing:
             self._delivered[where] = item
             local = self._local(item)
             assert isinstance(local, Shared)
-            limits.append(attrs.evolve(local.observed(now), engine=engine))
+            told = attrs.evolve(local.observed(now), engine=engine)
+            self._doubt(where, item, told)
+            limits.append(told)
         return limits + readings
+
+    def _doubt(self, where: str, item: Shared, observed: LimitObserved) -> None:
+        """docs/sharing.md "Clocks": a read reset beyond any window of its provider is taken by
+        the core as its A6 default (`registry.believed`); said once per record."""
+        from autodev_core.scheduler import EngineLimit
+        from autodev_core.scheduler.registry import believed
+
+        claimed = EngineLimit(observed.engine, observed.until, observed.read, observed.seen,
+                              observed.source)
+        taken = believed(claimed)
+        if taken is claimed or (where, item.reset, item.seen, item.who) in self._doubted:
+            return
+        self._doubted.add((where, item.reset, item.seen, item.who))
+        self.say(_doubted_line(claimed, taken))
 
     def forget_told(self) -> None:
         """Forget which records the core was told of (the next turn start tells them all again,
@@ -776,8 +804,7 @@ class LimitSharing:
             for key, window in missing:
                 if window is None:
                     record = limits[key]
-                    merge(keys=[key], args=[record.payload(), now_ms, self.settings.channel,
-                                            record.account, str(record.engine)])
+                    merge(keys=[key], args=merge_args(record, now_ms, self.settings.channel))
                 else:
                     reading = readings[(key, window)]
                     usage(keys=[key], args=[
@@ -920,6 +947,28 @@ def _missing(mine: list[tuple[str, str | None]],
     """Those of `mine` that Redis answered it does not hold (an error is no answer)."""
     return [where for where, answer in zip(mine, held, strict=True)
             if not isinstance(answer, BaseException) and not answer]
+
+
+def _utc(at: datetime) -> str:
+    return at.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _not_vouched(read: EngineLimit, form: str, skew_ms: int, shared: EngineLimit) -> str:
+    """The line for a reset this run read but does not vouch for (docs/sharing.md "Clocks")."""
+    from autodev_core.scheduler.logs import reset_not_vouched
+
+    return reset_not_vouched(read.engine, _utc(read.until), form, _seconds(skew_ms),
+                             _utc(shared.until))
+
+
+def _doubted_line(claimed: EngineLimit, taken: EngineLimit) -> str:
+    """The line for another run's reset beyond any window (docs/sharing.md "Clocks")."""
+    from autodev_core.scheduler.logs import reset_beyond_any_window
+    from autodev_core.scheduler.registry import LONGEST_WINDOW
+
+    return reset_beyond_any_window(claimed.engine, claimed.source, _utc(claimed.until),
+                                   LONGEST_WINDOW[claimed.engine.provider].days,
+                                   _utc(taken.until))
 
 
 def _seconds(ms: int) -> str:

@@ -109,6 +109,18 @@ class SharedUsage:
         )
 
 
+def merge_args(record: Shared, now_ms: int, channel: str) -> list[Any]:
+    """The merge script's ARGV for `record` (`scripts.MERGE_SCRIPT`): the record, now, the
+    channel, the account, the engine, and the core's bound on a believable read reset and the
+    A6 default that replaces one past it (`registry.believed`, docs/sharing.md "Clocks"), in ms."""
+    from autodev_core.scheduler.policy import DEFAULT_LIMIT_WAIT
+    from autodev_core.scheduler.registry import LONGEST_WINDOW, TRUST_GRACE
+
+    provider = record.engine.provider
+    return [record.payload(), now_ms, channel, record.account, str(record.engine),
+            (LONGEST_WINDOW[provider] + TRUST_GRACE) // _MS, DEFAULT_LIMIT_WAIT[provider] // _MS]
+
+
 def _parse_usage(account: str, engine: Engine, window: str, raw: Any) -> SharedUsage | None:
     try:
         data = json.loads(raw) if isinstance(raw, (str, bytes, bytearray)) else raw

@@ -10,14 +10,27 @@ from typing import Final
 
 #: The core's merge rule (`autodev_core.scheduler.registry.merge_limit`), server-side and atomic.
 #: KEYS[1]: the record's key. ARGV: the observation as JSON ({reset, read, seen, who}, times in
-#: epoch milliseconds), now (ms), the channel, the account, the engine. Returns 1 when the record
-#: changed (and was published), else 0.
+#: epoch milliseconds), now (ms), the channel, the account, the engine, and (`records.merge_args`)
+#: the core's bound on a believable read reset after its sighting and the A6 default that stands
+#: in for one past it (ms; `registry.believed`: both the held record and the observation are
+#: taken so first, docs/sharing.md "Clocks"). Returns 1 when the record changed (and was
+#: published), else 0.
 MERGE_SCRIPT: Final = """
 local obs = cjson.decode(ARGV[1])
 local now = tonumber(ARGV[2])
+local bound = tonumber(ARGV[6])
+local default = tonumber(ARGV[7])
+local function believed(r)
+  if bound and default and r.read and r.reset - r.seen > bound then
+    r.reset = r.seen + default
+    r.read = false
+  end
+  return r
+end
+obs = believed(obs)
 local raw = redis.call('GET', KEYS[1])
 local rec = nil
-if raw then rec = cjson.decode(raw) end
+if raw then rec = believed(cjson.decode(raw)) end
 if rec and obs.seen >= rec.reset then rec = nil end
 local new = nil
 if rec == nil then

@@ -22,8 +22,15 @@ from hypothesis import strategies as st
 
 from autodev_core import Engine
 from autodev_core.detection import classify_output
+from autodev_core.detection._resets import PAST_GRACE
 from autodev_core.scheduler import EngineLimit
-from autodev_core.scheduler.registry import believed, beyond_any_window, merge_limit, vouched
+from autodev_core.scheduler.registry import (
+    TRUST_GRACE,
+    believed,
+    beyond_any_window,
+    merge_limit,
+    vouched,
+)
 
 M = timedelta(minutes=1)
 UTC_ZONE = T0.tzinfo
@@ -172,6 +179,10 @@ def test_the_issues_fast_clock_shares_the_default_hour_not_tomorrow() -> None:
     assert vouched(own, notice.reset_form, timedelta(minutes=20), now) == EngineLimit(
         Engine("claude"), now + timedelta(hours=1), False, now, "")
     assert vouched(own, notice.reset_form, timedelta(minutes=9), now) == own
+
+
+def test_the_grace_is_a6s() -> None:
+    assert TRUST_GRACE == PAST_GRACE == timedelta(minutes=10)
 
 
 def test_a_notice_says_how_its_reset_was_written() -> None:

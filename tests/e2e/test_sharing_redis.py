@@ -4,7 +4,9 @@ Each test starts its own server on a free loopback port in a temp dir (helpers.r
 The server-side script must follow the core's rule; the model below states that rule on its own
 (a read reset beats a defaulted one, else the later reset wins; a limit seen after the recorded
 one ended starts anew; one whose reset had passed before the recorded one was seen is older and
-ignored; ties go to the smaller name, then the earlier sighting).
+ignored; ties go to the smaller name, then the earlier sighting; a read reset more than a week
+and ten minutes after its sighting is taken as claude's default hour after it, unread:
+docs/sharing.md "Clocks").
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from hypothesis import strategies as st
 from autodev_core.engine import Engine
 from autodev_core.errors import ConfigError
 from autodev_core.scheduler import EngineLimit, EngineUsage
+from autodev_core.scheduler.registry import merge_limit
 
 pytestmark = needs_redis
 
@@ -78,14 +81,24 @@ def sightings(draw: st.DrawFn) -> tuple[str, int, int, bool]:
     who = draw(st.sampled_from(("a", "b", "c")))
     seen = draw(st.integers(0, 240))
     read = draw(st.booleans())
-    until = seen + (draw(st.integers(1, 180)) if read else 60)
+    # Now and then a misreading past any window of claude's (a week and ten minutes), or just
+    # within it: the script must doubt the one as the core does, and keep the other.
+    ahead = draw(st.one_of(st.integers(1, 180), st.sampled_from(
+        (WEEK_AND_GRACE, WEEK_AND_GRACE + 1, 365 * 24 * 60))))
+    until = seen + (ahead if read else 60)
     return who, seen, until, read
+
+
+#: docs/sharing.md "Clocks": claude's longest window (7 days) and A6's grace, in minutes.
+WEEK_AND_GRACE = 7 * 24 * 60 + 10
 
 
 def model(seq: list[tuple[str, int, int, bool]]) -> tuple[int, bool, int, str] | None:
     """The rule over arrivals in this order (minutes), as Redis holds it (no ended records)."""
     rec: tuple[int, bool, int, str] | None = None  # (until, read, seen, who)
     for who, seen, until, read in seq:
+        if read and until - seen > WEEK_AND_GRACE:
+            until, read = seen + 60, False  # beyond any window: claude's A6 hour, unread
         if rec is not None and seen >= rec[0]:
             rec = None
         if rec is None:
@@ -129,6 +142,15 @@ def test_the_script_moves_a_reset_only_by_the_rule(server: RedisServer, seq: lis
         millis(T0 + timedelta(minutes=expected[0])), expected[1],
         millis(T0 + timedelta(minutes=expected[2])), expected[3],
     )
+    # ... and the core's merge, over the same records, ends with that record too.
+    core: EngineLimit | None = None
+    for who, seen, until, read in seq:
+        core = merge_limit(core, EngineLimit(CLAUDE, T0 + timedelta(minutes=until), read,
+                                             T0 + timedelta(minutes=seen), who),
+                           now - timedelta(days=1))
+    assert core is not None
+    assert (millis(core.until), core.read, millis(core.seen or T0), core.source) == (
+        data["reset"], data["read"], data["seen"], data["who"])
     for sharer in sharers.values():
         sharer.close()
     client.close()
