@@ -51,7 +51,6 @@ from autodev_core.participant import Participant
 from autodev_core.scheduler import (
     CallCancelled,
     Effect,
-    Event,
     LimitCleared,
     Log,
     MessageArrived,
@@ -67,9 +66,11 @@ from autodev_core.scheduler import (
     UsageObserved,
     Woke,
     call_ended,
+    logs,
     restore_state,
     step,
 )
+from autodev_core.scheduler.limited import lifted_at_reset
 from autodev_core.serialization import from_json
 
 from .calls import DEFAULT_TEMPLATES, CallResult, CommandTemplate
@@ -336,7 +337,9 @@ class Runner:
                 self.posts.append((post.participant, post.engine))
         self.commits.commit(self.state, todo.posts, reason=type(event).__name__,
                             taken=todo.taken)
-        self._say_lifted(before, event)
+        if not isinstance(event, LimitCleared):  # a limit cleared by hand has its own line
+            for engine in lifted_at_reset(before.limits, self.state.limits, event.now):
+                self.log.note(event.now, logs.limit_lifted(engine))
         self._publish(before, event.now)
         for effect in effects:
             events.extend(self.handlers[type(effect)](effect))
@@ -345,18 +348,6 @@ class Runner:
         said = self.messages.take(self.clock.now())
         if said is not None:
             events.append(said)
-
-    def _say_lifted(self, before: SchedulerState, event: Event) -> None:
-        """docs/loop.md: a line when a limit leaves the registry at its reset (A23), for every
-        participant on the engine at once — also one whose lane has no other entry, for whom
-        the core writes no `limit lifted` line. A limit cleared by hand has its own line."""
-        if before.limits == self.state.limits or isinstance(event, LimitCleared):
-            return
-        kept = {record.engine for record in self.state.limits}
-        for record in before.limits:
-            if record.engine not in kept and record.until <= event.now:
-                self.log.note(event.now, f"{record.engine} limit lifted at its reset — back "
-                              "for everyone on it")
 
     # --- edits of the participant files, at the next turn start --------------------------
 

@@ -87,3 +87,17 @@ def comes_back(passed: int, position: int) -> bool:
     """Whether lane entry `position` is one a participant's seat passed because it was limited
     (`passed`, from `Limited.limited_before`): coming back to it is announced (A23)."""
     return passed >> position & 1 == 1
+
+
+def lifted_at_reset(
+    before: Iterable[EngineLimit], after: Iterable[EngineLimit], now: datetime
+) -> tuple[Engine, ...]:
+    """A23, docs/loop.md: the engines whose limit a step took out of the registry because its
+    reset had come (`until <= now`, A38), in registry order — not one replaced by a newer limit
+    of the same engine (it is still limited), nor one still to come (taken out by hand: that
+    step says `limit cleared by hand` itself, so its caller leaves `LimitCleared` out). One
+    line each (`logs.limit_lifted`), for everyone on the engine at once."""
+    kept = {record.engine for record in after}
+    return tuple(record.engine for record in before
+                 if record.engine not in kept and record.until <= now)
+

@@ -109,6 +109,12 @@ def lifted(participant: str, engine: Engine, primary: bool) -> str:  # A23
     return f"{participant}: limit lifted — back on {engine}"
 
 
+def limit_lifted(engine: Engine) -> str:  # A23 (wording ours, docs/loop.md)
+    """`engine`'s limit left the registry at its reset: said once, for every participant on it
+    at once — also one with no chain, for whom `lifted` never comes."""
+    return f"{engine} limit lifted at its reset — back for everyone on it"
+
+
 def limit_cleared(engine: Engine, changed: bool) -> str:  # docs/cli.md (wording ours)
     """The operator lifted `engine`'s limit by hand (`autodev limits clear`)."""
     if changed:
