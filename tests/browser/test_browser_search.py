@@ -120,3 +120,29 @@ def test_the_search_is_a_get_under_the_panels_session(run: tuple[RunDaemon, Pane
     assert panel.request("GET", "/api/search?q=needle", cookie=False).status == 401
     assert daemon.controls() == before
     assert Path(daemon.run_dir / "run.db").exists()
+
+
+def test_the_search_results_and_the_linked_post_pass_axe_at_320_px(
+        run: tuple[RunDaemon, Panel], browser: Any) -> None:
+    """Issue 41 item 1's checks on what the search adds: axe-core finds no serious or critical
+    rule broken with the matches and the linked post shown, and nothing scrolls sideways at
+    320 px (long excerpts wrap)."""
+    from test_browser_a11y import _serious
+
+    daemon, panel = run
+    needle_seq = next(seq for seq, (_r, who, _t) in enumerate(daemon.posts(), 1) if who == "rui")
+    context = browser.new_context(viewport={"width": 320, "height": 900}, bypass_csp=True)
+    try:
+        page = context.new_page()
+        page.set_default_timeout(30_000)
+        page.goto(panel.url)
+        page.wait_for_selector("#thread .post", state="attached")
+        search(page, "needle", "1 match")
+        page.click(f"#search-list a[href='#post-{needle_seq}']")
+        page.locator("#linked-post .text").wait_for()
+        assert _serious(page) == []
+        widths = page.evaluate(
+            "[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+        assert widths[0] <= widths[1], widths
+    finally:
+        context.close()
