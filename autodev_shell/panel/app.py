@@ -53,6 +53,8 @@ SAY_MAX_BYTES: Final = POST_MAX_BYTES
 #: The daemon's commands that make no sense with no daemon to take them: queued now, they would
 #: act on the next `autodev run` at its start (a stop queued today stops tomorrow's run).
 NEEDS_DAEMON: Final = frozenset({"pause", "resume", "stop"})
+#: SQLite's largest integer: a seq asked beyond it names no post (never an OverflowError).
+SQLITE_MAX_INT: Final = 2**63 - 1
 
 
 def markdown_post(post: dict[str, Any]) -> str:
@@ -234,7 +236,7 @@ class Panel:
     def post(self, request: Request) -> Response:
         """`GET /api/post/SEQ`: one post whole (a permalink to a post the page does not hold)."""
         seq = request.path_params["seq"]
-        found = self.reader.post(seq)
+        found = self.reader.post(seq) if seq <= SQLITE_MAX_INT else None
         if found is None:
             return _error(404, f"post {seq} is not in this thread")
         return JSONResponse(found)

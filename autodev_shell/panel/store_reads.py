@@ -179,7 +179,8 @@ class RunReader:
         `author` and of `kind` when given, newest first: at most `limit`, and at most
         SEARCH_SCAN posts read. `next` is where a further search starts (its `before`), None
         once the thread's start is reached."""
-        end = self.last_seq() + 1 if before is None else before
+        # A `before` past the thread's end (past SQLite's integers, even) starts at its end.
+        end = self.last_seq() + 1 if before is None else min(before, self.last_seq() + 1)
         low = max(0, end - SEARCH_SCAN)
         where: list[str] = ["seq < ?", "seq >= ?"]
         args: list[object] = [end, low]

@@ -176,6 +176,11 @@ def test_the_route_searches_the_whole_thread_a_bounded_page_at_a_time(
     assert get({"author": "rui", "limit": "3"}).json()["posts"][0]["author"] == "rui"
     assert panel.request("GET", "/api/post/1").json()["text"] == "the needle, 100% old"
     assert panel.request("GET", "/api/post/99999").status == 404
+    assert panel.request("GET", f"/api/post/{2**64}").status == 404  # past SQLite's integers
+    huge = get({"q": "needle", "before": str(2**64)})
+    assert huge.status == 200 and [p["seq"] for p in huge.json()["posts"]] == [1201, 1]
+    assert get({"q": "needle", "before": "-3"}).json() == {"posts": [], "next": None,
+                                                           "from": -3, "to": 0}
     for bad, says in (({"q": "x" * 501}, "at most 500"), ({"q": "x", "kind": "other"}, "kind"),
                       ({}, "nothing to search for"), ({"q": "x", "before": "y"}, "whole")):
         refused = get(bad)
