@@ -205,8 +205,10 @@ class Panel:
         try:
             limit = min(max(int(request.query_params.get("limit", FIRST_PAGE)), 1), MAX_PAGE)
             before = request.query_params.get("before")
-            posts = (self.reader.posts_before(int(before), limit) if before is not None
-                     else self.reader.newest_posts(limit))
+            # SQLite's integers are 64-bit: a `before` past them reads as their end.
+            posts = (self.reader.posts_before(
+                         max(min(int(before), SQLITE_MAX_INT), -SQLITE_MAX_INT), limit)
+                     if before is not None else self.reader.newest_posts(limit))
         except ValueError:
             return _error(400, "before and limit must be whole numbers")
         return JSONResponse(posts)

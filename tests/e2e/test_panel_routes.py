@@ -101,6 +101,11 @@ def test_the_thread_pages_back_without_loss_or_duplicate(tmp_path: Path,
     assert [p["seq"] for p in got] == list(range(1, 531))
     assert [p["text"] for p in got] == [f"post {i}" for i in range(530)]
     assert panel.request("GET", "/api/thread?before=x").status == 400
+    # Past SQLite's 64-bit integers: the end of the thread (or nothing), never a 500.
+    beyond = panel.request("GET", f"/api/thread?before={2**64}&limit=50")
+    assert beyond.status == 200 and [p["seq"] for p in beyond.json()] == list(range(481, 531))
+    below = panel.request("GET", f"/api/thread?before={-2**64}&limit=50")
+    assert below.status == 200 and below.json() == []
     assert len(panel.request("GET", "/api/thread?limit=100000").json()) == 500
 
 
