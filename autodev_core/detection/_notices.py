@@ -201,31 +201,32 @@ def _line_around(text: str, start: int, end: int) -> str:
     return line[key.end() if key else 0 :][:MAX_NOTICE_TEXT]
 
 
-#: docs/sharing.md "Clocks": what in a reset as written names a day (a date, a weekday,
-#: tomorrow), an epoch, or a clock time; a reset with none of them is a duration.
-_FORM_DAY = re.compile(
-    r"\d{4}-\d{2}-\d{2}|\b(?:tomorrow|jan|feb|fev|mar|apr|abr|may|mai|jun|jul|aug|ago|sep|set"
-    r"|oct|out|nov|dec|dez|dic|ene|mon|tue|wed|thu|fri|sat|sun)", re.IGNORECASE)
-_FORM_EPOCH = re.compile(r"(?<!\d)(?:\d{13}|\d{10})(?!\d)")
-_FORM_CLOCK = re.compile(r"\d:\d{2}|\d\s?[ap]\.?\s?m\b", re.IGNORECASE)
+#: docs/sharing.md "Clocks": what in a reset as written (lower-cased) names a day (a date, a
+#: weekday, tomorrow), an epoch, or a clock time; a reset with none of them is a duration.
+_FORM = re.compile(
+    r"(?P<date>\d{4}-\d{2}-\d{2}|\b(?:tomorrow|jan|feb|fev|mar|apr|abr|may|mai|jun|jul|aug|ago"
+    r"|sep|set|oct|out|nov|dec|dez|dic|ene|mon|tue|wed|thu|fri|sat|sun))"
+    r"|(?P<epoch>(?<!\d)(?:\d{13}|\d{10})(?!\d))"
+    r"|(?P<clock>\d:\d{2}|\d\s?[ap]\.?\s?m\b)")
 
 
 def _form_of(written: str) -> str:
-    """How a reset `parse_when` read was written (`LimitNotice.reset_form`): `date`, `epoch`,
-    `clock`, else `relative` (a duration)."""
-    if _FORM_DAY.search(written):
-        return "date"
-    if _FORM_EPOCH.search(written):
-        return "epoch"
-    return "clock" if _FORM_CLOCK.search(written) else "relative"
+    """How a reset `parse_when` read was written (`LimitNotice.reset_form`): `date`, else
+    `epoch`, else `clock`, else `relative` (a duration)."""
+    found = {m.lastgroup for m in _FORM.finditer(written.lower())}
+    for form in ("date", "epoch", "clock"):
+        if form in found:
+            return form
+    return "relative"
 
 
 def _readers(
     win: str, start: int, meter: Meter | None
-) -> Iterator[tuple[Resolver, int, str]]:
-    """The resets written after `start` in `win`, in order, each with where it ends and how it
-    was written (`_form_of`); the first that gives a reset at an instant is the notice's
-    (`_read_reset`)."""
+) -> Iterator[tuple[Resolver, int, str | None]]:
+    """The resets written after `start` in `win`, in order, each with where it ends and what
+    tells how it was written: None for a delay (`relative`), else the text read (`_form_of`,
+    worked out only for the reset read); the first that gives a reset at an instant is the
+    notice's (`_read_reset`)."""
     pos = start
     reach = min(len(win), start + _RESET_REACH)
     paragraph = win.find("\n\n", start, reach)  # a reset belongs to its own paragraph
@@ -244,11 +245,11 @@ def _readers(
                 read_duration(rest, meter)
             )
             if written is not None:
-                yield after_seconds(written[0]), cue_end + written[1], "relative"
+                yield after_seconds(written[0]), cue_end + written[1], None
         else:
             read = parse_when(win[cue_end:], meter)
             if read is not None and read[0] is not None:
-                yield read[0], cue_end + read[1], _form_of(win[cue_end:cue_end + read[1]])
+                yield read[0], cue_end + read[1], win[cue_end:cue_end + read[1]]
         pos = max(cue_end, pos + 1)
 
 
@@ -257,10 +258,10 @@ def _read_reset(
 ) -> tuple[datetime | None, int, str | None]:
     """The first reset written after `start` in `win` (where it ends, how it was written),
     else (None, start, None)."""
-    for resolve, end, form in _readers(win, start, meter):
+    for resolve, end, written in _readers(win, start, meter):
         reset = resolve(now, local_tz)
         if reset is not None:
-            return reset, end, form
+            return reset, end, "relative" if written is None else _form_of(written)
     return None, start, None
 
 
@@ -289,10 +290,11 @@ class Candidate:
         win, start, phrase_end = self.win, self.start, self.end
         text = _line_around(win, start, phrase_end)
         readers = []
-        for resolve, end, form in _readers(win, start, None):
+        for resolve, end, written in _readers(win, start, None):
             # A reset on the phrase's line gives the phrase's text (`_line_around` ends lines).
             same = end <= phrase_end or win.find("\n", phrase_end, end) == -1
-            readers.append((resolve, text if same else _line_around(win, start, end), form))
+            readers.append((resolve, text if same else _line_around(win, start, end),
+                            "relative" if written is None else _form_of(written)))
         return PreparedCandidate(readers=tuple(readers), text=text)
 
 

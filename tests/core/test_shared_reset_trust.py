@@ -14,6 +14,7 @@ Two rules, each stated here on its own (not as the code computes it):
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 from helpers.clock import T0
@@ -194,6 +195,13 @@ def test_a_notice_says_how_its_reset_was_written() -> None:
         f"You've hit your usage limit. Try again at {(now + timedelta(days=30)):%b %d, %Y} "
         "6:49 AM.": "date",
         f"Claude AI usage limit reached|{int((now + timedelta(hours=2)).timestamp())}": "epoch",
+        json.dumps({"type": "rate_limit_event", "rate_limit_info": {
+            "status": "rejected", "resetsAt": int((now + timedelta(hours=2)).timestamp()),
+            "rateLimitType": "five_hour"}}): "epoch",
+        "You've hit your limit · resets tomorrow at 9am": "date",
+        "You've hit your limit · resets Sun 11:00 PM": "date",
+        "You've hit your limit · resets 2026-12-02T10:00:00Z": "date",
+        "You've hit your limit · try again in 2h31m33s": "relative",
         "Claude AI usage limit reached": None,
     }
     for text, form in written.items():
