@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+import attrs
 from hypothesis import currently_in_test_context, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
@@ -31,6 +32,7 @@ from autodev_core.scheduler import EngineLimit, EngineUsage
 from autodev_core.scheduler.registry import merge_limit, merge_usage
 from autodev_shell.sharing import Shared, SharedUsage, from_millis
 from autodev_shell.sharing.mirror import LIVE_SECONDS, Liveness, Mirror, Where
+from autodev_shell.sharing.records import merge_args
 
 ME = "me"
 PLACES: tuple[Where, ...] = (
@@ -49,8 +51,19 @@ Record = Shared | SharedUsage
 
 def merge_script(held: Shared | None, obs: Shared, now: int) -> Shared | None:
     """MERGE_SCRIPT, transcribed: the new record when it changed (then published), else None.
-    `held` is what GET returns (the key expires at its reset: the TTL is reset - now)."""
-    rec = held if held is not None and held.reset > now else None
+    `held` is what GET returns (the key expires at its reset: the TTL is reset - now). Both
+    are first taken as the script takes them (a read reset past the bound, ARGV[6], is the
+    default after its sighting, ARGV[7], unread: docs/sharing.md "Clocks")."""
+    args = merge_args(obs, now, "limits")
+    bound, default = args[5], args[6]
+
+    def believed(r: Shared) -> Shared:
+        if r.read and r.reset - r.seen > bound:
+            return attrs.evolve(r, reset=r.seen + default, read=False)
+        return r
+
+    obs = believed(obs)
+    rec = believed(held) if held is not None and held.reset > now else None
     if rec is not None and obs.seen >= rec.reset:
         rec = None
     if rec is None:
