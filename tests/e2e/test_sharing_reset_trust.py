@@ -24,6 +24,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from helpers.daemons import RunCommands
 from helpers.redis_server import RedisServer, needs_redis
 from helpers.sharing_redis import CLAUDE, TEAM, settings_for
 
@@ -189,15 +190,18 @@ def test_a_daemon_20_minutes_fast_does_not_bench_the_other_for_a_day(tmp_path: P
             daemons[run_id] = _SkewedDaemon(team, tmp_path / f"run-{run_id}", run_id, env, skew)
         a, b = daemons["a"], daemons["b"]
         with all_finish(a, b):
-            a.start(server.url, virtual, real, seconds=25)
+            a.start(server.url, virtual, real, seconds=60)
             shared_wait_for(lambda: any(m.startswith("claude limited until ")
                                         for m in a.messages()),
                             "A's limit", WAIT, lambda: a.messages())
-            b.start(server.url, virtual, real, seconds=22)
+            b.start(server.url, virtual, real, seconds=50)
             # B posts on claude, or (benched) runs to its end without a post.
             shared_wait_for(lambda: any("bob posted via claude" in m for m in b.messages())
                             or (b.process is not None and b.process.poll() is not None),
                             "B's post on claude or its end", WAIT, lambda: b.messages())
+            for daemon in (b, a):  # done: no need to wait for their ends (room for a load)
+                if daemon.process is not None and daemon.process.poll() is None:
+                    daemon.cli("stop")
     own = [m for m in a.messages() if m.startswith("claude limited until ")]
     assert own and "-" in own[0].split("until ", 1)[1], own  # A's own: tomorrow (a date)
     heard = [(at, m) for at, m in b.lines() if "(reported by " in m]
@@ -223,7 +227,7 @@ def shared_wait_for(predicate: Callable[[], bool], what: str, seconds: float,
         time.sleep(0.05)
 
 
-class _SkewedDaemon:
+class _SkewedDaemon(RunCommands):
     """A daemon of helpers/skewed_share_daemon.py: its clock and its machine `skew` s fast."""
 
     def __init__(self, team: Path, run_dir: Path, run_id: str, env: dict[str, str],
