@@ -53,6 +53,9 @@ IDLE_PING_SECONDS: Final = 15.0
 ACTIVE_SECONDS: Final = 30.0
 #: Seconds a clock may be apart from Redis's before it is said and corrected for.
 SKEW_SECONDS: Final = 1.0
+#: How a notice may write a reset that names an instant of the real timeline, whatever this
+#: machine's clock says (`LimitNotice.reset_form`); a relative one is counted on this clock.
+ABSOLUTE_FORMS: Final = frozenset({"epoch", "clock", "date"})
 #: Seconds before a subscriber refused by an ACL (NOPERM) tries to subscribe again.
 DENIED_RETRY_SECONDS: Final = 60.0
 
@@ -338,10 +341,14 @@ class LimitSharing:
             record = vouched(record, form, skew, now)
             if record is not read:
                 self.say(_not_vouched(read, form or "", self._skew_ms or 0, record))
+            # An instant this clock made (a relative reset, a default wait) is moved onto
+            # Redis's clock; a reset the provider named absolutely (an epoch, a clock time, a
+            # date) is an instant of the real timeline already and is shared as it is.
+            absolute = record.read and form in ABSOLUTE_FORMS
             shared = Shared(
                 account=self.settings.accounts[account_key(record.engine)],
                 engine=shared_engine(record.engine),
-                reset=millis(record.until) - self._offset_ms,
+                reset=millis(record.until) - (0 if absolute else self._offset_ms),
                 read=record.read,
                 seen=millis(record.seen if record.seen is not None else now) - self._offset_ms,
                 who=self.settings.name,
@@ -439,12 +446,15 @@ class LimitSharing:
             reset = millis(record.until)
             if reset <= millis(now):
                 continue  # its window has reset: it counts no more
+            # A window's end the CLI said is an epoch (the real timeline, shared as it is); one
+            # this run defaulted is on this clock and moved onto Redis's (as `publish`).
+            reset -= 0 if record.read else self._offset_ms
             shared = SharedUsage(
                 account=self.settings.accounts[account_key(record.engine)],
                 engine=shared_engine(record.engine),
                 window=record.window,
                 utilization=record.utilization,
-                reset=reset - self._offset_ms,
+                reset=reset,
                 read=record.read,
                 seen=millis(record.seen if record.seen is not None else now) - self._offset_ms,
                 who=self.settings.name,

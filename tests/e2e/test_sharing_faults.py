@@ -429,6 +429,37 @@ def test_a_fast_clock_is_said_and_its_instants_reach_others_on_the_real_timeline
         sharer.close()
 
 
+@pytest.mark.parametrize("form", ["epoch", "clock", "date", "relative"])
+def test_a_reset_the_provider_named_absolutely_is_shared_as_it_is(
+    server: RedisServer, raw: redis.Redis, form: str,
+) -> None:
+    """A writer 30 s fast reads claude's `resetsAt` (an epoch), or a clock time or a date: that
+    reset is an instant of the real timeline, not of the writer's clock, so it is stored as
+    read, and a reader with a right clock lifts it at that instant (moving it onto Redis's clock
+    as if this clock had made it would publish it 30 s early: readers would call inside the
+    limit). A relative reset ("in 10 minutes") was counted on the fast clock and is moved."""
+    p = prefix()
+    real = datetime.now(UTC)
+    local = real + timedelta(seconds=30)
+    fast = LimitSharing(settings_for(server, "fast", p), subscribe=False,
+                        wall=lambda: time.time() + 30)
+    fast.sync(TEAM, local)
+    if form == "relative":
+        record, truth = limit(local + timedelta(minutes=10), local), real + timedelta(minutes=10)
+    else:
+        truth = real + timedelta(minutes=10)
+        record = limit(truth, local)
+    fast.publish([record], local, forms={CLAUDE: form})
+    stored = json.loads(raw.get(fast.settings.key(CLAUDE)))
+    assert abs(stored["reset"] - millis(truth)) <= 1_000
+    right = LimitSharing(settings_for(server, "right", p), subscribe=False)
+    got = right.sync(TEAM, real)
+    assert len(got) == 1 and isinstance(got[0], LimitObserved)
+    assert abs((got[0].until - truth).total_seconds()) <= 1
+    for sharer in (fast, right):
+        sharer.close()
+
+
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None,
           max_examples=25)
 @given(writer=st.integers(-600, 600), reader=st.integers(-600, 600),

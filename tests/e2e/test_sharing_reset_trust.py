@@ -82,9 +82,11 @@ def test_a_clock_20_minutes_fast_shares_a_clock_time_reset_unread_and_an_epoch_o
         "time on this machine's clock, 20 min 0 s ahead of the Redis server's; not vouched for: "
         f"shared as unread, until {local + HOUR:%Y-%m-%d %H:%M} UTC (the A6 default after it "
         "was seen)"]
-    # The same clock reading an epoch: vouched for, moved onto Redis's clock, nothing said.
+    # The same clock reading an epoch: vouched for, nothing said, and shared as the instant it
+    # names (an epoch is on the real timeline whatever this clock says: moving it onto Redis's
+    # clock as if this clock had made it would share it 20 minutes early).
     said.clear()
-    codex = EngineLimit(TEAM[2], local + timedelta(hours=3), True, local)
+    codex = EngineLimit(TEAM[2], real + timedelta(hours=3), True, local)
     fast.publish([codex], local, {TEAM[2]: "epoch"})
     stored = json.loads(raw.get(fast.settings.key(TEAM[2])))
     assert stored["read"] is True
@@ -104,7 +106,9 @@ def test_a_clock_within_the_grace_vouches_for_its_clock_time_reset(
     local = real + timedelta(minutes=5)
     near.sync(TEAM, local)
     said.clear()
-    near.publish([EngineLimit(CLAUDE, local + 2 * HOUR, True, local)], local, {CLAUDE: "clock"})
+    # A clock time names an instant of the real timeline (the CLI wrote the provider's reset in
+    # its zone): shared as read, as it is.
+    near.publish([EngineLimit(CLAUDE, real + 2 * HOUR, True, local)], local, {CLAUDE: "clock"})
     stored = json.loads(raw.get(near.settings.key(CLAUDE)))
     assert stored["read"] is True
     assert abs(stored["reset"] - millis(real + 2 * HOUR)) <= 2_000
