@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from autodev_core.engine import Engine
-from autodev_core.scheduler import EngineLimit, LimitObserved
+from autodev_core.scheduler import EngineLimit, EngineUsage, LimitObserved
 
 pytestmark = needs_redis
 
@@ -33,6 +33,7 @@ redis = pytest.importorskip("redis", reason="the redis extra is not installed: p
 
 from autodev_shell.sharing import LimitSharing, ShareSettings, millis  # noqa: E402
 from autodev_shell.sharing import client as sharing_client  # noqa: E402
+from autodev_shell.sharing.settings import account_key, shared_engine  # noqa: E402
 from autodev_shell.status.sharing import sharing_facts, sharing_line  # noqa: E402
 
 _counter = iter(range(10**9))
@@ -458,6 +459,29 @@ def test_a_reset_the_provider_named_absolutely_is_shared_as_it_is(
     assert abs((got[0].until - truth).total_seconds()) <= 1
     for sharer in (fast, right):
         sharer.close()
+
+
+@pytest.mark.parametrize("read", [True, False])
+def test_a_usage_window_end_the_cli_said_is_shared_as_it_is(
+    server: RedisServer, raw: redis.Redis, read: bool,
+) -> None:
+    """A reading's window end the CLI said (`resetsAt`, codex's `resets_at`) is an instant of
+    the real timeline: a writer 30 s fast stores it as read. One it defaulted (no end said)
+    was counted on its own clock and is moved onto Redis's."""
+    p = prefix()
+    real = datetime.now(UTC)
+    local = real + timedelta(seconds=30)
+    fast = LimitSharing(settings_for(server, "fast", p), subscribe=False,
+                        wall=lambda: time.time() + 30)
+    fast.sync(TEAM, local)
+    end = (real if read else local) + timedelta(hours=2)
+    fast.publish_usage([EngineUsage(engine=CLAUDE, utilization=0.9, window="five_hour",
+                                    until=end, read=read, seen=local)], local)
+    key = fast.settings.readings_key(
+        fast.settings.accounts[account_key(CLAUDE)], shared_engine(CLAUDE))
+    stored = json.loads(raw.hget(key, "five_hour"))
+    assert abs(stored["reset"] - millis(real + timedelta(hours=2))) <= 1_000
+    fast.close()
 
 
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None,
