@@ -191,9 +191,13 @@ class RunReader:
             where.append("participant = ?" if kind == "message" else "participant <> ?")
             args.append(USER)
         if words and _plain(words):
+            # SQLite's LIKE stops at a NUL in the text; a post holding one (what a CLI printed,
+            # kept as it was) is read by the Python comparison instead.
             where.append("(" + " OR ".join(f"{c} LIKE ? ESCAPE '\\'" for c in
-                                           ("text", "participant", "engine")) + ")")
-            args += [like_pattern(words)] * 3
+                                           ("text", "participant", "engine"))
+                         + " OR (instr(CAST(text AS BLOB), X'00') > 0"
+                           " AND autodev_holds(?, text, participant, engine)))")
+            args += [like_pattern(words)] * 3 + [words.lower()]
         elif words:
             where.append("autodev_holds(?, text, participant, engine)")
             args.append(words.lower())

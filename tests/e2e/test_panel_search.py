@@ -12,7 +12,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 pytest.importorskip("starlette")
@@ -68,6 +68,8 @@ TEXTS = st.lists(st.tuples(st.sampled_from(["ana", "rui", USER]),
 
 
 @settings(max_examples=60, deadline=None)
+# Sweep seed 2066494581: SQLite's LIKE stops at a NUL in a post's text.
+@example(texts=[("ana", "\x00b")], words="b", author="", kind="", scan=1, limit=1)
 @given(texts=TEXTS, words=st.lists(ALPHABET, min_size=0, max_size=3).map("".join),
        author=st.sampled_from(["", "ana", USER]), kind=st.sampled_from(["", "post", "message"]),
        scan=st.integers(1, 6), limit=st.integers(1, 4))
