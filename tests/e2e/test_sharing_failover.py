@@ -8,8 +8,8 @@ MIGRATE, SETSLOT NODE, as `--cluster reshard` does) — and the test asserts wha
 relies on (A8, A25): the daemon says lost and back once each at most, its live limit is on the
 new primary / the new node within a few seconds, a daemon started afterwards makes no call on the
 limited engine, and a limit met after the change is shared too. The Sentinel runs on Valkey (one
-Sentinel, one primary, one replica), the cluster on redis-server; test_sharing_cluster.py runs
-each topology on both servers.
+Sentinel, one primary, one replica), the cluster on redis-server and on Valkey;
+test_sharing_cluster.py runs each topology on both servers.
 """
 
 from __future__ import annotations
@@ -21,13 +21,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from helpers.redis_server import RedisServer, free_port, needs_redis, needs_valkey, server_binary
+from helpers.redis_server import (
+    RedisServer,
+    free_port,
+    needs_valkey,
+    server_binary,
+    server_params,
+)
 from test_sharing_cluster import Cluster
 from test_sharing_daemons import Daemon, status, wait_for
 
 from autodev_shell.standins import write_script
 
-pytestmark = [needs_redis, needs_valkey]
 redis = pytest.importorskip("redis", reason="the redis extra is not installed: pip install "
                             "'autodev[redis]'")
 
@@ -179,6 +184,7 @@ def sentinel(tmp_path: Path) -> Iterator[Sentinel]:
         yield servers
 
 
+@needs_valkey
 @pytest.mark.parametrize("how", ["SENTINEL FAILOVER", "primary killed"])
 def test_a_sentinel_failover_under_a_running_daemon(
     tmp_path: Path, sentinel: Sentinel, how: str
@@ -279,11 +285,12 @@ def move_slot(cluster: Cluster, slot: int, to_port: int) -> None:
             client.close()
 
 
-def test_a_resharding_under_a_running_daemon(tmp_path: Path) -> None:
+@pytest.mark.parametrize("binary", server_params())
+def test_a_resharding_under_a_running_daemon(tmp_path: Path, binary: str) -> None:
     """The team's slot (`{autodev}`) moves to another node while A waits on its claude limit:
     B, started after the move, reads that limit and makes no claude call; a codex limit A meets
     after the move is shared too; A says lost and back once each at most."""
-    with Cluster(tmp_path / "cluster", "redis-server") as cluster:
+    with Cluster(tmp_path / "cluster", binary) as cluster:
         url = f"redis+cluster://127.0.0.1:{cluster.ports[0]}/0"
         key = "{autodev}:limit:work-max:claude"
         a = Daemon(tmp_path, "a", {"ana": "claude", "cid": "codex"}, ACCOUNTS,
@@ -325,5 +332,5 @@ def test_a_resharding_under_a_running_daemon(tmp_path: Path) -> None:
     lost, back = sharing_lines(a)
     assert len(lost) == len(back) <= 1, (lost, back)
     assert sharing_lines(b) == ([], [])
-    print(f"resharding: A's codex limit {published:.1f} s after the move; A said {len(lost)} "
-          f"lost / {len(back)} back")
+    print(f"resharding on {binary}: A's codex limit {published:.1f} s after the move; A said "
+          f"{len(lost)} lost / {len(back)} back")
