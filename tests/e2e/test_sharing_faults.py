@@ -4,8 +4,9 @@ Two runs with one name, a store that loses records (FLUSHALL, a deleted key, a r
 a merge script the server refuses (a wrongly typed key, an ACL user without scripting), an ACL
 user without channel rights, a dead server in `autodev status`, a clock apart from Redis's, and
 the daemons told apart in `CLIENT LIST`. Each test starts what it needs on a free loopback port
-(helpers.redis_server) and takes a few seconds. Valkey is not tested: Debian bookworm and PyPI
-ship no Valkey server (docs/sharing.md).
+(helpers.redis_server) and takes a few seconds. The same faults on Valkey 8 (Debian's
+bookworm-backports) are in test_sharing_valkey.py, failover and resharding in
+test_sharing_failover.py.
 """
 
 from __future__ import annotations
