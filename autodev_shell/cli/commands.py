@@ -263,7 +263,9 @@ def _drive(runner: Runner, *, stop_at: datetime | None,
         # store holds it all).
         runner.flush_replicas()
         name = ended.signal_name if isinstance(ended, Terminated) else "SIGINT"
-        runner.log.note(runner.clock.now(), f"daemon ended by {name}; its call in flight was "
+        from ..notify import DAEMON_ENDED  # the line notify tells as `stopped`
+
+        runner.log.note(runner.clock.now(), f"{DAEMON_ENDED}{name}; its call in flight was "
                         "stopped, the owed turn starts again with the next `autodev run`")
         raise
     finally:
