@@ -45,6 +45,12 @@ def read_variables(value: Any, *, what: str, source: str, line: int | None = Non
     out: dict[str, str] = {}
     for name, text in value.items():
         at = lines.get(str(name), line)
+        if not isinstance(name, str):
+            written = _written_as(name, lines)
+            if written is not None:  # `NO:`, `on:`, `1:` — YAML read the name as a value
+                raise ConfigError(
+                    f"{what}: {written} reads as the YAML value {name!r}, not a variable name: "
+                    f"quote it ('{written}': …)", source=source, line=lines[written])
         if not isinstance(name, str) or not NAME.match(name):
             raise ConfigError(f"{what}: {name!r} is not a variable name", source=source,
                               line=at)
@@ -53,6 +59,21 @@ def read_variables(value: Any, *, what: str, source: str, line: int | None = Non
                               source=source, line=at)
         out[name] = text
     return out
+
+
+def _written_as(name: object, lines: Lines) -> str | None:
+    """The key as written of a name YAML read as another value (`NO` read as False), found
+    among the keys `lines` has as written; None when no key reads so."""
+    import yaml
+
+    for written in lines:
+        try:
+            value = yaml.safe_load(written)
+        except yaml.YAMLError:
+            continue
+        if type(value) is type(name) and value == name:
+            return written
+    return None
 
 
 def read_team_env(value: Any, *, source: str, line: int | None = None,

@@ -136,3 +136,29 @@ def test_C5_the_named_line_is_where_the_variable_is_written(
         assert refusal(folder, environ) == (
             f"{source}:{where}: {field}: {name} reads ${{UNSET_{name}}}, which is not set in "
             "autodev's environment")
+
+
+@pytest.mark.parametrize(("written", "value"), [("NO", False), ("on", True), ("Off", False),
+                                                 ("1", 1), ("null", None)])
+def test_C5_a_variable_name_yaml_reads_as_a_value_is_told_to_be_quoted(
+    tmp_path: Path, written: str, value: object,
+) -> None:
+    """`NO:` under `env:` is YAML's False (1.1 booleans), `1:` a number: the refusal names the
+    key as written, what YAML made of it and its line, and says to quote it."""
+    with pytest.raises(ConfigError) as caught:
+        load_team(team(tmp_path, f"env:\n  TOKEN: x\n  {written}: y\n"))
+    assert str(caught.value) == (
+        f"{tmp_path}/autodev.yaml:3: env: {written} reads as the YAML value {value!r}, not a "
+        f"variable name: quote it ('{written}': …)")
+
+
+def test_C5_a_participant_variable_name_read_as_a_boolean_names_the_files_line(
+    tmp_path: Path,
+) -> None:
+    folder = team(tmp_path, "timezone: UTC\n",
+                  ana="---\nprovider: claude\nenv:\n  TOKEN: x\n  off: y\n---\nWork.\n")
+    with pytest.raises(ConfigError) as caught:
+        load_team(folder)
+    assert str(caught.value) == (
+        f"{tmp_path}/ana.md:5: env: off reads as the YAML value False, not a variable name: "
+        "quote it ('off': …)")
