@@ -45,6 +45,7 @@ LISTS: dict[str, tuple[frozenset[str], int]] = {
     "TURN_KINDS": (frozenset(names.TURN_KINDS), len(names.TURN_KINDS)),
     "LOG_KINDS": (frozenset(names.LOG_KINDS), len(names.LOG_KINDS) // 2),
     "PROVIDERS": (frozenset(names.PROVIDERS), len(names.PROVIDERS)),
+    "PAUSE_REASONS": (frozenset(names.PAUSE_REASONS), 3),
     "PERSISTENCE_FIELDS": (frozenset(names.PERSISTENCE_FIELDS), 4),
 }
 #: The stand-in CLIs' script runs as its own program, importing nothing of autodev (SPEC C6):
