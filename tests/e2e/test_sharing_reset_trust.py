@@ -232,7 +232,7 @@ def shared_wait_for(predicate: Callable[[], bool], what: str, seconds: float,
 
 
 class _SkewedDaemon(RunCommands):
-    """A daemon of helpers/skewed_share_daemon.py: its clock and its machine `skew` s fast."""
+    """A daemon of helpers/share_daemon.py with a SKEW: its clock and its machine `skew` s fast."""
 
     def __init__(self, team: Path, run_dir: Path, run_id: str, env: dict[str, str],
                  skew: int) -> None:
@@ -242,7 +242,7 @@ class _SkewedDaemon(RunCommands):
 
     def start(self, url: str, virtual: datetime, real: float, seconds: float) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, str(HELPERS / "skewed_share_daemon.py"), str(self.team),
+            [sys.executable, str(HELPERS / "share_daemon.py"), str(self.team),
              str(self.run_dir), self.run_id, url, "300", virtual.isoformat(), str(real),
              str(seconds), str(self.skew)],
             env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
