@@ -61,9 +61,9 @@ def write_private_text(path: str | os.PathLike[str], text: str) -> None:
 #: pointed at a folder with other files in it leaves those alone): `run.db` and everything named
 #: after it (`-wal`, `-shm`, `.lock`, `.checkpoint.json`, `.shadow.json`, `.replaced-…`), the
 #: log (and its `.jsonl` lines), the lanes folder, prompt files, and the small files beside them:
-#: the team folder's path, a refused team edit, the panel's port.
+#: the team folder's path, a refused team edit, the panel's port, the call ledger.
 RUN_FILE_PREFIXES: Final = ("run.db", "autodev.log", "prompt-", "team.path", "team-edit.txt",
-                            "panel.port")
+                            "panel.port", "calls.jsonl")
 RUN_FOLDERS: Final = ("lanes",)
 
 

@@ -623,6 +623,11 @@ class Runner:
         self.commits.beat(self.clock.now())
         self.calls += 1
         result = self.perform_call(effect, member, prompt)
+        if self.cli.lanes is not None:  # every ended call, cancelled too (docs/timeline.md)
+            from .calls.ledger import ledger_beside
+
+            ledger_beside(self.cli.lanes, say=lambda line: self.log.note(self.clock.now(), line)
+                          ).add(effect.participant, str(effect.engine), result)
         if result.cancelled:
             return self._cut_short()
         text = (result.post or "").strip()

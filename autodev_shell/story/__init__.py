@@ -1,5 +1,6 @@
 """The run's story (docs/timeline.md): its structured lines kept (`record`), its calls read from
-the lanes (`calls`), the rows and figures they make (`timeline`, pure) and the SVG (`svg`).
+its call ledger and lanes (`calls`), the rows and figures they make (`timeline`, pure) and the
+SVG (`svg`).
 
 `run_story` reads a run folder and returns what the timeline and the figures are drawn from;
 `autodev timeline` and the panel's `/timeline.svg` both use it.
@@ -13,8 +14,8 @@ from typing import Any
 
 import attrs
 
-from ..store.folder import LANES_DIR, LOG_FILE
-from .calls import parse_lane, read_calls
+from ..store.folder import LOG_FILE
+from .calls import parse_lane, read_calls, run_calls
 from .record import EVENTS_FILE, EventsFile, read_events
 from .svg import render_timeline_svg
 from .timeline import (
@@ -69,11 +70,11 @@ class RunStory:
 
 def run_story(run_dir: Path) -> RunStory:
     """The story of the run in `run_dir`: its events file (else an `autodev.log` written with
-    `--json`) and its lanes."""
+    `--json`), its call ledger and its lanes."""
     records = read_events(run_dir / EVENTS_FILE)
     if not records:
         records = [_as_event(r) for r in read_events(run_dir / LOG_FILE)]
-    return RunStory(tuple(records), tuple(read_calls(run_dir / LANES_DIR)))
+    return RunStory(tuple(records), tuple(run_calls(run_dir)))
 
 
 def _as_event(record: dict[str, Any]) -> dict[str, Any]:
@@ -85,5 +86,5 @@ def _as_event(record: dict[str, Any]) -> dict[str, Any]:
 __all__ = [
     "EVENTS_FILE", "MAX_HOURS", "MIN_HOURS", "Call", "EventsFile", "Mark", "ParticipantStats",
     "Row", "RunStory", "Span", "Timeline", "build_timeline", "parse_lane", "participant_stats",
-    "read_calls", "read_events", "render_timeline_svg", "run_story",
+    "read_calls", "read_events", "render_timeline_svg", "run_calls", "run_story",
 ]

@@ -1,11 +1,17 @@
-"""The calls of a run as its lanes tell them (C8), for the timeline and its figures.
+"""The calls of a run for the timeline and its figures: its call ledger, and its lanes (C8).
+
+The ledger (`calls.jsonl`, autodev_shell/calls/ledger.py) holds a line for every call that ended,
+however long the run; the lanes only their last few megabytes. So a run folder's calls are the
+ledger's, and the lanes' for what the ledger lacks: the call in flight, a call whose line the disk
+did not take, and every call of a run older than the ledger (which the lanes alone tell, their
+older calls gone as today).
 
 A lane holds each call between a header (`=== <at> <id> on <engine>: <argv>`) and a footer
 (`=== <at> <how it ended>; read as <kind>[; posted…]`), with every byte the CLI wrote between
-them. What a call cost is read where the CLI says it: claude's `"total_cost_usd": <dollars>` in its
-JSON result, codex's `tokens used` line followed by the count (docs/compatibility.md; the
-recordings in tests/fixtures/realcli/). A lane keeps its last few megabytes (C8): older calls are
-gone from the figures too.
+them. What a call cost is read where the CLI says it, with the ledger's own regexes: claude's
+`"total_cost_usd": <dollars>` in its JSON result, codex's `tokens used` line followed by the count
+(docs/compatibility.md; the recordings in tests/fixtures/realcli/). A lane call is the ledger's
+when the ledger has a call of the same participant ending in the same second (the footer's time).
 """
 
 from __future__ import annotations
@@ -16,6 +22,8 @@ from pathlib import Path
 from typing import Final
 
 from ..calls.lanes import LANE_FILES, NoLaneError, read_lane
+from ..calls.ledger import LEDGER_FILE, read_ledger, reported_cost, reported_tokens
+from ..store.folder import LANES_DIR
 from .timeline import Call
 
 _AT = r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:[+-]\d\d:\d\d|Z))"
@@ -23,8 +31,6 @@ _HEADER: Final = re.compile(rf"^=== {_AT} ([A-Za-z0-9][A-Za-z0-9_.\-]*) on (\S+)
 # A limit's footer adds its reading (` until … (from the notice)`, docs/shell.md) after the kind.
 _FOOTER: Final = re.compile(
     rf"^=== {_AT} (.*); read as ([a-z-]+)(?: [^;\n]*)?(; posted[^\n]*)?$", re.M)
-_COST: Final = re.compile(r'"total_cost_usd"\s*:\s*([0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)')
-_TOKENS: Final = re.compile(r"^tokens used\r?\n\s*([0-9][0-9,]*)\s*$", re.M)
 
 
 def parse_lane(text: str) -> list[Call]:
@@ -52,12 +58,9 @@ def parse_lane(text: str) -> list[Call]:
             else:
                 outcome = footer.group(3)
             body = body[:footer.start()]
-        costs = _COST.findall(body)
-        tokens = _TOKENS.findall(body)
         calls.append(Call(
             participant=header.group(2), engine=header.group(3), start=start, end=end,
-            outcome=outcome, cost_usd=float(costs[-1]) if costs else None,
-            tokens=int(tokens[-1].replace(",", "")) if tokens else None,
+            outcome=outcome, cost_usd=reported_cost(body), tokens=reported_tokens(body),
         ))
     return calls
 
@@ -74,4 +77,18 @@ def read_calls(lanes_dir: Path) -> list[Call]:
             calls.extend(parse_lane(read_lane(lanes_dir, name, files=LANE_FILES)))
         except (NoLaneError, ValueError, OSError):
             continue
+    return sorted(calls, key=lambda c: c.start)
+
+
+def run_calls(run_dir: Path) -> list[Call]:
+    """Every call of the run in `run_dir`: its ledger's, and its lanes' that the ledger lacks
+    (see the module's doc); the lanes' alone when it has no ledger."""
+    lanes = read_calls(run_dir / LANES_DIR)
+    entries = read_ledger(run_dir / LEDGER_FILE)
+    if entries is None:
+        return lanes
+    calls = [Call(e.participant, e.engine, e.start, e.end, e.outcome, e.cost_usd, e.tokens)
+             for e in entries]
+    known = {(c.participant, c.end.replace(microsecond=0)) for c in calls if c.end is not None}
+    calls += [c for c in lanes if c.end is None or (c.participant, c.end) not in known]
     return sorted(calls, key=lambda c: c.start)

@@ -1,11 +1,11 @@
 """The run's story as rows (docs/timeline.md): a pure function of its structured lines and calls.
 
-No I/O here: `build_timeline` takes the records of the events file (`record.read_events`) and the
-calls of the lanes (`calls.read_calls`) and a window, and returns one row for the run (its status
-over time: running, the waits of A18/A26-A28, paused, stopped; the controls taken), one per engine
-(its limits until their resets, A11; near its limit; its provider's outages, A27) and one per
-participant (its calls, coloured by how they ended; hops, handovers, failures and lifts as marks).
-Everything is clipped to the window; `now`, the present moment, is drawn as a line.
+No I/O here: `build_timeline` takes the records of the events file (`record.read_events`), the
+calls of the ledger and lanes (`calls.run_calls`) and a window, and returns one row for the run
+(its status over time: running, the waits of A18/A26-A28, paused, stopped; the controls taken),
+one per engine (its limits until their resets, A11; near its limit; its provider's outages, A27)
+and one per participant (its calls, coloured by how they ended; hops, handovers, failures and
+lifts as marks). Everything is clipped to the window; `now`, the present moment, is drawn as a line.
 """
 
 from __future__ import annotations
@@ -30,10 +30,10 @@ _MARKS: Final[Mapping[str, str]] = {
 
 @attrs.frozen
 class Call:
-    """One CLI call as its lane tells it (C8): who, on what, from when to when (None: in flight),
-    how it ended (`posted`, or what the output read as: `other`, `limit`, `network`, `login`,
-    `cancelled`, `timed-out`), and what the CLI said it cost (claude's `total_cost_usd`) or used
-    (codex's `tokens used`), when it said."""
+    """One CLI call as the call ledger or its lane tells it (C8): who, on what, from when to when
+    (None: in flight), how it ended (`posted`, or what the output read as: `other`, `limit`,
+    `network`, `login`, `cancelled`, `timed-out`), and what the CLI said it cost (claude's
+    `total_cost_usd`) or used (codex's `tokens used`), when it said."""
 
     participant: str
     engine: str
