@@ -60,6 +60,10 @@ class ClearedByHand(SchedulerMachine):
         if provider_alone:
             engine = Engine(engine.provider)
         effects = self.feed(LimitCleared(now=self.now, engine=engine))
+        if engine.model is None:
+            # The outage is gone (A26/A27): the next failure to reach the provider starts the
+            # retry series again (sweep seed 1607714016 found the model still counting).
+            self.outage_attempts[engine.provider] = 0
         after = self.s
         assert all(r.engine != engine for r in after.limits)
         assert [r for r in before.limits if r.engine != engine] == list(after.limits)
