@@ -227,7 +227,7 @@ def _preset(name: str, answer: dict[str, Any], prompt: str) -> tuple[str, str, i
     if name == "codex":
         banner = CODEX_BANNER.format(cwd=os.getcwd(), session=uuid.uuid4(), prompt=prompt)
         if kind in ("post", "flood"):
-            return post + "\n", banner + "codex\n" + post + "\ntokens used: 1,234\n", 0
+            return post + "\n", banner + "codex\n" + post + "\ntokens used\n1,234\n", 0
         if kind == "limit":
             return "", banner + f"■ {notice}\n", 1
         if kind == "network":
