@@ -126,7 +126,10 @@ def test_a_daemon_ended_by_a_signal_is_told_as_stopped(name: str) -> None:
 
 
 def test_the_daemons_signal_line_is_the_one_that_notifies() -> None:
-    # cli/commands.py writes this note when a signal ends the daemon; notify.py matches its start.
+    # cli/commands.py writes this note when a signal ends the daemon, starting it with the
+    # prefix notify.py matches (one constant for both; the e2e in test_notify_episodes.py sends
+    # SIGTERM to a real daemon and receives the notice).
     from autodev_shell.cli import commands
 
-    assert f'f"{DAEMON_ENDED}{{name}}; ' in inspect.getsource(commands._drive)
+    assert DAEMON_ENDED == "daemon ended by "
+    assert 'f"{DAEMON_ENDED}{name}; ' in inspect.getsource(commands._drive)
