@@ -267,40 +267,48 @@ def test_a_full_redis_under_noeviction_is_said_once_and_reads_go_on(tmp_path: Pa
 # --- item 4: no channel rights ------------------------------------------------------------------
 
 
+#: What redis-server 7 answers a SUBSCRIBE by a user without channel rights.
+REDIS_NOPERM = "this user has no permissions to access one of the channels used as arguments"
+
+
 def test_an_acl_user_without_channel_rights_says_so_and_a_waiting_daemon_polls(
     tmp_path: Path, server: RedisServer, raw: redis.Redis,
 ) -> None:
     """Redis 7 gives a new user no channels: SUBSCRIBE answers NOPERM. One line, status says
     it, and a daemon waiting on a defaulted reset still hears another run's read reset within
     POLL_SECONDS (has_news, then the round trip)."""
-    p = prefix()
+    check_acl_without_channels(tmp_path, server, raw, prefix(), REDIS_NOPERM)
+
+
+def check_acl_without_channels(tmp_path: Path, server: RedisServer, raw: redis.Redis, p: str,
+                               denial: str) -> None:
+    """The test above on any server, `denial` being its NOPERM words (Valkey has its own)."""
     add_user(raw, "nochan", f"~{p}:*", "+@all")  # keys, commands, no channels
     said: list[str] = []
     status = tmp_path / "sharing.json"
     waiting = LimitSharing(as_user(settings_for(server, "ci", p), server, "nochan"),
                            say=said.append, status_file=status)
     other = LimitSharing(settings_for(server, "laptop", p), subscribe=False)
-    now = datetime.now(UTC)
-    assert waiting.sync(TEAM, now) == []
-    wait_for(lambda: "no pub/sub" in " ".join(waiting.problems()))
-    other.publish([limit(now + timedelta(minutes=5), now)], now)
-    start = time.monotonic()
-    wait_for(waiting.has_news)
-    got = waiting.sync(TEAM, now)
-    assert time.monotonic() - start <= sharing_client.POLL_SECONDS + 1.5
-    assert [(str(o.engine), o.source) for o in got] == [("claude", "laptop")]
-    assert said == [
-        f"limit sharing cannot subscribe to {p}:limits (redis://***@127.0.0.1:{server.port}/0: "
-        "this user has no permissions to access one of the channels used as arguments); "
-        "a waiting daemon asks Redis every 2 s instead "
-        f"(grant the user &{p}:*)"]
-    facts = sharing_facts(status)
-    assert facts is not None and facts["state"] == "on"
-    assert "; no pub/sub (this user has no permissions to access one of the channels used as " \
-        "arguments): polling every 2 s" in (
-        sharing_line(facts))
-    waiting.close()
-    other.close()
+    try:
+        now = datetime.now(UTC)
+        assert waiting.sync(TEAM, now) == []
+        wait_for(lambda: "no pub/sub" in " ".join(waiting.problems()))
+        other.publish([limit(now + timedelta(minutes=5), now)], now)
+        start = time.monotonic()
+        wait_for(waiting.has_news)
+        got = waiting.sync(TEAM, now)
+        assert time.monotonic() - start <= sharing_client.POLL_SECONDS + 1.5
+        assert [(str(o.engine), o.source) for o in got] == [("claude", "laptop")]
+        assert said == [
+            f"limit sharing cannot subscribe to {p}:limits (redis://***@127.0.0.1:"
+            f"{server.port}/0: {denial}); a waiting daemon asks Redis every 2 s instead "
+            f"(grant the user &{p}:*)"]
+        facts = sharing_facts(status)
+        assert facts is not None and facts["state"] == "on"
+        assert f"; no pub/sub ({denial}): polling every 2 s" in sharing_line(facts)
+    finally:
+        waiting.close()
+        other.close()
 
 
 #: The minimal ACL of docs/sharing.md "ACL users", for the prefix `{p}`.

@@ -24,16 +24,14 @@ import pytest
 import test_sharing_faults as on_redis
 import test_sharing_redis as on_redis_too
 from helpers.redis_server import RedisServer, needs_valkey
-from helpers.sharing_redis import TEAM, settings_for, wait_for
-from test_sharing_faults import add_user, as_user, limit
+from helpers.sharing_redis import settings_for, wait_for
+from test_sharing_faults import limit
 
 pytestmark = needs_valkey
 redis = pytest.importorskip("redis", reason="the redis extra is not installed: pip install "
                             "'autodev[redis]'")
 
 from autodev_shell.sharing import LimitSharing  # noqa: E402
-from autodev_shell.sharing import client as sharing_client  # noqa: E402
-from autodev_shell.status.sharing import sharing_facts, sharing_line  # noqa: E402
 
 #: What Valkey 8 answers a SUBSCRIBE the ACL refuses (redis-server 7: "this user has no
 #: permissions to access one of the channels used as arguments").
@@ -98,29 +96,4 @@ def test_valkey_an_acl_user_without_channel_rights_says_so_and_a_waiting_daemon_
     """test_sharing_faults' test of the same name, in Valkey's words: a new Valkey user has no
     channels either; one line, status says on with the polling, and a waiting run hears another
     run's limit within POLL_SECONDS by its round trip."""
-    add_user(raw, "nochan", "~vacl:*", "+@all")  # keys, commands, no channels
-    said: list[str] = []
-    status = tmp_path / "sharing.json"
-    waiting = LimitSharing(as_user(settings_for(server, "ci", "vacl"), server, "nochan"),
-                           say=said.append, status_file=status)
-    other = LimitSharing(settings_for(server, "laptop", "vacl"), subscribe=False)
-    try:
-        now = datetime.now(UTC)
-        assert waiting.sync(TEAM, now) == []
-        wait_for(lambda: "no pub/sub" in " ".join(waiting.problems()))
-        other.publish([limit(now + timedelta(minutes=5), now)], now)
-        start = time.monotonic()
-        wait_for(waiting.has_news)
-        got = waiting.sync(TEAM, now)
-        assert time.monotonic() - start <= sharing_client.POLL_SECONDS + 1.5
-        assert [(str(o.engine), o.source) for o in got] == [("claude", "laptop")]
-        assert said == [
-            f"limit sharing cannot subscribe to vacl:limits (redis://***@127.0.0.1:"
-            f"{server.port}/0: {VALKEY_NOPERM}); a waiting daemon asks Redis every 2 s instead "
-            "(grant the user &vacl:*)"]
-        facts = sharing_facts(status)
-        assert facts is not None and facts["state"] == "on"
-        assert f"; no pub/sub ({VALKEY_NOPERM}): polling every 2 s" in sharing_line(facts)
-    finally:
-        waiting.close()
-        other.close()
+    on_redis.check_acl_without_channels(tmp_path, server, raw, "vacl", VALKEY_NOPERM)
