@@ -77,6 +77,7 @@ from .calls import DEFAULT_TEMPLATES, CallResult, CommandTemplate
 from .calls.cli_calls import CliCalls
 from .calls.environments import CallEnvironments
 from .calls.lanes import Lanes
+from .calls.ledger import ledger_for
 from .clock import Clock, local_zone
 from .durability.writes import Durability
 from .loop.commits import GATE_RETRY_SECONDS, Commits, RunFolderGone, revision_span
@@ -215,6 +216,9 @@ class Runner:
                             environments=environments)
         self._log = log
         self.perform_call = perform_call or self.cli.call
+        # The call ledger beside the lanes (docs/timeline.md): a line per ended call.
+        self.ledger = None if lanes is None else ledger_for(
+            lanes, say=lambda line: self.log.note(self.clock.now(), line))
         self.members = {p.id: p for p in config.team}
         self.state = restored_state(config, store.snapshot().scheduler_state_json)
         self.events = 0
@@ -623,11 +627,8 @@ class Runner:
         self.commits.beat(self.clock.now())
         self.calls += 1
         result = self.perform_call(effect, member, prompt)
-        if self.cli.lanes is not None:  # every ended call, cancelled too (docs/timeline.md)
-            from .calls.ledger import ledger_beside
-
-            ledger_beside(self.cli.lanes, say=lambda line: self.log.note(self.clock.now(), line)
-                          ).add(effect.participant, str(effect.engine), result)
+        if self.ledger is not None:  # every ended call, cancelled too (docs/timeline.md)
+            self.ledger.add(effect.participant, str(effect.engine), result)
         if result.cancelled:
             return self._cut_short()
         text = (result.post or "").strip()

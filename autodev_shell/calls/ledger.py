@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import weakref
 from collections.abc import Callable
 from contextlib import suppress
 from datetime import datetime
@@ -118,16 +117,10 @@ class CallLedger:
             self.failed = False
 
 
-_BESIDE: weakref.WeakKeyDictionary[Lanes, CallLedger] = weakref.WeakKeyDictionary()
-
-
-def ledger_beside(lanes: Lanes, *, say: Callable[[str], None]) -> CallLedger:
+def ledger_for(lanes: Lanes, *, say: Callable[[str], None]) -> CallLedger:
     """The ledger of the run whose lanes are `lanes`: `calls.jsonl` in the folder that holds the
-    lanes folder (one per `Lanes`, so a failure is said once per run)."""
-    found = _BESIDE.get(lanes)
-    if found is None:
-        found = _BESIDE[lanes] = CallLedger(lanes.directory.parent / LEDGER_FILE, say=say)
-    return found
+    lanes folder. The daemon makes one per run, so a failure is said once per run."""
+    return CallLedger(lanes.directory.parent / LEDGER_FILE, say=say)
 
 
 def read_ledger(path: Path) -> list[LedgerEntry] | None:

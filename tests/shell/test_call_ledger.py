@@ -18,7 +18,7 @@ from autodev_shell.calls.lanes import Lanes
 from autodev_shell.calls.ledger import (
     LEDGER_FILE,
     CallLedger,
-    ledger_beside,
+    ledger_for,
     outcome,
     read_ledger,
 )
@@ -168,8 +168,6 @@ def test_a_ledger_the_disk_refuses_is_said_once_and_never_stops_the_call(tmp_pat
     assert len(read_ledger(tmp_path / "kept") or []) == 1
 
 
-def test_the_daemons_ledger_is_beside_its_lanes_one_per_run(tmp_path: Path) -> None:
+def test_the_daemons_ledger_is_beside_its_lanes(tmp_path: Path) -> None:
     lanes = Lanes(tmp_path / "run" / "lanes")
-    first = ledger_beside(lanes, say=lambda line: None)
-    assert first is ledger_beside(lanes, say=lambda line: None)
-    assert first.path == tmp_path / "run" / LEDGER_FILE
+    assert ledger_for(lanes, say=lambda line: None).path == tmp_path / "run" / LEDGER_FILE
