@@ -76,10 +76,13 @@ def test_posts_are_timed_in_the_runs_zone_which_the_page_names(
     _daemon, panel = run
     page = open_page(panel).page
     says(page, "#zone-note", f"Times are in {ZONE}, the run's zone")
-    stamp = page.locator("#thread .post time[datetime]").last
-    instant = datetime.fromisoformat(str(stamp.get_attribute("datetime")))
+    # Both read from one element at once: `.last` is looked up again at each call, and the live
+    # run may add a post in between.
+    attribute, text = page.locator("#thread .post time[datetime]").last.evaluate(
+        "e => [e.getAttribute('datetime'), e.textContent]")
+    instant = datetime.fromisoformat(str(attribute))
     local = instant.astimezone(ZoneInfo(ZONE)).strftime("%Y-%m-%d %H:%M:%S")
-    assert stamp.text_content() == local, (stamp.text_content(), local)
+    assert text == local, (text, local)
 
 
 # --- lost input ---------------------------------------------------------------------------------
